@@ -1,0 +1,51 @@
+// admin.hpp: the subcommands of mq-admin. Each lives in its own file with its usage on top,
+// and registers itself through one Setup function: parser setup is split from the action.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../common.hpp"
+
+namespace mq::admin {
+
+struct Context {
+  cli::StoreArgs store;
+  // Opens the store once, on first use.
+  Result<Store*> Open();
+
+ private:
+  std::unique_ptr<Store> opened_;
+};
+
+// A subcommand: its parser node and the action run after a successful parse.
+struct Command {
+  CLI::App* app;
+  std::function<int(Context&)> run;
+};
+
+// Options shared by create and set.
+struct QueueOptions {
+  std::string label;
+  std::string quota;
+  std::string max_message_size;
+  std::string status;
+};
+void AddQueueOptions(CLI::App& app, QueueOptions& o, bool with_status);
+Result<QueueSettings> MakeSettings(CLI::App& app, const QueueOptions& o);
+
+Command SetupInit(CLI::App& app, Context& ctx);
+Command SetupCreate(CLI::App& app, Context& ctx);
+Command SetupSet(CLI::App& app, Context& ctx);
+Command SetupDelete(CLI::App& app, Context& ctx);
+Command SetupList(CLI::App& app, Context& ctx);
+Command SetupStat(CLI::App& app, Context& ctx);
+Command SetupPurge(CLI::App& app, Context& ctx);
+Command SetupCheck(CLI::App& app, Context& ctx);
+Command SetupBackup(CLI::App& app, Context& ctx);
+Command SetupExport(CLI::App& app, Context& ctx);
+Command SetupImport(CLI::App& app, Context& ctx);
+
+}  // namespace mq::admin

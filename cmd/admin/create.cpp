@@ -1,0 +1,38 @@
+// mq-admin create QUEUE [--label TEXT] [--quota SIZE] [--max-message-size SIZE]
+// mq-admin set QUEUE [the same] [--status on|off]
+#include "admin.hpp"
+
+namespace mq::admin {
+
+namespace {
+
+struct Args {
+  std::string queue;
+  QueueOptions opts;
+};
+
+Command Setup(CLI::App& app, bool create) {
+  auto args = std::make_shared<Args>();
+  auto* sub = app.add_subcommand(create ? "create" : "set",
+                                 create ? "Create a queue" : "Change a queue's settings");
+  sub->add_option("QUEUE", args->queue, "Queue name")->required();
+  AddQueueOptions(*sub, args->opts, !create);
+  return {sub, [args, sub, create](Context& ctx) {
+            auto ref = cli::ParseQueueArg(args->queue);
+            if (!ref.ok()) return cli::Fail(ref.status());
+            auto settings = MakeSettings(*sub, args->opts);
+            if (!settings.ok()) return cli::Fail(settings.status().WithSubject(ref->Full()));
+            auto store = ctx.Open();
+            if (!store.ok()) return cli::Fail(store.status());
+            Status s = create ? (*store)->CreateQueue(*ref, *settings)
+                              : (*store)->UpdateQueue(*ref, *settings);
+            return s.ok() ? 0 : cli::Fail(s.WithSubject(ref->Full()));
+          }};
+}
+
+}  // namespace
+
+Command SetupCreate(CLI::App& app, Context&) { return Setup(app, true); }
+Command SetupSet(CLI::App& app, Context&) { return Setup(app, false); }
+
+}  // namespace mq::admin

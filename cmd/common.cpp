@@ -1,0 +1,174 @@
+// common.cpp: diagnostics, argument parsing and output shared by the tools.
+#include "common.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "ids.hpp"
+
+namespace mq::cli {
+
+namespace {
+const char* g_tool = "mq";
+}
+
+void SetTool(const char* name) { g_tool = name; }
+const char* Tool() { return g_tool; }
+
+int Fail(const Status& status) {
+  std::string line = fmt::format("{}: {}\n", g_tool, status.ToString());
+  ssize_t ignored = ::write(2, line.data(), line.size());
+  (void)ignored;
+  return ExitCode(status);
+}
+
+int Parse(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    return Fail(Status(Code::kInvalidArg,
+                       what + fmt::format(" (see {} --help)", g_tool)));
+  }
+  return -1;
+}
+
+void AddStoreOption(CLI::App& app, StoreArgs& args) {
+  app.add_option("-s,--store", args.dir,
+                 "Store directory (default: $MQ_STORE, else $XDG_DATA_HOME/mq, else "
+                 "~/.local/share/mq)")
+      ->type_name("DIR");
+}
+
+Result<std::unique_ptr<Store>> OpenStore(const StoreArgs& args) {
+  OpenOptions o;
+  o.dir = args.dir;
+  o.create = args.create;
+  return Store::Open(o);
+}
+
+Result<QueueRef> ParseQueueArg(const std::string& text) { return ParseQueueRef(text); }
+
+void AddSelectOptions(CLI::App& app, SelectArgs& a) {
+  auto* n = app.add_option("-n,--count", a.count, "Take up to N messages (default 1)")
+                ->type_name("N")
+                ->check(CLI::PositiveNumber);
+  auto* all = app.add_flag("--all", a.all, "Take every qualifying message");
+  auto* top = app.add_option("--top", a.top, "Service Broker TOP(N): at most N messages")
+                  ->type_name("N")
+                  ->check(CLI::PositiveNumber);
+  n->excludes(all)->excludes(top);
+  all->excludes(top);
+  auto* lookup = app.add_option("--lookup-id", a.lookup_id,
+                                "Start at the message with this lookup id (PeekByLookupId)")
+                     ->type_name("N");
+  auto* first = app.add_flag("--first", a.first, "From the first message of the queue");
+  auto* last = app.add_flag("--last", a.last, "From the last message, backwards");
+  auto* next = app.add_flag("--next", a.next, "The message(s) after --lookup-id");
+  auto* prev = app.add_flag("--prev", a.prev, "The message(s) before --lookup-id, backwards");
+  first->excludes(last)->excludes(next)->excludes(prev)->excludes(lookup);
+  last->excludes(next)->excludes(prev)->excludes(lookup);
+  next->excludes(prev)->needs(lookup);
+  prev->needs(lookup);
+  auto* id = app.add_option("--id", a.id, "The message with this id")->type_name("MSGID");
+  auto* corr = app.add_option("--correlation", a.correlation,
+                              "Messages with this correlation id (40 hex digits or a message id)")
+                   ->type_name("ID");
+  id->excludes(corr)->excludes(lookup)->excludes(first)->excludes(last);
+  corr->excludes(lookup)->excludes(first)->excludes(last);
+}
+
+Result<Selection> MakeSelection(const SelectArgs& a) {
+  Selection s;
+  s.limit = a.all ? 0 : a.top ? a.top : a.count;
+  if (a.next) s.anchor = Anchor::kAfter;
+  else if (a.prev) s.anchor = Anchor::kBefore;
+  else if (a.last) s.anchor = Anchor::kLast;
+  else if (a.lookup_id) s.anchor = Anchor::kAt;
+  if (s.anchor == Anchor::kAt || s.anchor == Anchor::kAfter || s.anchor == Anchor::kBefore) {
+    if (a.lookup_id == 0)
+      return Status(Code::kInvalidArg, "--lookup-id must be a positive number");
+    s.lookup_id = a.lookup_id;
+  }
+  if (!a.id.empty()) {
+    auto id = ParseMessageId(a.id);
+    if (!id)
+      return Status(Code::kInvalidArg,
+                    fmt::format("invalid message id '{}': expected {{GUID}}\\N", a.id));
+    s.anchor = Anchor::kId;
+    s.id = *id;
+    s.limit = 1;
+  }
+  if (!a.correlation.empty()) {
+    auto c = ParseCorrelationId(a.correlation);
+    if (!c.ok()) return c.status();
+    s.anchor = Anchor::kCorrelation;
+    s.correlation = *c;
+  }
+  return s;
+}
+
+void AddOutputOptions(CLI::App& app, OutputArgs& a) {
+  auto* json = app.add_flag("--json", a.json, "One JSON object per message (--format json)");
+  auto* format = app.add_option("--format", a.format, "Output format: json")->type_name("NAME");
+  auto* templ = app.add_option("--template", a.templ,
+                               "Print each message through {field} placeholders, e.g. "
+                               "'{lookup_id}\\t{label}\\n'")
+                    ->type_name("TEXT");
+  json->excludes(format)->excludes(templ);
+  format->excludes(templ);
+  auto* lines = app.add_flag("-l,--lines", a.lines, "End each raw body with a newline");
+  auto* null = app.add_flag("-0,--null", a.null, "End each raw body with a NUL byte");
+  lines->excludes(null);
+}
+
+Result<std::unique_ptr<OutputSink>> OutputSink::Make(const OutputArgs& a) {
+  std::unique_ptr<OutputSink> sink(new OutputSink());
+  std::string format = a.json ? "json" : a.format;
+  if (format == "json") {
+    sink->mode_ = Mode::kJson;
+  } else if (!format.empty()) {
+    return Status(Code::kInvalidArg,
+                  fmt::format("unknown --format '{}' (this tool prints: json)", format));
+  } else if (!a.templ.empty()) {
+    auto t = Template::Parse(a.templ);
+    if (!t.ok()) return t.status();
+    sink->templ_ = std::move(*t);
+    sink->mode_ = Mode::kTemplate;
+  }
+  if (sink->mode_ != Mode::kRaw && (a.lines || a.null))
+    return Status(Code::kInvalidArg, "-l and -0 apply to raw bodies only");
+  if (a.lines) sink->sep_ = "\n";
+  if (a.null) sink->sep_ = std::string(1, '\0');
+  return sink;
+}
+
+Status OutputSink::Add(const Message& m) {
+  switch (mode_) {
+    case Mode::kRaw:
+      out_.Append(m.body);
+      out_.Append(sep_);
+      break;
+    case Mode::kJson:
+      out_.Append(MessageToJsonLine(m));
+      break;
+    case Mode::kTemplate:
+      out_.Append(templ_->Render(m));
+      break;
+  }
+  if (out_.buffered() >= (1 << 20)) return out_.Flush();
+  return {};
+}
+
+Status OutputSink::Flush() { return out_.Flush(); }
+
+}  // namespace mq::cli

@@ -1,0 +1,79 @@
+// common.hpp: what the five tools share: diagnostics, exit codes, store options, and the
+// options and output of the reading tools (mq-peek, mq-receive), each set up in one place so
+// that spelling and help text agree everywhere.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "format.hpp"
+#include "names.hpp"
+#include "status.hpp"
+#include "store.hpp"
+
+namespace mq::cli {
+
+// The program name in diagnostics ("mq-send").
+void SetTool(const char* name);
+const char* Tool();
+
+// Prints "mq-TOOL: SUBJECT: text (MQ_SYMBOL 0xHEX)" on stderr; returns the exit status.
+int Fail(const Status& status);
+
+// Parses argv. Returns -1 to go on, or the exit status to return at once: 0 after --help or
+// --version, 2 after a usage error (never CLI11's own 100-127).
+int Parse(CLI::App& app, int argc, char** argv);
+
+struct StoreArgs {
+  std::string dir;
+  bool create = false;
+};
+void AddStoreOption(CLI::App& app, StoreArgs& args);
+Result<std::unique_ptr<Store>> OpenStore(const StoreArgs& args);
+
+// A queue reference argument, validated at parse time.
+Result<QueueRef> ParseQueueArg(const std::string& text);
+
+// Selection options of mq-peek and mq-receive.
+struct SelectArgs {
+  uint64_t count = 1;
+  bool all = false;
+  uint64_t top = 0;
+  uint64_t lookup_id = 0;
+  bool first = false, last = false, next = false, prev = false;
+  std::string id;
+  std::string correlation;
+};
+void AddSelectOptions(CLI::App& app, SelectArgs& args);
+Result<Selection> MakeSelection(const SelectArgs& args);
+
+// Output options of the reading tools.
+struct OutputArgs {
+  bool json = false;
+  std::string format;
+  std::string templ;
+  bool lines = false;
+  bool null = false;
+};
+void AddOutputOptions(CLI::App& app, OutputArgs& args);
+
+// Writes messages to stdout as raw bodies, JSON lines or a template.
+class OutputSink : public MessageSink {
+ public:
+  static Result<std::unique_ptr<OutputSink>> Make(const OutputArgs& args);
+  Status Add(const Message& m) override;
+  Status Flush() override;
+
+ private:
+  enum class Mode { kRaw, kJson, kTemplate };
+  OutputSink() : out_(1, "stdout") {}
+  Mode mode_ = Mode::kRaw;
+  std::string sep_;
+  std::optional<Template> templ_;
+  FdWriter out_;
+};
+
+}  // namespace mq::cli

@@ -1,0 +1,47 @@
+// mq-peek: print messages without removing them.
+//
+//   mq-peek [options] QUEUE
+//
+// Reads in one LMDB read transaction (a consistent snapshot), streaming the output in batches
+// so that memory does not grow with the queue. A reader that closes the pipe early ends the
+// peek quietly.
+#include <csignal>
+
+#include "common.hpp"
+
+namespace mq {
+namespace {
+
+int Run(int argc, char** argv) {
+  cli::SetTool("mq-peek");
+  std::signal(SIGPIPE, SIG_IGN);
+  cli::StoreArgs store_args;
+  cli::SelectArgs sel_args;
+  cli::OutputArgs out_args;
+  std::string queue;
+  CLI::App app("Print messages of an mq queue without removing them", "mq-peek");
+  app.set_version_flag("--version", MQ_VERSION);
+  cli::AddStoreOption(app, store_args);
+  app.add_option("QUEUE", queue, "Queue to read")->required();
+  cli::AddSelectOptions(app, sel_args);
+  cli::AddOutputOptions(app, out_args);
+  if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
+
+  auto ref = cli::ParseQueueArg(queue);
+  if (!ref.ok()) return cli::Fail(ref.status());
+  auto sel = cli::MakeSelection(sel_args);
+  if (!sel.ok()) return cli::Fail(sel.status());
+  auto sink = cli::OutputSink::Make(out_args);
+  if (!sink.ok()) return cli::Fail(sink.status());
+  auto store = cli::OpenStore(store_args);
+  if (!store.ok()) return cli::Fail(store.status());
+  Status s = (*store)->Peek(*ref, *sel, **sink);
+  if (s.code() == Code::kBrokenPipe) return 0;  // the reader has seen enough
+  if (!s.ok()) return cli::Fail(s.WithSubject(ref->Full()));
+  return 0;
+}
+
+}  // namespace
+}  // namespace mq
+
+int main(int argc, char** argv) { return mq::Run(argc, argv); }

@@ -1,0 +1,289 @@
+// mq-send: put messages into a queue.
+//
+//   mq-send [options] QUEUE [BODY]      body from BODY, else -f FILE, else all of stdin
+//   mq-send -l QUEUE < lines            one message per line (-0: per NUL-terminated record)
+//
+// With -l/-0 the input is cut into batches of many messages per store transaction; each
+// batch is atomic and durable when it commits. Without --express every commit is synced to
+// disk before mq-send exits 0.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "common.hpp"
+#include "ids.hpp"
+#include "units.hpp"
+
+namespace mq {
+namespace {
+
+constexpr size_t kBatchMessages = 10000;
+constexpr size_t kBatchBytes = 8 << 20;
+
+struct SendArgs {
+  cli::StoreArgs store;
+  std::string queue;
+  std::string body;
+  bool has_body = false;
+  std::string file;
+  bool lines = false;
+  bool null = false;
+  int priority = kDefaultPriority;
+  std::string label;
+  std::string correlation;
+  uint32_t app = 0;
+  std::string body_type;
+  std::string ttrq, ttbr;
+  bool journal = false, deadletter = false;
+  std::string admin_queue, response_queue, ack;
+  bool express = false;
+  bool print_id = false;
+};
+
+// Hands a vector of prepared messages to Store::Append.
+class VectorSource : public MessageSource {
+ public:
+  explicit VectorSource(std::vector<Message>& v) : v_(v) {}
+  Result<bool> Next(Message& m) override {
+    if (i_ >= v_.size()) return false;
+    m = v_[i_++];
+    return true;
+  }
+  Status Rewind() override {
+    i_ = 0;
+    return {};
+  }
+
+ private:
+  std::vector<Message>& v_;
+  size_t i_ = 0;
+};
+
+Status ReadAll(int fd, const std::string& name, std::string& out) {
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n == 0) return {};
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(errno, name, "read failed");
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+}
+
+class Sender {
+ public:
+  Sender(Store& store, QueueRef ref, Message proto, const SendArgs& args)
+      : store_(store), ref_(std::move(ref)), proto_(std::move(proto)), args_(args) {}
+
+  void Add(std::string body) {
+    batch_.push_back(proto_);
+    batch_.back().body = std::move(body);
+    bytes_ += batch_.back().body.size();
+  }
+  bool Full() const { return batch_.size() >= kBatchMessages || bytes_ >= kBatchBytes; }
+
+  Status Commit() {
+    if (batch_.empty()) return {};
+    VectorSource src(batch_);
+    AppendOptions o;
+    o.create_queue = args_.store.create;
+    ids_.clear();
+    Status s = store_.Append(ref_, o, src, args_.print_id ? &ids_ : nullptr);
+    if (!s.ok()) {
+      if (sent_)
+        return Status(s.code(),
+                      fmt::format("{}; {} earlier messages were sent", s.text(), sent_),
+                      s.subject());
+      return s;
+    }
+    sent_ += batch_.size();
+    batch_.clear();
+    bytes_ = 0;
+    if (args_.print_id) {
+      FdWriter out(1, "stdout");
+      for (const auto& id : ids_) out.Append(FormatMessageId(id) + "\n");
+      MQ_RETURN_IF_ERROR(out.Flush());
+    }
+    return {};
+  }
+
+ private:
+  Store& store_;
+  QueueRef ref_;
+  Message proto_;
+  const SendArgs& args_;
+  std::vector<Message> batch_;
+  std::vector<std::string> ids_;
+  size_t bytes_ = 0;
+  uint64_t sent_ = 0;
+};
+
+// Splits stdin on `sep`, sending records in batches; memory stays bounded by the batch.
+Status SendRecords(Sender& sender, char sep) {
+  std::string pending;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(0, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(errno, "stdin", "read failed");
+    }
+    if (n == 0) break;
+    size_t start = 0;
+    for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
+      if (buf[i] != sep) continue;
+      pending.append(buf + start, i - start);
+      sender.Add(std::move(pending));
+      pending.clear();
+      start = i + 1;
+      if (sender.Full()) MQ_RETURN_IF_ERROR(sender.Commit());
+    }
+    pending.append(buf + start, static_cast<size_t>(n) - start);
+  }
+  if (!pending.empty()) sender.Add(std::move(pending));
+  return sender.Commit();
+}
+
+Result<Message> BuildPrototype(const SendArgs& a) {
+  Message m;
+  m.priority = static_cast<uint8_t>(a.priority);
+  m.label = a.label;
+  if (!a.correlation.empty()) {
+    auto c = ParseCorrelationId(a.correlation);
+    if (!c.ok()) return c.status();
+    m.correlation_id = *c;
+  }
+  m.app_specific = a.app;
+  if (!a.body_type.empty()) {
+    auto bt = ParseBodyType(a.body_type);
+    if (!bt.ok()) return bt.status();
+    m.body_type = *bt;
+  }
+  int64_t now = NowMs();
+  m.sent_time = now;
+  for (auto [text, field] : {std::pair{&a.ttrq, &m.ttrq}, std::pair{&a.ttbr, &m.ttbr}}) {
+    if (text->empty()) continue;
+    auto d = ParseDuration(*text);
+    if (!d.ok()) return d.status();
+    *field = *d == kInfinite ? 0 : now + *d;
+  }
+  m.journal = a.journal;
+  m.deadletter = a.deadletter;
+  for (auto [text, field] : {std::pair{&a.admin_queue, &m.admin_queue},
+                             std::pair{&a.response_queue, &m.response_queue}}) {
+    if (text->empty()) continue;
+    auto ref = ParseQueueRef(*text);
+    if (!ref.ok()) return ref.status();
+    *field = ref->Full();
+  }
+  if (!a.ack.empty()) {
+    auto ack = ParseAckLevel(a.ack);
+    if (!ack.ok()) return ack.status();
+    if (*ack && a.admin_queue.empty())
+      return Status(Code::kInvalidArg, "--ack needs --admin-queue to send acknowledgements to");
+    m.ack = *ack;
+  }
+  m.express = a.express;
+  return m;
+}
+
+int Run(int argc, char** argv) {
+  cli::SetTool("mq-send");
+  std::signal(SIGPIPE, SIG_IGN);
+  SendArgs a;
+  CLI::App app("Send messages to an mq queue", "mq-send");
+  app.set_version_flag("--version", MQ_VERSION);
+  cli::AddStoreOption(app, a.store);
+  app.add_option("QUEUE", a.queue, "Queue to send to")->required();
+  app.add_option("BODY", a.body, "Message body (else -f FILE, else stdin)");
+  auto* file = app.add_option("-f,--file", a.file, "Read the body from FILE")->type_name("FILE");
+  auto* lines = app.add_flag("-l,--lines", a.lines, "Send each line of stdin as a message");
+  auto* null = app.add_flag("-0,--null", a.null, "Send each NUL-terminated record of stdin");
+  lines->excludes(null)->excludes(file);
+  null->excludes(file);
+  app.add_option("-p,--priority", a.priority, "Priority 0..7, higher first (default 3)")
+      ->check(CLI::Range(0, 7));
+  app.add_option("-L,--label", a.label, "Label, at most 250 characters")->type_name("TEXT");
+  app.add_option("-c,--correlation", a.correlation,
+                 "Correlation id: 40 hex digits or a message id")
+      ->type_name("ID");
+  app.add_option("--app", a.app, "Application-specific 32-bit number (PROPID_M_APPSPECIFIC)")
+      ->type_name("N");
+  app.add_option("--body-type", a.body_type, "Body type: bytes, text, json, xml or a VT number")
+      ->type_name("TYPE");
+  app.add_option("--ttrq", a.ttrq, "Time to reach the queue (stored as a deadline)")
+      ->type_name("DURATION");
+  app.add_option("--ttbr", a.ttbr, "Time to be received (stored as a deadline)")
+      ->type_name("DURATION");
+  app.add_flag("--journal", a.journal, "Ask for source journaling (MQMSG_JOURNAL)");
+  app.add_flag("--deadletter", a.deadletter, "Ask for dead-lettering (MQMSG_DEADLETTER)");
+  app.add_option("--admin-queue", a.admin_queue, "Queue for acknowledgements")
+      ->type_name("QUEUE");
+  app.add_option("--ack", a.ack,
+                 "Acknowledgement level: none, full-reach-queue, full-receive, "
+                 "nack-reach-queue, nack-receive (joined by ',')")
+      ->type_name("LEVEL");
+  app.add_option("--response-queue", a.response_queue, "Queue for replies")->type_name("QUEUE");
+  app.add_flag("--express", a.express, "Do not wait for the disk (MQMSG_DELIVERY_EXPRESS)");
+  app.add_flag("--print-id", a.print_id, "Print the id of each message sent");
+  app.add_flag("--create", a.store.create, "Create the queue (and a named store) if missing");
+  if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
+  a.has_body = app.count("BODY") > 0;
+  if (a.has_body && (!a.file.empty() || a.lines || a.null))
+    return cli::Fail(Status(Code::kInvalidArg, "give the body as an argument, -f, or on stdin"));
+
+  auto ref = cli::ParseQueueArg(a.queue);
+  if (!ref.ok()) return cli::Fail(ref.status());
+  auto proto = BuildPrototype(a);
+  if (!proto.ok()) return cli::Fail(proto.status().WithSubject(ref->Full()));
+
+  // Read a single body before touching the store, so that a bad file changes nothing.
+  std::string body;
+  if (!a.lines && !a.null) {
+    if (a.has_body) {
+      body = a.body;
+    } else if (!a.file.empty()) {
+      int fd = ::open(a.file.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) {
+        Status s = ErrnoStatus(errno, a.file, "cannot open body file");
+        if (errno == ENOENT) s = Status(Code::kInvalidArg, "cannot open body file: no such file", a.file);
+        return cli::Fail(s);
+      }
+      Status s = ReadAll(fd, a.file, body);
+      ::close(fd);
+      if (!s.ok()) return cli::Fail(s);
+    } else {
+      Status s = ReadAll(0, "stdin", body);
+      if (!s.ok()) return cli::Fail(s);
+    }
+  }
+
+  auto store = cli::OpenStore(a.store);
+  if (!store.ok()) return cli::Fail(store.status());
+  if (a.express) {
+    Status s = (*store)->SetExpress(true);
+    if (!s.ok()) return cli::Fail(s);
+  }
+  Sender sender(**store, *ref, *proto, a);
+  Status s;
+  if (a.lines || a.null) {
+    s = SendRecords(sender, a.lines ? '\n' : '\0');
+  } else {
+    sender.Add(std::move(body));
+    s = sender.Commit();
+  }
+  if (!s.ok()) return cli::Fail(s.WithSubject(ref->Full()));
+  return 0;
+}
+
+}  // namespace
+}  // namespace mq
+
+int main(int argc, char** argv) { return mq::Run(argc, argv); }

@@ -1,0 +1,72 @@
+// codec.hpp: byte encodings shared by keys and records.
+//
+// Keys are big-endian so that LMDB's default memcmp order is numeric order; no custom
+// comparators (every program opening the store would need the same one).
+// Records are tag-length-value: a varint tag, a varint length, the bytes. A reader skips tags
+// it does not know, and a field a record lacks keeps its default, so records written by an
+// older version decode, and new fields never need a rewrite of the store.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace mq {
+
+void PutU16BE(std::string& out, uint16_t v);
+void PutU32BE(std::string& out, uint32_t v);
+void PutU64BE(std::string& out, uint64_t v);
+uint16_t GetU16BE(std::string_view in, size_t pos);
+uint32_t GetU32BE(std::string_view in, size_t pos);
+uint64_t GetU64BE(std::string_view in, size_t pos);
+
+void PutVarint(std::string& out, uint64_t v);
+// Reads a varint at `pos`, advancing it; nullopt if truncated or longer than 10 bytes.
+std::optional<uint64_t> GetVarint(std::string_view in, size_t& pos);
+
+// Writes TLV fields. Integers are varints; strings and bytes are raw.
+class TlvWriter {
+ public:
+  explicit TlvWriter(std::string& out) : out_(out) {}
+  void Uint(uint32_t tag, uint64_t v);
+  void Bytes(uint32_t tag, std::string_view v);
+  // Omits the field when it equals the default, keeping records small.
+  void UintIfNot(uint32_t tag, uint64_t v, uint64_t dflt) {
+    if (v != dflt) Uint(tag, v);
+  }
+  void BytesIfNotEmpty(uint32_t tag, std::string_view v) {
+    if (!v.empty()) Bytes(tag, v);
+  }
+
+ private:
+  std::string& out_;
+};
+
+// Reads TLV fields until the input ends.
+class TlvReader {
+ public:
+  explicit TlvReader(std::string_view in) : in_(in) {}
+  // Next field; false at the end. Sets error() if the input is malformed.
+  bool Next();
+  uint32_t tag() const { return tag_; }
+  std::string_view bytes() const { return value_; }
+  // The value as a varint (0 and error() if it is not one).
+  uint64_t uint();
+  bool error() const { return error_; }
+
+ private:
+  std::string_view in_;
+  size_t pos_ = 0;
+  uint32_t tag_ = 0;
+  std::string_view value_;
+  bool error_ = false;
+};
+
+std::string Base64Encode(std::string_view in);
+std::optional<std::string> Base64Decode(std::string_view in);
+bool IsValidUtf8(std::string_view s);
+std::string HexEncode(std::string_view in);
+std::optional<std::string> HexDecode(std::string_view in);
+
+}  // namespace mq

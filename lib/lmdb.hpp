@@ -1,0 +1,139 @@
+// lmdb.hpp: move-only RAII wrappers over LMDB's env, txn and cursor.
+//
+// lmdb.cpp is the only file that includes <lmdb.h>; everything else sees these types.
+// Contracts, after lmdbxx:
+//  - A Txn aborts in its destructor unless Commit() was called.
+//  - Cursors register with their Txn; the Txn closes every open cursor before it commits or
+//    aborts (LMDB frees write-txn cursors itself, so closing one afterwards would be a double
+//    free). A Cursor outliving its Txn is inert.
+//  - "Not found" is std::nullopt / false, never an error.
+//  - MDB_MAP_FULL comes back as Code::kMapFull so that the store can grow the map and run the
+//    transaction again; MDB_MAP_RESIZED (another process grew it) is handled inside Begin().
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "status.hpp"
+
+struct MDB_env;
+struct MDB_txn;
+struct MDB_cursor;
+
+namespace mq::lmdb {
+
+using Dbi = unsigned int;
+
+// Translates an LMDB return code into a Status about `what`.
+Status FromRc(int rc, const std::string& what);
+
+class Env {
+ public:
+  Env() = default;
+  ~Env();
+  Env(Env&& o) noexcept : env_(std::exchange(o.env_, nullptr)) {}
+  Env& operator=(Env&& o) noexcept;
+  Env(const Env&) = delete;
+  Env& operator=(const Env&) = delete;
+
+  // Opens the environment in directory `dir` with file mode `mode` and map size `map_size`.
+  // `read_only` opens with MDB_RDONLY. Always uses MDB_NOTLS (read txns are not tied to a
+  // thread) and never MDB_WRITEMAP (a full disk must be an error from write(), not SIGBUS).
+  Status Open(const std::string& dir, unsigned mode, uint64_t map_size, unsigned max_dbs);
+  // Grows (or adopts another process's) map size. Only with no transaction open in this
+  // process. 0 adopts the size currently in the file.
+  Status SetMapSize(uint64_t size);
+  uint64_t MapSize() const;
+  // Switches durable commits off (MDB_NOSYNC) or on for this process's later commits.
+  Status SetNoSync(bool on);
+  // A consistent, compacted copy of the environment into the existing empty directory `dir`,
+  // taken under a read transaction so writers continue meanwhile.
+  Status CopyTo(const std::string& dir);
+  // Releases reader slots left behind by dead processes.
+  void ReaderCheck();
+  MDB_env* raw() const { return env_; }
+
+ private:
+  MDB_env* env_ = nullptr;
+};
+
+class Cursor;
+
+class Txn {
+ public:
+  Txn() = default;
+  ~Txn();
+  Txn(Txn&& o) noexcept;
+  Txn& operator=(Txn&& o) noexcept;
+  Txn(const Txn&) = delete;
+  Txn& operator=(const Txn&) = delete;
+
+  static Result<Txn> Begin(Env& env, bool write);
+  Status Commit();
+  void Abort();
+  bool active() const { return txn_ != nullptr; }
+  bool writable() const { return write_; }
+
+  // Opens (creating in a write txn) the named database.
+  Result<Dbi> OpenDb(const char* name, bool create);
+
+  std::optional<std::string_view> Get(Dbi dbi, std::string_view key) const;
+  // Stores key -> value, replacing any value.
+  Status Put(Dbi dbi, std::string_view key, std::string_view value);
+  // Stores key -> value only if key is absent; false if it was present.
+  Result<bool> PutNew(Dbi dbi, std::string_view key, std::string_view value);
+  // Deletes key; false if it was absent.
+  Result<bool> Del(Dbi dbi, std::string_view key);
+  // Number of entries of a database.
+  uint64_t Count(Dbi dbi) const;
+  // Empties a database without dropping it.
+  Status Clear(Dbi dbi);
+
+  MDB_txn* raw() const { return txn_; }
+
+ private:
+  friend class Cursor;
+  void CloseCursors();
+  MDB_txn* txn_ = nullptr;
+  bool write_ = false;
+  std::vector<Cursor*> cursors_;
+};
+
+class Cursor {
+ public:
+  Cursor(Txn& txn, Dbi dbi);
+  ~Cursor();
+  Cursor(const Cursor&) = delete;
+  Cursor& operator=(const Cursor&) = delete;
+
+  bool ok() const { return cur_ != nullptr; }
+  // Positioning: true when the cursor stands on an entry afterwards.
+  bool First();
+  bool Last();
+  bool Next();
+  bool Prev();
+  // First entry whose key is >= `key`.
+  bool SeekGe(std::string_view key);
+  // Exact key.
+  bool Seek(std::string_view key);
+  // Last entry whose key is < `key` (for backward scans).
+  bool SeekLt(std::string_view key);
+  std::string_view key() const { return key_; }
+  std::string_view value() const { return value_; }
+  // Deletes the entry under the cursor. Its position is then unspecified: seek again.
+  Status Del();
+
+ private:
+  friend class Txn;
+  bool Op(int op, std::string_view key = {});
+  MDB_cursor* cur_ = nullptr;
+  Txn* txn_ = nullptr;
+  std::string_view key_;
+  std::string_view value_;
+};
+
+}  // namespace mq::lmdb

@@ -1,0 +1,121 @@
+// message.hpp: the message model (CLI.md "Message model") and its on-disk record.
+//
+// Record format (the value in the `messages` database), version 1:
+//
+//   byte     version (1)
+//   varint   length P of the property block
+//   P bytes  properties, TLV (codec.hpp): varint tag, varint length, value;
+//            integers as varints, strings and ids as raw bytes; a property equal to its
+//            default is left out
+//   rest     the body, raw
+//
+// Readers skip tags they do not know and give absent tags their defaults, so records from an
+// older writer decode and new properties never force a rewrite. A version byte above
+// kRecordVersion is refused with a remedy (upgrade mq). Tags are never reused.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ids.hpp"
+#include "status.hpp"
+
+namespace mq {
+
+inline constexpr uint8_t kRecordVersion = 1;
+inline constexpr uint8_t kDefaultPriority = 3;
+inline constexpr size_t kMaxLabel = 250;
+inline constexpr uint64_t kDefaultMaxMessageSize = 4 * 1024 * 1024;
+
+// MQMSG_CLASS_* (REFERENCE.md 2.3).
+inline constexpr uint16_t kClassNormal = 0x0000;
+
+// VARTYPE-style body types. json and xml have no VARTYPE; they use values above 0xFFFF.
+inline constexpr uint32_t kBodyEmpty = 0;        // VT_EMPTY: the sender did not say
+inline constexpr uint32_t kBodyText = 8;         // VT_BSTR
+inline constexpr uint32_t kBodyBytes = 0x1011;   // VT_VECTOR | VT_UI1
+inline constexpr uint32_t kBodyJson = 0x10001;
+inline constexpr uint32_t kBodyXml = 0x10002;
+
+struct Message {
+  // Identity and place. lookup_id comes from the key; queue from the catalog.
+  std::string id;  // 20 bytes (ids.hpp)
+  uint64_t lookup_id = 0;
+  std::string queue;
+
+  // MSMQ properties (seed 002, REFERENCE.md 2.1).
+  uint16_t msg_class = kClassNormal;
+  uint8_t priority = kDefaultPriority;
+  std::string label;
+  std::string body;
+  uint32_t body_type = kBodyEmpty;
+  std::string correlation_id;  // 20 bytes, or empty for none
+  uint32_t app_specific = 0;
+  bool journal = false;        // MQMSG_JOURNAL: source journaling
+  bool deadletter = false;     // MQMSG_DEADLETTER
+  uint8_t ack = 0;             // MQMSG_ACKNOWLEDGMENT_* bits
+  std::string admin_queue;
+  std::string response_queue;
+  std::string destination_queue;
+  int64_t sent_time = 0;       // ms since the epoch
+  int64_t arrived_time = 0;
+  int64_t ttrq = 0;            // absolute deadline in ms; 0: none
+  int64_t ttbr = 0;
+  Guid source_qm_guid{};
+  uint32_t hash_algorithm = 0;
+  uint32_t provider_type = 0;
+  std::string provider_name;
+  Guid connector_id{};
+  bool eod_first = false;
+  bool eod_last = false;
+  std::string xact_id;         // PROPID_M_XACTID, 20 bytes or empty
+  uint64_t tx_sequence_id = 0;
+  uint32_t tx_sequence_number = 0;
+  uint32_t tx_previous_sequence_number = 0;
+  bool express = false;        // MQMSG_DELIVERY_EXPRESS; false: recoverable
+  std::string extension;
+  uint32_t abort_count = 0;    // PROPID_M_ABORT_COUNT
+  uint32_t move_count = 0;     // PROPID_M_MOVE_COUNT
+  int64_t last_move_time = 0;  // PROPID_M_LAST_MOVE_TIME
+  int64_t visible_time = 0;    // not deliverable before (delayed delivery); 0: at once
+
+  // Service Broker columns (seed 001, REFERENCE.md 3.1).
+  Guid conversation_handle{};
+  Guid conversation_group_id{};
+  uint64_t message_sequence_number = 0;
+  std::string service_name;
+  std::string service_contract_name;
+  std::string message_type_name;
+  char validation = 'N';       // N, E, X
+  uint8_t status = 1;          // 1 ready, 0 retained after receive
+  uint64_t queuing_order = 0;
+  int64_t message_enqueue_time = 0;
+  uint32_t delivery_count = 0;
+
+  bool operator==(const Message&) const = default;
+};
+
+// The record value for `m` (everything but lookup_id and queue, which live in the key and the
+// catalog).
+std::string EncodeRecord(const Message& m);
+// Decodes a record; lookup_id and queue are left as they are in `m`.
+Status DecodeRecord(std::string_view record, Message& m);
+// The size a message is charged against quotas: its whole record.
+inline uint64_t RecordSize(std::string_view record) { return record.size(); }
+
+// Names of message classes (MQMSG_CLASS_*), without the prefix: "normal", "ack_reach_queue".
+const char* ClassName(uint16_t cls);
+std::optional<uint16_t> ClassFromName(std::string_view name);
+
+// Body types: "empty", "text", "bytes", "json", "xml", or a number.
+std::string BodyTypeName(uint32_t vt);
+Result<uint32_t> ParseBodyType(std::string_view text);
+
+// Ack levels: names (none, full-reach-queue, full-receive, nack-reach-queue, nack-receive,
+// pos-arrival, pos-receive, neg-arrival, neg-receive) joined by ',' or '|', or a number.
+Result<uint8_t> ParseAckLevel(std::string_view text);
+std::string AckLevelName(uint8_t ack);
+
+}  // namespace mq

@@ -1,0 +1,68 @@
+// names.cpp: parsing of queue references; see names.hpp for the grammar.
+#include "names.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <fmt/format.h>
+
+namespace mq {
+
+namespace {
+
+bool IEquals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+bool IStartsWith(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && IEquals(s.substr(0, prefix.size()), prefix);
+}
+
+Status Bad(std::string_view text, const std::string& why) {
+  std::string shown;
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    shown += (u < 0x20 || u == 0x7F) ? fmt::format("\\x{:02x}", u) : std::string(1, c);
+  }
+  return Status(Code::kIllegalQueuePathname, "invalid queue name: " + why,
+                shown.empty() ? "\"\"" : shown);
+}
+
+}  // namespace
+
+bool IsValidQueueName(std::string_view name) {
+  if (name.empty() || name.size() > kMaxQueueName || name[0] == '.') return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+  });
+}
+
+Result<QueueRef> ParseQueueRef(std::string_view text) {
+  std::string_view s = text;
+  if (IStartsWith(s, "DIRECT=OS:")) {
+    s.remove_prefix(10);
+    if (!IStartsWith(s, ".\\private$\\"))
+      return Bad(text, "only local private queues (DIRECT=OS:.\\private$\\NAME) are supported");
+  }
+  if (IStartsWith(s, ".\\private$\\")) s.remove_prefix(11);
+  QueueRef ref;
+  auto semi = s.find(';');
+  ref.base = std::string(s.substr(0, semi));
+  if (semi != std::string_view::npos) ref.sub = std::string(s.substr(semi + 1));
+  if (ref.base.empty()) return Bad(text, "empty name");
+  if (!IsValidQueueName(ref.base))
+    return Bad(text, fmt::format("use 1 to {} of A-Z a-z 0-9 _ . -, not starting with '.'",
+                                 kMaxQueueName));
+  if (semi != std::string_view::npos && !IsValidQueueName(ref.sub))
+    return Bad(text, "invalid subqueue name after ';'");
+  if (ref.base == "system") {
+    if (ref.sub != "deadletter" && ref.sub != "deadxact" && ref.sub != "journal")
+      return Bad(text, "'system' is reserved: system;deadletter, system;deadxact, system;journal");
+  }
+  return ref;
+}
+
+}  // namespace mq

@@ -1,0 +1,35 @@
+// names.hpp: queue references as users write them (CLI.md "Queue references").
+//
+//   NAME              1..124 of A-Z a-z 0-9 _ . -, case-sensitive, not starting with '.'
+//   NAME;journal      the queue's journal
+//   NAME;SUB          a subqueue (SUB follows the NAME rule), e.g. orders;poison
+//   system;deadletter system;deadxact system;journal   the store's system queues
+//   .\private$\NAME  DIRECT=OS:.\private$\NAME         MSMQ format names of a local queue
+//
+// Anything else is E_INVALIDARG. A name is only ever a key in the store, never a path.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "status.hpp"
+
+namespace mq {
+
+inline constexpr size_t kMaxQueueName = 124;
+
+struct QueueRef {
+  std::string base;  // "orders", or "system"
+  std::string sub;   // "", "journal", "poison", "deadletter", ...
+
+  bool IsSystem() const { return base == "system"; }
+  bool IsSub() const { return !sub.empty(); }
+  // The canonical reference, "base" or "base;sub"; the queue's key in the catalog.
+  std::string Full() const { return sub.empty() ? base : base + ";" + sub; }
+};
+
+Result<QueueRef> ParseQueueRef(std::string_view text);
+// True if `name` is a valid plain queue name (the NAME rule).
+bool IsValidQueueName(std::string_view name);
+
+}  // namespace mq

@@ -1,0 +1,73 @@
+// queue.cpp: encoding of queue catalog records.
+#include "queue.hpp"
+
+#include <fmt/format.h>
+
+#include "codec.hpp"
+
+namespace mq {
+
+namespace {
+
+constexpr uint8_t kQueueVersion = 1;
+
+// Never renumber or reuse a tag.
+enum Tag : uint32_t {
+  kTagId = 1,
+  kTagLabel = 2,
+  kTagQuota = 3,
+  kTagMaxMessageSize = 4,
+  kTagDisabled = 5,
+  kTagCreated = 6,
+  kTagModified = 7,
+  kTagCount = 8,
+  kTagBytes = 9,
+  kTagNextLookup = 10,
+};
+
+}  // namespace
+
+std::string EncodeQueue(const QueueInfo& q) {
+  std::string out(1, static_cast<char>(kQueueVersion));
+  TlvWriter w(out);
+  w.Uint(kTagId, q.id);
+  w.BytesIfNotEmpty(kTagLabel, q.label);
+  w.UintIfNot(kTagQuota, q.quota, 0);
+  w.UintIfNot(kTagMaxMessageSize, q.max_message_size, kDefaultMaxMessageSize);
+  w.UintIfNot(kTagDisabled, q.enabled ? 0 : 1, 0);
+  w.Uint(kTagCreated, static_cast<uint64_t>(q.created_time));
+  w.Uint(kTagModified, static_cast<uint64_t>(q.modified_time));
+  w.Uint(kTagCount, q.count);
+  w.Uint(kTagBytes, q.bytes);
+  w.Uint(kTagNextLookup, q.next_lookup);
+  return out;
+}
+
+Status DecodeQueue(std::string_view record, QueueInfo& q) {
+  if (record.empty() || record[0] == 0) return Status(Code::kCorrupted, "bad queue record");
+  if (static_cast<uint8_t>(record[0]) > kQueueVersion)
+    return Status(Code::kError, "queue record is newer than this mq understands; upgrade mq");
+  QueueInfo d;
+  d.name = std::move(q.name);
+  TlvReader r(record.substr(1));
+  while (r.Next()) {
+    switch (r.tag()) {
+      case kTagId: d.id = static_cast<uint32_t>(r.uint()); break;
+      case kTagLabel: d.label = r.bytes(); break;
+      case kTagQuota: d.quota = r.uint(); break;
+      case kTagMaxMessageSize: d.max_message_size = r.uint(); break;
+      case kTagDisabled: d.enabled = r.uint() == 0; break;
+      case kTagCreated: d.created_time = static_cast<int64_t>(r.uint()); break;
+      case kTagModified: d.modified_time = static_cast<int64_t>(r.uint()); break;
+      case kTagCount: d.count = r.uint(); break;
+      case kTagBytes: d.bytes = r.uint(); break;
+      case kTagNextLookup: d.next_lookup = r.uint(); break;
+      default: break;
+    }
+  }
+  if (r.error()) return Status(Code::kCorrupted, "malformed queue record");
+  q = std::move(d);
+  return {};
+}
+
+}  // namespace mq

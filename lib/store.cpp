@@ -1,0 +1,986 @@
+// store.cpp: the store: opening, the catalog, appends, peeks, receives, checks and backups.
+// See store.hpp for the databases and their keys.
+#include "store.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "codec.hpp"
+#include "lmdb.hpp"
+#include "paths.hpp"
+#include "units.hpp"
+
+namespace mq {
+
+namespace {
+
+constexpr uint64_t kInitialMapSize = 256ULL << 20;
+constexpr uint64_t kMaxMapSize = 1ULL << 40;
+constexpr size_t kBatchCount = 1000;
+constexpr size_t kBatchBytes = 4 << 20;
+
+std::string QueueIdKey(uint32_t qid) {
+  std::string k;
+  PutU32BE(k, qid);
+  return k;
+}
+
+std::string MsgKey(uint32_t qid, uint64_t lookup) {
+  std::string k;
+  k.reserve(12);
+  PutU32BE(k, qid);
+  PutU64BE(k, lookup);
+  return k;
+}
+
+std::string OrderKey(uint32_t qid, uint8_t priority, uint64_t lookup) {
+  std::string k;
+  k.reserve(13);
+  PutU32BE(k, qid);
+  k.push_back(static_cast<char>(7 - priority));
+  PutU64BE(k, lookup);
+  return k;
+}
+
+std::string CorrPrefix(std::string_view corr, uint32_t qid) {
+  std::string k(corr);
+  PutU32BE(k, qid);
+  return k;
+}
+
+std::string CorrKey(std::string_view corr, uint32_t qid, uint8_t priority, uint64_t lookup) {
+  std::string k = CorrPrefix(corr, qid);
+  k.push_back(static_cast<char>(7 - priority));
+  PutU64BE(k, lookup);
+  return k;
+}
+
+bool HasPrefix(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && s.substr(0, p.size()) == p;
+}
+
+size_t Utf8Length(std::string_view s) {
+  size_t n = 0;
+  for (char c : s) n += (static_cast<uint8_t>(c) & 0xC0) != 0x80;
+  return n;
+}
+
+std::mutex g_open_mu;
+std::set<std::string> g_open_dirs;  // one env per directory per process
+
+const char* kDbNames[] = {"meta", "queues", "queue_ids", "messages", "order", "by_id", "by_corr"};
+
+}  // namespace
+
+struct Store::Impl {
+  std::string dir;
+  std::string real_dir;
+  StorePaths paths{""};
+  lmdb::Env env;
+  Guid guid{};
+  unsigned file_mode = 0600;
+  lmdb::Dbi meta = 0, queues = 0, queue_ids = 0, messages = 0, order = 0, by_id = 0, by_corr = 0;
+
+  lmdb::Dbi* DbSlots[7] = {&meta, &queues, &queue_ids, &messages, &order, &by_id, &by_corr};
+
+  ~Impl() {
+    std::lock_guard<std::mutex> lock(g_open_mu);
+    g_open_dirs.erase(real_dir);
+  }
+
+  // Runs `fn` in a write transaction and commits. A full map is grown and `fn` runs again;
+  // `rerun_after_commit` says whether that is allowed when the commit itself hit the limit
+  // (not when `fn` has written output that must not be written twice).
+  Status Write(const std::function<Status(lmdb::Txn&)>& fn, bool rerun_after_commit = true) {
+    for (int attempt = 0;; ++attempt) {
+      auto txn = lmdb::Txn::Begin(env, true);
+      if (!txn.ok()) return txn.status();
+      Status s = fn(*txn);
+      bool from_commit = false;
+      if (s.ok()) {
+        s = txn->Commit();
+        from_commit = true;
+      }
+      if (s.code() != Code::kMapFull) return s;
+      txn->Abort();
+      if (from_commit && !rerun_after_commit)
+        return Status(Code::kInsufficientResources, "store map full at commit; retry", dir);
+      MQ_RETURN_IF_ERROR(Grow());
+      if (attempt > 40) return Status(Code::kInsufficientResources, "store is full", dir);
+    }
+  }
+
+  Status Grow() {
+    uint64_t cur = env.MapSize();
+    if (cur >= kMaxMapSize)
+      return Status(Code::kInsufficientResources,
+                    fmt::format("store reached its maximum size of {} bytes", kMaxMapSize), dir);
+    return env.SetMapSize(std::min(cur * 2, kMaxMapSize));
+  }
+
+  void Notify(uint32_t qid) {
+    // The doorbell: after the commit, so that a woken reader sees the new state.
+    int fd = ::open(paths.notify(qid).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+                    file_mode);
+    if (fd < 0) return;
+    char b = 0;
+    ssize_t ignored = ::pwrite(fd, &b, 1, 0);
+    (void)ignored;
+    ::close(fd);
+  }
+
+  Result<std::optional<QueueInfo>> LoadQueue(lmdb::Txn& txn, const std::string& name) {
+    auto v = txn.Get(queues, name);
+    if (!v) return std::optional<QueueInfo>();
+    QueueInfo q;
+    q.name = name;
+    Status s = DecodeQueue(*v, q);
+    if (!s.ok()) return s.WithSubject(name);
+    return std::optional<QueueInfo>(std::move(q));
+  }
+
+  // The queue a reference names. A subqueue or journal of an existing queue that was never
+  // written reads as an empty queue with id 0.
+  Result<QueueInfo> FindQueue(lmdb::Txn& txn, const QueueRef& ref) {
+    auto q = LoadQueue(txn, ref.Full());
+    if (!q.ok()) return q.status();
+    if (*q) return std::move(**q);
+    if (ref.IsSub() && !ref.IsSystem()) {
+      auto base = LoadQueue(txn, ref.base);
+      if (!base.ok()) return base.status();
+      if (*base) {
+        QueueInfo empty;
+        empty.name = ref.Full();
+        return empty;
+      }
+    }
+    return Status(Code::kQueueNotFound, "no such queue", ref.Full());
+  }
+
+  Status PutQueue(lmdb::Txn& txn, const QueueInfo& q) {
+    return txn.Put(queues, q.name, EncodeQueue(q));
+  }
+
+  Result<uint32_t> MetaU32(lmdb::Txn& txn, std::string_view key, uint32_t dflt) {
+    auto v = txn.Get(meta, key);
+    if (!v) return dflt;
+    if (v->size() != 4) return Status(Code::kCorrupted, fmt::format("bad meta record {}", key));
+    return GetU32BE(*v, 0);
+  }
+
+  Status PutMetaU32(lmdb::Txn& txn, std::string_view key, uint32_t v) {
+    std::string b;
+    PutU32BE(b, v);
+    return txn.Put(meta, key, b);
+  }
+
+  Result<QueueInfo> NewQueue(lmdb::Txn& txn, const std::string& name) {
+    auto next = MetaU32(txn, "next_queue_id", 1);
+    if (!next.ok()) return next.status();
+    QueueInfo q;
+    q.name = name;
+    q.id = *next;
+    q.created_time = q.modified_time = NowMs();
+    MQ_RETURN_IF_ERROR(PutMetaU32(txn, "next_queue_id", *next + 1));
+    MQ_RETURN_IF_ERROR(txn.Put(queue_ids, QueueIdKey(q.id), name));
+    MQ_RETURN_IF_ERROR(PutQueue(txn, q));
+    return q;
+  }
+
+  Status RemoveMessage(lmdb::Txn& txn, QueueInfo& q, const Message& m, uint64_t size) {
+    auto r = txn.Del(messages, MsgKey(q.id, m.lookup_id));
+    if (!r.ok()) return r.status();
+    r = txn.Del(order, OrderKey(q.id, m.priority, m.lookup_id));
+    if (!r.ok()) return r.status();
+    if (!m.id.empty()) {
+      r = txn.Del(by_id, m.id);
+      if (!r.ok()) return r.status();
+    }
+    if (!m.correlation_id.empty()) {
+      r = txn.Del(by_corr, CorrKey(m.correlation_id, q.id, m.priority, m.lookup_id));
+      if (!r.ok()) return r.status();
+    }
+    q.count -= std::min<uint64_t>(q.count, 1);
+    q.bytes -= std::min(q.bytes, size);
+    return {};
+  }
+
+  struct Found {
+    std::string walk_key;  // where the walk stood: resume after it
+    Message msg;
+    uint64_t size = 0;
+  };
+
+  Status LoadMessage(lmdb::Txn& txn, const QueueInfo& q, uint64_t lookup, Found& f) {
+    auto rec = txn.Get(messages, MsgKey(q.id, lookup));
+    if (!rec)
+      return Status(Code::kCorrupted,
+                    fmt::format("index names lookup id {} but the message is missing", lookup),
+                    q.name);
+    f.msg.lookup_id = lookup;
+    f.msg.queue = q.name;
+    f.size = rec->size();
+    Status s = DecodeRecord(*rec, f.msg);
+    if (!s.ok()) return s.WithSubject(q.name);
+    return {};
+  }
+
+  // Collects up to `max_count` messages (and about `max_bytes`) chosen by `sel`, resuming
+  // after `resume` if it is not empty.
+  Status Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection& sel,
+                 const std::string& resume, size_t max_count, std::vector<Found>& out) {
+    out.clear();
+    if (q.id == 0 || max_count == 0) return {};
+    size_t bytes = 0;
+    auto full = [&] { return out.size() >= max_count || bytes >= kBatchBytes; };
+
+    if (sel.anchor == Anchor::kId) {
+      if (!resume.empty()) return {};
+      auto v = txn.Get(by_id, sel.id);
+      if (!v || v->size() != 12 || GetU32BE(*v, 0) != q.id) return {};
+      Found f;
+      f.walk_key = "id";
+      MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(*v, 4), f));
+      out.push_back(std::move(f));
+      return {};
+    }
+
+    if (sel.anchor == Anchor::kCorrelation) {
+      std::string prefix = CorrPrefix(sel.correlation, q.id);
+      lmdb::Cursor c(txn, by_corr);
+      bool on = resume.empty() ? c.SeekGe(prefix) : c.SeekGe(resume);
+      if (on && !resume.empty() && c.key() == resume) on = c.Next();
+      for (; on && HasPrefix(c.key(), prefix) && !full(); on = c.Next()) {
+        if (c.key().size() != prefix.size() + 9)
+          return Status(Code::kCorrupted, "bad correlation index key", q.name);
+        Found f;
+        f.walk_key = std::string(c.key());
+        MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(c.key(), prefix.size() + 1), f));
+        bytes += f.size;
+        out.push_back(std::move(f));
+      }
+      return {};
+    }
+
+    std::string prefix = QueueIdKey(q.id);
+    bool backward = sel.anchor == Anchor::kLast || sel.anchor == Anchor::kBefore;
+    lmdb::Cursor c(txn, order);
+    bool on = false;
+    if (!resume.empty()) {
+      on = backward ? c.SeekLt(resume) : c.SeekGe(resume);
+      if (on && !backward && c.key() == resume) on = c.Next();
+    } else {
+      switch (sel.anchor) {
+        case Anchor::kHead:
+          on = c.SeekGe(prefix);
+          break;
+        case Anchor::kLast:
+          on = c.SeekLt(QueueIdKey(q.id + 1));
+          break;
+        case Anchor::kAt:
+        case Anchor::kAfter:
+        case Anchor::kBefore: {
+          Found anchor;
+          auto rec = txn.Get(messages, MsgKey(q.id, sel.lookup_id));
+          if (!rec) return {};
+          MQ_RETURN_IF_ERROR(LoadMessage(txn, q, sel.lookup_id, anchor));
+          std::string key = OrderKey(q.id, anchor.msg.priority, sel.lookup_id);
+          if (sel.anchor == Anchor::kBefore) {
+            on = c.SeekLt(key);
+          } else {
+            on = c.SeekGe(key);
+            if (on && sel.anchor == Anchor::kAfter && c.key() == key) on = c.Next();
+          }
+          break;
+        }
+        default:
+          break;
+      }
+    }
+    for (; on && HasPrefix(c.key(), prefix) && !full(); on = backward ? c.Prev() : c.Next()) {
+      if (c.key().size() != 13) return Status(Code::kCorrupted, "bad order index key", q.name);
+      Found f;
+      f.walk_key = std::string(c.key());
+      MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(c.key(), 5), f));
+      bytes += f.size;
+      out.push_back(std::move(f));
+    }
+    return {};
+  }
+
+  Status OpenDbs(lmdb::Txn& txn, bool create) {
+    for (size_t i = 0; i < std::size(kDbNames); ++i) {
+      auto dbi = txn.OpenDb(kDbNames[i], create);
+      if (!dbi.ok()) return dbi.status();
+      *DbSlots[i] = *dbi;
+    }
+    return {};
+  }
+};
+
+namespace {
+
+Status MakeDir(const std::string& dir, mode_t mode) {
+  if (::mkdir(dir.c_str(), mode) != 0 && errno != EEXIST)
+    return ErrnoStatus(errno, dir, "cannot create directory");
+  return {};
+}
+
+Status MakeParents(const std::string& dir) {
+  for (size_t pos = 1; (pos = dir.find('/', pos)) != std::string::npos; ++pos) {
+    std::string p = dir.substr(0, pos);
+    struct stat st;
+    if (::stat(p.c_str(), &st) == 0) continue;
+    MQ_RETURN_IF_ERROR(MakeDir(p, 0755));
+  }
+  return {};
+}
+
+bool DirIsEmpty(const std::string& dir) {
+  // Cheap: a store-to-be is empty; opendir would do, but stat of the LMDB files suffices for
+  // the common case and readdir catches the rest.
+  std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(dir.c_str()), closedir);
+  if (!d) return false;
+  while (dirent* e = readdir(d.get())) {
+    if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) return false;
+  }
+  return true;
+}
+
+Status CheckAccess(const std::string& path, int mode, const char* what) {
+  if (::access(path.c_str(), mode) == 0) return {};
+  int err = errno;
+  if (err == ENOENT) return {};
+  return Status(err == EACCES || err == EPERM || err == EROFS ? Code::kAccessDenied : Code::kIo,
+                fmt::format("{}: {}", what, std::strerror(err)), path);
+}
+
+}  // namespace
+
+Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Store::~Store() = default;
+
+const std::string& Store::dir() const { return impl_->dir; }
+const Guid& Store::guid() const { return impl_->guid; }
+Status Store::SetExpress(bool on) { return impl_->env.SetNoSync(on); }
+
+Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
+  std::string dir = options.dir;
+  bool may_create = options.create;
+  if (dir.empty()) {
+    auto d = DefaultStoreDir();
+    if (!d.ok()) return d.status();
+    dir = *d;
+    may_create = true;
+  }
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  StorePaths paths(dir);
+
+  struct stat st;
+  bool exists = ::stat(dir.c_str(), &st) == 0;
+  if (!exists && errno != ENOENT) return ErrnoStatus(errno, dir, "cannot open store");
+  if (exists && !S_ISDIR(st.st_mode))
+    return Status(Code::kServiceNotAvailable, "not a store directory", dir);
+  bool has_data = ::access(paths.data().c_str(), F_OK) == 0;
+  bool group = exists ? (st.st_mode & S_ISGID) != 0 : !options.group.empty();
+  bool creating = false;
+  if (!has_data) {
+    if (!may_create)
+      return Status(Code::kServiceNotAvailable,
+                    "store not found (create it with mq-admin init, or pass --create)", dir);
+    if (exists && !DirIsEmpty(dir))
+      return Status(Code::kServiceNotAvailable,
+                    "not an mq store (no data.mdb) and not empty; refusing to create one here",
+                    dir);
+    creating = true;
+  }
+  if (exists) {
+    MQ_RETURN_IF_ERROR(CheckAccess(dir, R_OK | W_OK | X_OK,
+                                   "permission denied on the store directory (need rwx)"));
+    MQ_RETURN_IF_ERROR(CheckAccess(paths.data(), R_OK | W_OK, "permission denied (need rw)"));
+    MQ_RETURN_IF_ERROR(CheckAccess(paths.lock(), R_OK | W_OK, "permission denied (need rw)"));
+  }
+
+  gid_t gid = static_cast<gid_t>(-1);
+  if (creating && !options.group.empty()) {
+    struct group* g = getgrnam(options.group.c_str());
+    if (!g) return Status(Code::kInvalidArg, fmt::format("no such group '{}'", options.group));
+    gid = g->gr_gid;
+  }
+  mode_t dir_mode = group ? 02770 : 0700;
+  mode_t old_umask = ::umask(group ? 007 : 077);
+  struct UmaskRestore {
+    mode_t m;
+    ~UmaskRestore() { ::umask(m); }
+  } restore{old_umask};
+
+  if (creating) {
+    MQ_RETURN_IF_ERROR(MakeParents(dir));
+    MQ_RETURN_IF_ERROR(MakeDir(dir, dir_mode));
+    if (gid != static_cast<gid_t>(-1) && ::chown(dir.c_str(), static_cast<uid_t>(-1), gid) != 0)
+      return ErrnoStatus(errno, dir, "cannot set the store's group");
+    if (::chmod(dir.c_str(), dir_mode) != 0)
+      return ErrnoStatus(errno, dir, "cannot set the store's mode");
+  }
+  MQ_RETURN_IF_ERROR(MakeDir(paths.locks_dir(), dir_mode));
+  MQ_RETURN_IF_ERROR(MakeDir(paths.notify_dir(), dir_mode));
+
+  char real[PATH_MAX];
+  if (!::realpath(dir.c_str(), real)) return ErrnoStatus(errno, dir, "cannot resolve store path");
+  {
+    std::lock_guard<std::mutex> lock(g_open_mu);
+    if (!g_open_dirs.insert(real).second)
+      return Status(Code::kError, "store already open in this process", dir);
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->dir = dir;
+  impl->real_dir = real;
+  impl->paths = paths;
+  impl->file_mode = group ? 0660 : 0600;
+  Status s = impl->env.Open(dir, impl->file_mode, kInitialMapSize, 16);
+  if (!s.ok()) return s.WithSubject(dir);
+  impl->env.ReaderCheck();
+
+  // Read the meta record; create the databases on first use.
+  auto txn = lmdb::Txn::Begin(impl->env, false);
+  if (!txn.ok()) return txn.status();
+  s = impl->OpenDbs(*txn, false);
+  std::optional<std::string_view> format;
+  if (s.ok()) format = txn->Get(impl->meta, "format");
+  if (s.ok() && format) {
+    if (format->size() != 4) return Status(Code::kCorrupted, "bad format record", dir);
+    uint32_t v = GetU32BE(*format, 0);
+    if (v > kFormatVersion)
+      return Status(Code::kError,
+                    fmt::format("store format {} is newer than this mq understands ({}); "
+                                "upgrade mq or use the mq that made it",
+                                v, kFormatVersion),
+                    dir);
+    auto g = txn->Get(impl->meta, "guid");
+    if (!g || g->size() != 16) return Status(Code::kCorrupted, "store has no GUID", dir);
+    impl->guid = GuidFromBytes(*g);
+    MQ_RETURN_IF_ERROR(txn->Commit());  // keeps the database handles
+  } else {
+    txn->Abort();
+    if (!creating)
+      return Status(Code::kCorrupted,
+                    "not an mq store: data.mdb has no mq meta record (a foreign LMDB file?)", dir);
+    s = impl->Write([&](lmdb::Txn& w) -> Status {
+      MQ_RETURN_IF_ERROR(impl->OpenDbs(w, true));
+      if (w.Get(impl->meta, "format")) return {};  // another process won the race
+      std::string v;
+      PutU32BE(v, kFormatVersion);
+      MQ_RETURN_IF_ERROR(w.Put(impl->meta, "format", v));
+      Guid g = NewGuid();
+      MQ_RETURN_IF_ERROR(w.Put(impl->meta, "guid", GuidBytes(g)));
+      MQ_RETURN_IF_ERROR(w.Put(impl->meta, "id_guid", GuidBytes(NewGuid())));
+      for (const char* name : {"system;deadletter", "system;deadxact", "system;journal"}) {
+        auto q = impl->NewQueue(w, name);
+        if (!q.ok()) return q.status();
+      }
+      return {};
+    });
+    if (!s.ok()) return s.WithSubject(dir);
+    auto t2 = lmdb::Txn::Begin(impl->env, false);
+    if (!t2.ok()) return t2.status();
+    MQ_RETURN_IF_ERROR(impl->OpenDbs(*t2, false));
+    auto g = t2->Get(impl->meta, "guid");
+    if (!g || g->size() != 16) return Status(Code::kCorrupted, "store has no GUID", dir);
+    impl->guid = GuidFromBytes(*g);
+    MQ_RETURN_IF_ERROR(t2->Commit());
+  }
+  return std::unique_ptr<Store>(new Store(std::move(impl)));
+}
+
+Status Store::CreateQueue(const QueueRef& ref, const QueueSettings& settings) {
+  if (ref.IsSub() || ref.IsSystem())
+    return Status(Code::kUnsupportedFormatnameOperation,
+                  "only plain queue names can be created (subqueues and journals come with "
+                  "their queue)",
+                  ref.Full());
+  return impl_->Write([&](lmdb::Txn& txn) -> Status {
+    auto existing = impl_->LoadQueue(txn, ref.Full());
+    if (!existing.ok()) return existing.status();
+    if (*existing) return Status(Code::kQueueExists, "queue already exists", ref.Full());
+    auto q = impl_->NewQueue(txn, ref.Full());
+    if (!q.ok()) return q.status();
+    if (settings.label) q->label = *settings.label;
+    if (settings.quota) q->quota = *settings.quota;
+    if (settings.max_message_size) q->max_message_size = *settings.max_message_size;
+    if (settings.enabled) q->enabled = *settings.enabled;
+    return impl_->PutQueue(txn, *q);
+  });
+}
+
+Status Store::UpdateQueue(const QueueRef& ref, const QueueSettings& settings) {
+  uint32_t qid = 0;
+  Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
+    auto q = impl_->LoadQueue(txn, ref.Full());
+    if (!q.ok()) return q.status();
+    if (!*q) return Status(Code::kQueueNotFound, "no such queue", ref.Full());
+    QueueInfo& info = **q;
+    if (settings.label) info.label = *settings.label;
+    if (settings.quota) info.quota = *settings.quota;
+    if (settings.max_message_size) info.max_message_size = *settings.max_message_size;
+    if (settings.enabled) info.enabled = *settings.enabled;
+    info.modified_time = NowMs();
+    qid = info.id;
+    return impl_->PutQueue(txn, info);
+  });
+  if (s.ok()) impl_->Notify(qid);
+  return s;
+}
+
+Status Store::DeleteQueue(const QueueRef& ref) {
+  if (ref.IsSub() || ref.IsSystem())
+    return Status(Code::kUnsupportedFormatnameOperation,
+                  "only plain queues can be deleted (use purge for subqueues)", ref.Full());
+  std::vector<uint32_t> ids;
+  Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
+    ids.clear();
+    auto base = impl_->LoadQueue(txn, ref.Full());
+    if (!base.ok()) return base.status();
+    if (!*base) return Status(Code::kQueueNotFound, "no such queue", ref.Full());
+    std::vector<QueueInfo> victims{**base};
+    {
+      lmdb::Cursor c(txn, impl_->queues);
+      std::string prefix = ref.Full() + ";";
+      for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix); on = c.Next()) {
+        QueueInfo q;
+        q.name = std::string(c.key());
+        MQ_RETURN_IF_ERROR(DecodeQueue(c.value(), q));
+        victims.push_back(std::move(q));
+      }
+    }
+    for (QueueInfo& q : victims) {
+      Selection all;
+      all.limit = 0;
+      std::vector<Impl::Found> batch;
+      for (;;) {
+        MQ_RETURN_IF_ERROR(impl_->Collect(txn, q, all, {}, kBatchCount, batch));
+        if (batch.empty()) break;
+        for (auto& f : batch) MQ_RETURN_IF_ERROR(impl_->RemoveMessage(txn, q, f.msg, f.size));
+      }
+      auto r = txn.Del(impl_->queues, q.name);
+      if (!r.ok()) return r.status();
+      r = txn.Del(impl_->queue_ids, QueueIdKey(q.id));
+      if (!r.ok()) return r.status();
+      ids.push_back(q.id);
+    }
+    return {};
+  });
+  if (!s.ok()) return s;
+  for (uint32_t id : ids) {
+    impl_->Notify(id);
+    ::unlink(impl_->paths.notify(id).c_str());
+  }
+  return {};
+}
+
+Result<std::vector<QueueInfo>> Store::ListQueues() {
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  std::vector<QueueInfo> out;
+  lmdb::Cursor c(*txn, impl_->queues);
+  for (bool on = c.First(); on; on = c.Next()) {
+    QueueInfo q;
+    q.name = std::string(c.key());
+    MQ_RETURN_IF_ERROR(DecodeQueue(c.value(), q));
+    out.push_back(std::move(q));
+  }
+  return out;
+}
+
+Result<QueueStat> Store::StatQueue(const QueueRef& ref) {
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  auto q = impl_->FindQueue(*txn, ref);
+  if (!q.ok()) return q.status();
+  QueueStat st;
+  st.info = *q;
+  if (q->id != 0) {
+    // The oldest message has the smallest lookup id: one seek.
+    lmdb::Cursor c(*txn, impl_->messages);
+    std::string prefix = QueueIdKey(q->id);
+    if (c.SeekGe(prefix) && HasPrefix(c.key(), prefix)) {
+      Message m;
+      MQ_RETURN_IF_ERROR(DecodeRecord(c.value(), m));
+      st.oldest_arrived = m.arrived_time;
+    }
+  }
+  return st;
+}
+
+Result<uint64_t> Store::Purge(const QueueRef& ref) {
+  uint64_t n = 0;
+  Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
+    n = 0;
+    auto q = impl_->FindQueue(txn, ref);
+    if (!q.ok()) return q.status();
+    if (q->id == 0) return {};
+    Selection all;
+    all.limit = 0;
+    std::vector<Impl::Found> batch;
+    for (;;) {
+      MQ_RETURN_IF_ERROR(impl_->Collect(txn, *q, all, {}, kBatchCount, batch));
+      if (batch.empty()) break;
+      for (auto& f : batch) MQ_RETURN_IF_ERROR(impl_->RemoveMessage(txn, *q, f.msg, f.size));
+      n += batch.size();
+    }
+    q->modified_time = NowMs();
+    return impl_->PutQueue(txn, *q);
+  });
+  if (!s.ok()) return s;
+  return n;
+}
+
+Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageSource& source,
+                     std::vector<std::string>* ids) {
+  if (ref.IsSub() || ref.IsSystem())
+    return Status(Code::kUnsupportedFormatnameOperation,
+                  "cannot send to a journal, subqueue or system queue", ref.Full());
+  size_t ids_before = ids ? ids->size() : 0;
+  uint32_t qid = 0;
+  uint64_t appended = 0;
+  Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
+    if (ids) ids->resize(ids_before);
+    appended = 0;
+    MQ_RETURN_IF_ERROR(source.Rewind());
+    auto loaded = impl_->LoadQueue(txn, ref.Full());
+    if (!loaded.ok()) return loaded.status();
+    QueueInfo q;
+    if (*loaded) {
+      q = std::move(**loaded);
+    } else if (options.create_queue) {
+      auto made = impl_->NewQueue(txn, ref.Full());
+      if (!made.ok()) return made.status();
+      q = std::move(*made);
+    } else {
+      return Status(Code::kQueueNotFound, "no such queue (mq-send --create makes it)",
+                    ref.Full());
+    }
+    if (!q.enabled)
+      return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q.name);
+    qid = q.id;
+    auto id_guid_v = txn.Get(impl_->meta, "id_guid");
+    if (!id_guid_v || id_guid_v->size() != 16)
+      return Status(Code::kCorrupted, "store has no id GUID", impl_->dir);
+    Guid id_guid = GuidFromBytes(*id_guid_v);
+    auto counter_r = impl_->MetaU32(txn, "id_counter", 0);
+    if (!counter_r.ok()) return counter_r.status();
+    uint32_t counter = *counter_r;
+    bool ids_used = false;
+    int64_t now = NowMs();
+
+    Message m;
+    for (;;) {
+      m = Message();
+      auto more = source.Next(m);
+      if (!more.ok()) return more.status();
+      if (!*more) break;
+      if (m.priority > 7)
+        return Status(Code::kIllegalPropertyValue,
+                      fmt::format("priority {} is out of range 0..7", m.priority), q.name);
+      if (!IsValidUtf8(m.label))
+        return Status(Code::kIllegalPropertyValue, "label is not valid UTF-8", q.name);
+      if (Utf8Length(m.label) > kMaxLabel)
+        return Status(Code::kLabelTooLong,
+                      fmt::format("label longer than {} characters", kMaxLabel), q.name);
+      if (m.body.size() > q.max_message_size)
+        return Status(Code::kInsufficientResources,
+                      fmt::format("body of {} bytes exceeds the queue's maximum message size "
+                                  "of {} bytes",
+                                  m.body.size(), q.max_message_size),
+                      q.name);
+      if (!m.correlation_id.empty() && m.correlation_id.size() != kIdSize)
+        return Status(Code::kIllegalPropertyValue, "correlation id must be 20 bytes", q.name);
+      if (!options.keep_identity || m.id.size() != kIdSize) {
+        if (counter == UINT32_MAX) {
+          // The 4-byte counter is spent: continue under a fresh GUID, as ids stay unique.
+          id_guid = NewGuid();
+          MQ_RETURN_IF_ERROR(txn.Put(impl_->meta, "id_guid", GuidBytes(id_guid)));
+          counter = 0;
+        }
+        m.id = MakeMessageId(id_guid, ++counter);
+        ids_used = true;
+      }
+      if (!options.keep_identity) {
+        m.sent_time = m.sent_time ? m.sent_time : now;
+        m.source_qm_guid = impl_->guid;
+        m.destination_queue = q.name;
+        m.arrived_time = now;
+        m.message_enqueue_time = now;
+      } else {
+        if (!m.arrived_time) m.arrived_time = now;
+        if (!m.message_enqueue_time) m.message_enqueue_time = now;
+        if (m.destination_queue.empty()) m.destination_queue = q.name;
+      }
+      m.lookup_id = q.next_lookup++;
+      m.queuing_order = m.lookup_id;
+      std::string rec = EncodeRecord(m);
+      if (q.quota && q.bytes + rec.size() > q.quota)
+        return Status(Code::kInsufficientResources,
+                      fmt::format("queue quota of {} bytes would be exceeded ({} used, {} more)",
+                                  q.quota, q.bytes, rec.size()),
+                      q.name);
+      MQ_RETURN_IF_ERROR(txn.Put(impl_->messages, MsgKey(q.id, m.lookup_id), rec));
+      MQ_RETURN_IF_ERROR(txn.Put(impl_->order, OrderKey(q.id, m.priority, m.lookup_id), {}));
+      std::string loc = MsgKey(q.id, m.lookup_id);
+      auto fresh = txn.PutNew(impl_->by_id, m.id, loc);
+      if (!fresh.ok()) return fresh.status();
+      if (!*fresh)
+        return Status(Code::kIllegalPropertyValue,
+                      fmt::format("message id {} is already in the store", FormatMessageId(m.id)),
+                      q.name);
+      if (!m.correlation_id.empty())
+        MQ_RETURN_IF_ERROR(txn.Put(
+            impl_->by_corr, CorrKey(m.correlation_id, q.id, m.priority, m.lookup_id), {}));
+      q.count++;
+      q.bytes += rec.size();
+      ++appended;
+      if (ids) ids->push_back(m.id);
+    }
+    if (appended == 0) return {};
+    if (ids_used) MQ_RETURN_IF_ERROR(impl_->PutMetaU32(txn, "id_counter", counter));
+    return impl_->PutQueue(txn, q);
+  });
+  if (s.ok() && appended) impl_->Notify(qid);
+  return s;
+}
+
+Status Store::Peek(const QueueRef& ref, const Selection& sel, MessageSink& sink) {
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  auto q = impl_->FindQueue(*txn, ref);
+  if (!q.ok()) return q.status();
+  uint64_t remaining = sel.limit ? sel.limit : UINT64_MAX;
+  uint64_t seen = 0;
+  std::string resume;
+  std::vector<Impl::Found> batch;
+  while (remaining) {
+    MQ_RETURN_IF_ERROR(impl_->Collect(*txn, *q, sel, resume, std::min<uint64_t>(remaining, kBatchCount), batch));
+    if (batch.empty()) break;
+    for (auto& f : batch) MQ_RETURN_IF_ERROR(sink.Add(f.msg));
+    MQ_RETURN_IF_ERROR(sink.Flush());
+    resume = batch.back().walk_key;
+    remaining -= batch.size();
+    seen += batch.size();
+  }
+  if (!seen) return Status(Code::kMessageNotFound, "no message", ref.Full());
+  return {};
+}
+
+Status Store::Receive(const QueueRef& ref, const Selection& sel, MessageSink& sink) {
+  uint64_t remaining = sel.limit ? sel.limit : UINT64_MAX;
+  uint64_t received = 0;
+  std::string resume;
+  std::vector<Impl::Found> batch;
+  while (remaining) {
+    bool got = false;
+    Status s = impl_->Write(
+        [&](lmdb::Txn& txn) -> Status {
+          auto q = impl_->FindQueue(txn, ref);
+          if (!q.ok()) return q.status();
+          if (!q->enabled)
+            return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
+          MQ_RETURN_IF_ERROR(impl_->Collect(txn, *q, sel, resume,
+                                            std::min<uint64_t>(remaining, kBatchCount), batch));
+          if (batch.empty()) return {};
+          for (auto& f : batch) MQ_RETURN_IF_ERROR(impl_->RemoveMessage(txn, *q, f.msg, f.size));
+          MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, *q));
+          // Output last: nothing may fail after it but the commit.
+          for (auto& f : batch) MQ_RETURN_IF_ERROR(sink.Add(f.msg));
+          MQ_RETURN_IF_ERROR(sink.Flush());
+          got = true;
+          return {};
+        },
+        /*rerun_after_commit=*/false);
+    if (!s.ok()) {
+      if (s.code() == Code::kBrokenPipe || s.code() == Code::kIo ||
+          s.code() == Code::kInsufficientResources) {
+        std::string what = received ? fmt::format("{} messages were received, the rest stay in "
+                                                  "the queue",
+                                                  received)
+                                    : "nothing was removed";
+        return Status(s.code(), fmt::format("{}; {}", s.text(), what), s.subject());
+      }
+      return s;
+    }
+    if (!got) break;
+    resume = batch.back().walk_key;
+    remaining -= batch.size();
+    received += batch.size();
+  }
+  if (!received) return Status(Code::kMessageNotFound, "no message", ref.Full());
+  return {};
+}
+
+Status Store::Check(std::vector<std::string>& problems) {
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  auto& t = *txn;
+  auto problem = [&](std::string s) {
+    if (problems.size() < 1000) problems.push_back(std::move(s));
+  };
+  auto format = t.Get(impl_->meta, "format");
+  if (!format || format->size() != 4) problem("meta: no format record");
+  if (!t.Get(impl_->meta, "guid")) problem("meta: no store GUID");
+
+  std::map<uint32_t, QueueInfo> by_qid;
+  {
+    lmdb::Cursor c(t, impl_->queues);
+    for (bool on = c.First(); on; on = c.Next()) {
+      QueueInfo q;
+      q.name = std::string(c.key());
+      Status s = DecodeQueue(c.value(), q);
+      if (!s.ok()) {
+        problem(fmt::format("queue {}: {}", q.name, s.text()));
+        continue;
+      }
+      if (!ParseQueueRef(q.name).ok()) problem(fmt::format("queue {}: invalid name", q.name));
+      auto back = t.Get(impl_->queue_ids, QueueIdKey(q.id));
+      if (!back || *back != q.name)
+        problem(fmt::format("queue {}: id {} is not mapped back to it", q.name, q.id));
+      if (!by_qid.emplace(q.id, q).second)
+        problem(fmt::format("queue {}: id {} is used twice", q.name, q.id));
+    }
+  }
+  if (t.Count(impl_->queue_ids) != by_qid.size())
+    problem(fmt::format("queue_ids has {} entries for {} queues", t.Count(impl_->queue_ids),
+                        by_qid.size()));
+
+  struct Tally {
+    uint64_t count = 0, bytes = 0, max_lookup = 0;
+  };
+  std::map<uint32_t, Tally> tally;
+  uint64_t messages = 0, with_corr = 0;
+  {
+    lmdb::Cursor c(t, impl_->messages);
+    for (bool on = c.First(); on; on = c.Next()) {
+      ++messages;
+      if (c.key().size() != 12) {
+        problem("messages: bad key size");
+        continue;
+      }
+      uint32_t qid = GetU32BE(c.key(), 0);
+      uint64_t lookup = GetU64BE(c.key(), 4);
+      auto qit = by_qid.find(qid);
+      std::string qname = qit == by_qid.end() ? fmt::format("#{}", qid) : qit->second.name;
+      std::string where = fmt::format("queue {} lookup id {}", qname, lookup);
+      if (qit == by_qid.end()) problem(where + ": message of an unknown queue");
+      Message m;
+      Status s = DecodeRecord(c.value(), m);
+      if (!s.ok()) {
+        problem(fmt::format("{}: {}", where, s.text()));
+        continue;
+      }
+      Tally& ty = tally[qid];
+      ty.count++;
+      ty.bytes += c.value().size();
+      ty.max_lookup = std::max(ty.max_lookup, lookup);
+      if (m.priority > 7) problem(where + ": priority out of range");
+      if (!t.Get(impl_->order, OrderKey(qid, m.priority, lookup)))
+        problem(where + ": missing from the delivery order index");
+      auto loc = t.Get(impl_->by_id, m.id);
+      if (m.id.size() != kIdSize) problem(where + ": bad message id");
+      else if (!loc || *loc != MsgKey(qid, lookup))
+        problem(where + ": message id index does not point to it");
+      if (!m.correlation_id.empty()) {
+        ++with_corr;
+        if (!t.Get(impl_->by_corr, CorrKey(m.correlation_id, qid, m.priority, lookup)))
+          problem(where + ": missing from the correlation index");
+      }
+    }
+  }
+  for (auto& [qid, q] : by_qid) {
+    Tally ty = tally[qid];
+    if (ty.count != q.count)
+      problem(fmt::format("queue {}: counter says {} messages, found {}", q.name, q.count,
+                          ty.count));
+    if (ty.bytes != q.bytes)
+      problem(fmt::format("queue {}: counter says {} bytes, found {}", q.name, q.bytes, ty.bytes));
+    if (ty.max_lookup >= q.next_lookup)
+      problem(fmt::format("queue {}: next lookup id {} is not above {}", q.name, q.next_lookup,
+                          ty.max_lookup));
+  }
+  // Every index entry points to a message that agrees with it.
+  {
+    lmdb::Cursor c(t, impl_->order);
+    uint64_t n = 0;
+    for (bool on = c.First(); on; on = c.Next()) {
+      ++n;
+      if (c.key().size() != 13) {
+        problem("order: bad key size");
+        continue;
+      }
+      auto rec = t.Get(impl_->messages, MsgKey(GetU32BE(c.key(), 0), GetU64BE(c.key(), 5)));
+      Message m;
+      if (!rec || !DecodeRecord(*rec, m).ok() ||
+          7 - m.priority != static_cast<uint8_t>(c.key()[4]))
+        problem(fmt::format("order: entry for queue #{} lookup id {} has no matching message",
+                            GetU32BE(c.key(), 0), GetU64BE(c.key(), 5)));
+    }
+    if (n != messages) problem(fmt::format("order has {} entries for {} messages", n, messages));
+  }
+  {
+    lmdb::Cursor c(t, impl_->by_id);
+    uint64_t n = 0;
+    for (bool on = c.First(); on; on = c.Next()) {
+      ++n;
+      if (c.value().size() != 12 || !t.Get(impl_->messages, c.value()))
+        problem(fmt::format("by_id: {} points to no message", FormatMessageId(c.key())));
+    }
+    if (n != messages) problem(fmt::format("by_id has {} entries for {} messages", n, messages));
+  }
+  {
+    lmdb::Cursor c(t, impl_->by_corr);
+    uint64_t n = 0;
+    for (bool on = c.First(); on; on = c.Next()) {
+      ++n;
+      if (c.key().size() != 33) {
+        problem("by_corr: bad key size");
+        continue;
+      }
+      auto rec = t.Get(impl_->messages, MsgKey(GetU32BE(c.key(), 20), GetU64BE(c.key(), 25)));
+      Message m;
+      if (!rec || !DecodeRecord(*rec, m).ok() || m.correlation_id != c.key().substr(0, 20))
+        problem(fmt::format("by_corr: entry for lookup id {} has no matching message",
+                            GetU64BE(c.key(), 25)));
+    }
+    if (n != with_corr)
+      problem(fmt::format("by_corr has {} entries for {} messages with a correlation id", n,
+                          with_corr));
+  }
+  return {};
+}
+
+Status Store::Backup(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode) || !DirIsEmpty(dir))
+      return Status(Code::kInvalidArg, "backup target exists and is not an empty directory", dir);
+  } else {
+    MQ_RETURN_IF_ERROR(MakeParents(dir));
+    MQ_RETURN_IF_ERROR(MakeDir(dir, impl_->file_mode == 0660 ? 02770 : 0700));
+  }
+  MQ_RETURN_IF_ERROR(impl_->env.CopyTo(dir));
+  StorePaths paths(dir);
+  MQ_RETURN_IF_ERROR(MakeDir(paths.locks_dir(), impl_->file_mode == 0660 ? 02770 : 0700));
+  MQ_RETURN_IF_ERROR(MakeDir(paths.notify_dir(), impl_->file_mode == 0660 ? 02770 : 0700));
+  return {};
+}
+
+}  // namespace mq

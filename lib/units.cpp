@@ -1,0 +1,129 @@
+// units.cpp: parsing and printing of durations, sizes and times.
+#include "units.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <ctime>
+
+#include <fmt/format.h>
+
+namespace mq {
+
+namespace {
+
+bool ParseU64(std::string_view s, uint64_t& v) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+}  // namespace
+
+Result<int64_t> ParseDuration(std::string_view text) {
+  if (text == "infinite" || text == "-1" || text == "INFINITE") return kInfinite;
+  size_t i = 0;
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+  uint64_t n = 0;
+  std::string_view unit = text.substr(i);
+  int64_t mult = 0;
+  if (unit.empty() || unit == "ms") mult = 1;
+  else if (unit == "s") mult = 1000;
+  else if (unit == "m") mult = 60'000;
+  else if (unit == "h") mult = 3'600'000;
+  else if (unit == "d") mult = 86'400'000;
+  if (!ParseU64(text.substr(0, i), n) || mult == 0 ||
+      n > static_cast<uint64_t>(INT64_MAX / 4 / mult))
+    return Status(Code::kInvalidArg,
+                  fmt::format("invalid duration '{}': use e.g. 250ms, 30s, 5m, 2h, 1d or infinite",
+                              text));
+  return static_cast<int64_t>(n) * mult;
+}
+
+std::string FormatDuration(int64_t ms) {
+  if (ms < 0) return "infinite";
+  if (ms % 86'400'000 == 0 && ms) return fmt::format("{}d", ms / 86'400'000);
+  if (ms % 3'600'000 == 0 && ms) return fmt::format("{}h", ms / 3'600'000);
+  if (ms % 60'000 == 0 && ms) return fmt::format("{}m", ms / 60'000);
+  if (ms % 1000 == 0 && ms) return fmt::format("{}s", ms / 1000);
+  return fmt::format("{}ms", ms);
+}
+
+Result<uint64_t> ParseSize(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+  uint64_t n = 0;
+  std::string_view unit = text.substr(i);
+  int shift = -1;
+  if (unit.empty() || unit == "B") shift = 0;
+  else if (unit == "k" || unit == "K" || unit == "KiB" || unit == "KB" || unit == "kB") shift = 10;
+  else if (unit == "M" || unit == "MiB" || unit == "MB") shift = 20;
+  else if (unit == "G" || unit == "GiB" || unit == "GB") shift = 30;
+  else if (unit == "T" || unit == "TiB" || unit == "TB") shift = 40;
+  if (!ParseU64(text.substr(0, i), n) || shift < 0 || (shift && (n >> (63 - shift))))
+    return Status(Code::kInvalidArg,
+                  fmt::format("invalid size '{}': use e.g. 4096, 64K, 4M, 1G", text));
+  return n << shift;
+}
+
+int64_t NowMs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+
+std::string FormatTime(int64_t ms) {
+  time_t secs = static_cast<time_t>(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
+  int frac = static_cast<int>(ms - static_cast<int64_t>(secs) * 1000);
+  tm t;
+  gmtime_r(&secs, &t);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", t.tm_year + 1900, t.tm_mon + 1,
+                     t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, frac);
+}
+
+Result<int64_t> ParseTime(std::string_view text) {
+  Status bad(Code::kInvalidArg,
+             fmt::format("invalid time '{}': use RFC 3339 (2026-12-01T08:00:00Z) or @EPOCH", text));
+  if (!text.empty() && text[0] == '@') {
+    uint64_t secs = 0;
+    if (!ParseU64(text.substr(1), secs) || secs > 1ULL << 40) return bad;
+    return static_cast<int64_t>(secs) * 1000;
+  }
+  std::string s(text);
+  tm t{};
+  int consumed = 0;
+  if (sscanf(s.c_str(), "%4d-%2d-%2d%*1[Tt ]%2d:%2d:%2d%n", &t.tm_year, &t.tm_mon, &t.tm_mday,
+             &t.tm_hour, &t.tm_min, &t.tm_sec, &consumed) != 6)
+    return bad;
+  std::string_view rest = text.substr(static_cast<size_t>(consumed));
+  int64_t frac_ms = 0;
+  if (!rest.empty() && rest[0] == '.') {
+    size_t i = 1;
+    int64_t scale = 100;
+    while (i < rest.size() && rest[i] >= '0' && rest[i] <= '9') {
+      frac_ms += (rest[i] - '0') * scale;
+      scale /= 10;
+      ++i;
+    }
+    if (i == 1) return bad;
+    rest.remove_prefix(i);
+  }
+  int64_t offset_s = 0;
+  if (rest == "Z" || rest == "z") {
+  } else if (rest.size() == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':') {
+    uint64_t hh = 0, mm = 0;
+    if (!ParseU64(rest.substr(1, 2), hh) || !ParseU64(rest.substr(4, 2), mm) || hh > 23 || mm > 59)
+      return bad;
+    offset_s = static_cast<int64_t>(hh * 3600 + mm * 60) * (rest[0] == '+' ? 1 : -1);
+  } else {
+    return bad;
+  }
+  if (t.tm_mon < 1 || t.tm_mon > 12 || t.tm_mday < 1 || t.tm_mday > 31 || t.tm_hour > 23 ||
+      t.tm_min > 59 || t.tm_sec > 60)
+    return bad;
+  t.tm_year -= 1900;
+  t.tm_mon -= 1;
+  time_t secs = timegm(&t);
+  return (static_cast<int64_t>(secs) - offset_s) * 1000 + frac_ms;
+}
+
+}  // namespace mq
