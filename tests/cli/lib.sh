@@ -1,0 +1,68 @@
+# lib.sh: sourced by every black-box test. Gives a private temporary store and assertions.
+#
+#   MQ_BIN   directory holding the built tools (set by CTest); defaults to ./build
+#   MQ_SRC   the source tree
+# Each test runs in its own temporary directory, removed at exit; $STORE is a fresh store
+# path (not yet created), and MQ_STORE points at it so that tools find it by default.
+set -u
+MQ_SRC=${MQ_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+MQ_BIN=${MQ_BIN:-$MQ_SRC/build}
+PATH=$MQ_BIN:$PATH
+export PATH
+T=$(mktemp -d "${TMPDIR:-/tmp}/mq-test.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+STORE=$T/store
+export MQ_STORE=$STORE
+export HOME=$T/home
+unset XDG_DATA_HOME
+FAILS=0
+
+fail() {
+  printf 'FAIL: %s\n' "$*" >&2
+  FAILS=$((FAILS + 1))
+}
+
+# run CMD...: runs CMD with stdout in $T/out, stderr in $T/err, exit status in $RC.
+run() {
+  "$@" >"$T/out" 2>"$T/err"
+  RC=$?
+}
+
+# expect_rc N CMD...: runs CMD and asserts its exit status.
+expect_rc() {
+  local want=$1
+  shift
+  run "$@"
+  if [ "$RC" != "$want" ]; then
+    fail "'$*' exited $RC, expected $want; stderr: $(head -c 300 "$T/err")"
+  fi
+}
+
+# expect_out TEXT: asserts that the last run printed exactly TEXT (no trailing newline added).
+expect_out() {
+  local got
+  got=$(cat "$T/out"; printf x)
+  got=${got%x}
+  if [ "$got" != "$1" ]; then
+    fail "stdout was '$(printf %q "$got")', expected '$(printf %q "$1")'"
+  fi
+}
+
+# expect_err_match REGEX: asserts that stderr of the last run is one line matching REGEX.
+expect_err_match() {
+  local lines
+  lines=$(wc -l <"$T/err")
+  if [ "$lines" != 1 ] || ! grep -Eq -- "$1" "$T/err"; then
+    fail "stderr '$(cat "$T/err")' is not one line matching /$1/"
+  fi
+}
+
+# finish: exit status of the test.
+finish() {
+  if [ "$FAILS" -ne 0 ]; then
+    echo "$FAILS check(s) failed" >&2
+    exit 1
+  fi
+  echo ok
+  exit 0
+}
