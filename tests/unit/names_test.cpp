@@ -1,1 +1,29 @@
+// names_test.cpp: the queue reference grammar of CLI.md.
 #include <catch2/catch.hpp>
+
+#include "names.hpp"
+
+using namespace mq;
+
+TEST_CASE("valid queue references", "[names]") {
+  auto r = ParseQueueRef("orders");
+  REQUIRE(r.ok());
+  CHECK(r->Full() == "orders");
+  CHECK(ParseQueueRef("orders;journal")->sub == "journal");
+  CHECK(ParseQueueRef("orders;poison")->Full() == "orders;poison");
+  CHECK(ParseQueueRef("system;deadletter")->IsSystem());
+  CHECK(ParseQueueRef(".\\private$\\orders")->Full() == "orders");
+  CHECK(ParseQueueRef("DIRECT=OS:.\\PRIVATE$\\orders")->Full() == "orders");
+  CHECK(ParseQueueRef(std::string(124, 'a')).ok());
+  CHECK(ParseQueueRef("A-z_0.9").ok());
+}
+
+TEST_CASE("invalid queue references are E_INVALIDARG-class errors", "[names]") {
+  for (const char* bad : {"", "../x", "a/b", ".hidden", "a b", "x;", "system", "system;foo",
+                          "a\x01", "DIRECT=TCP:1.2.3.4\\private$\\q", "q;a;b"}) {
+    auto r = ParseQueueRef(bad);
+    INFO(bad);
+    CHECK(r.status().code() == Code::kIllegalQueuePathname);
+  }
+  CHECK_FALSE(ParseQueueRef(std::string(125, 'a')).ok());
+}

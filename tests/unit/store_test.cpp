@@ -1,1 +1,344 @@
+// store_test.cpp: the store through its public surface, in a temporary directory: creation
+// and the meta record, the delivery order index, selections, receive, counters and check.
 #include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "codec.hpp"
+#include "lmdb.hpp"
+#include "store.hpp"
+
+using namespace mq;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/mq-unit.XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+class Collect : public MessageSink {
+ public:
+  std::vector<Message> got;
+  Status Add(const Message& m) override {
+    got.push_back(m);
+    return {};
+  }
+  Status Flush() override { return {}; }
+};
+
+class FailingSink : public MessageSink {
+ public:
+  Status Add(const Message&) override { return {}; }
+  Status Flush() override { return Status(Code::kBrokenPipe, "Broken pipe", "stdout"); }
+};
+
+class Vec : public MessageSource {
+ public:
+  std::vector<Message> v;
+  size_t i = 0;
+  Result<bool> Next(Message& m) override {
+    if (i >= v.size()) return false;
+    m = v[i++];
+    return true;
+  }
+  Status Rewind() override {
+    i = 0;
+    return {};
+  }
+};
+
+std::unique_ptr<Store> OpenNew(const std::string& dir) {
+  OpenOptions o;
+  o.dir = dir + "/s";
+  o.create = true;
+  auto s = Store::Open(o);
+  REQUIRE(s.ok());
+  return std::move(*s);
+}
+
+QueueRef Q(const char* name) { return *ParseQueueRef(name); }
+
+void Send(Store& st, const char* q, std::vector<std::pair<int, std::string>> msgs,
+          std::string corr = {}) {
+  Vec src;
+  for (auto& [prio, body] : msgs) {
+    Message m;
+    m.priority = static_cast<uint8_t>(prio);
+    m.body = body;
+    m.correlation_id = corr;
+    src.v.push_back(m);
+  }
+  AppendOptions o;
+  o.create_queue = true;
+  REQUIRE(st.Append(Q(q), o, src, nullptr).ok());
+}
+
+std::vector<std::string> Bodies(const std::vector<Message>& v) {
+  std::vector<std::string> out;
+  for (auto& m : v) out.push_back(m.body);
+  return out;
+}
+
+Selection All() {
+  Selection s;
+  s.limit = 0;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a named store is created only when asked", "[store]") {
+  TempDir t;
+  OpenOptions o;
+  o.dir = t.path + "/missing";
+  auto s = Store::Open(o);
+  CHECK(s.status().code() == Code::kServiceNotAvailable);
+  CHECK_FALSE(fs::exists(o.dir));
+  o.create = true;
+  auto made = Store::Open(o);
+  REQUIRE(made.ok());
+  struct stat st;
+  REQUIRE(stat(o.dir.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0700);
+  REQUIRE(stat((o.dir + "/data.mdb").c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0600);
+}
+
+TEST_CASE("one environment per directory per process", "[store]") {
+  TempDir t;
+  auto a = OpenNew(t.path);
+  OpenOptions o;
+  o.dir = t.path + "/s";
+  CHECK_FALSE(Store::Open(o).ok());
+  a.reset();
+  CHECK(Store::Open(o).ok());
+}
+
+TEST_CASE("the store GUID persists and a newer format is refused", "[store]") {
+  TempDir t;
+  Guid g;
+  {
+    auto st = OpenNew(t.path);
+    g = st->guid();
+    CHECK_FALSE(IsNil(g));
+  }
+  OpenOptions o;
+  o.dir = t.path + "/s";
+  {
+    auto again = Store::Open(o);
+    REQUIRE(again.ok());
+    CHECK((*again)->guid() == g);
+  }
+  {
+    lmdb::Env env;
+    REQUIRE(env.Open(o.dir, 0600, 1 << 20, 16).ok());
+    auto txn = lmdb::Txn::Begin(env, true);
+    REQUIRE(txn.ok());
+    auto meta = txn->OpenDb("meta", false);
+    REQUIRE(meta.ok());
+    std::string v;
+    PutU32BE(v, kFormatVersion + 1);
+    REQUIRE(txn->Put(*meta, "format", v).ok());
+    REQUIRE(txn->Commit().ok());
+  }
+  auto newer = Store::Open(o);
+  REQUIRE_FALSE(newer.ok());
+  CHECK(newer.status().text().find("upgrade") != std::string::npos);
+  CHECK(ExitCode(newer.status()) == 10);
+}
+
+TEST_CASE("delivery order is priority first, then arrival", "[store][order]") {
+  TempDir t;
+  auto st = OpenNew(t.path);
+  Send(*st, "q", {{3, "a3"}, {7, "b7"}, {0, "c0"}, {3, "d3"}, {7, "e7"}, {5, "f5"}});
+  Collect c;
+  REQUIRE(st->Peek(Q("q"), All(), c).ok());
+  CHECK(Bodies(c.got) == std::vector<std::string>{"b7", "e7", "f5", "a3", "d3", "c0"});
+  // Lookup ids increase with arrival.
+  CHECK(c.got[3].lookup_id < c.got[4].lookup_id);
+}
+
+TEST_CASE("selections by lookup id, id and correlation", "[store][order]") {
+  TempDir t;
+  auto st = OpenNew(t.path);
+  Send(*st, "q", {{3, "a"}, {3, "b"}, {3, "c"}, {3, "d"}});
+  std::string corr(20, '\x07');
+  Send(*st, "q", {{1, "x1"}, {6, "x6"}}, corr);
+  Collect all;
+  REQUIRE(st->Peek(Q("q"), All(), all).ok());
+  REQUIRE(Bodies(all.got) == std::vector<std::string>{"x6", "a", "b", "c", "d", "x1"});
+  uint64_t b = all.got[2].lookup_id;
+
+  auto peek = [&](Selection s) {
+    Collect c;
+    Status status = st->Peek(Q("q"), s, c);
+    return std::make_pair(status, Bodies(c.got));
+  };
+  Selection s;
+  s.anchor = Anchor::kAt;
+  s.lookup_id = b;
+  s.limit = 2;
+  CHECK(peek(s).second == std::vector<std::string>{"b", "c"});
+  s.anchor = Anchor::kAfter;
+  CHECK(peek(s).second == std::vector<std::string>{"c", "d"});
+  s.anchor = Anchor::kBefore;
+  CHECK(peek(s).second == std::vector<std::string>{"a", "x6"});
+  s.anchor = Anchor::kLast;
+  s.limit = 1;
+  CHECK(peek(s).second == std::vector<std::string>{"x1"});
+  s.anchor = Anchor::kAt;
+  s.lookup_id = 9999;
+  CHECK(peek(s).first.code() == Code::kMessageNotFound);
+
+  Selection byid;
+  byid.anchor = Anchor::kId;
+  byid.id = all.got[4].id;
+  CHECK(peek(byid).second == std::vector<std::string>{"d"});
+
+  Selection bycorr;
+  bycorr.anchor = Anchor::kCorrelation;
+  bycorr.correlation = corr;
+  bycorr.limit = 0;
+  CHECK(peek(bycorr).second == std::vector<std::string>{"x6", "x1"});
+}
+
+TEST_CASE("receive removes messages and keeps counters and indexes right", "[store]") {
+  TempDir t;
+  auto st = OpenNew(t.path);
+  Send(*st, "q", {{3, "a"}, {4, "b"}, {3, "c"}}, std::string(20, '\x01'));
+  Collect c;
+  Selection two;
+  two.limit = 2;
+  REQUIRE(st->Receive(Q("q"), two, c).ok());
+  CHECK(Bodies(c.got) == std::vector<std::string>{"b", "a"});
+  auto stat = st->StatQueue(Q("q"));
+  REQUIRE(stat.ok());
+  CHECK(stat->info.count == 1);
+  std::vector<std::string> problems;
+  REQUIRE(st->Check(problems).ok());
+  CHECK(problems.empty());
+  Collect rest;
+  REQUIRE(st->Receive(Q("q"), All(), rest).ok());
+  CHECK(Bodies(rest.got) == std::vector<std::string>{"c"});
+  Collect none;
+  CHECK(st->Receive(Q("q"), All(), none).code() == Code::kMessageNotFound);
+  CHECK(st->StatQueue(Q("q"))->info.bytes == 0);
+}
+
+TEST_CASE("a receive whose output fails changes nothing", "[store]") {
+  TempDir t;
+  auto st = OpenNew(t.path);
+  Send(*st, "q", {{3, "a"}, {3, "b"}});
+  FailingSink sink;
+  CHECK(st->Receive(Q("q"), All(), sink).code() == Code::kBrokenPipe);
+  Collect c;
+  REQUIRE(st->Peek(Q("q"), All(), c).ok());
+  CHECK(Bodies(c.got) == std::vector<std::string>{"a", "b"});
+}
+
+TEST_CASE("quota and maximum message size refuse a send whole", "[store]") {
+  TempDir t;
+  auto st = OpenNew(t.path);
+  QueueSettings qs;
+  qs.max_message_size = 4;
+  REQUIRE(st->CreateQueue(Q("q"), qs).ok());
+  Vec src;
+  Message m;
+  m.body = "1234";
+  src.v.push_back(m);
+  m.body = "12345";
+  src.v.push_back(m);
+  Status s = st->Append(Q("q"), {}, src, nullptr);
+  CHECK(s.code() == Code::kInsufficientResources);
+  CHECK(st->StatQueue(Q("q"))->info.count == 0);
+}
+
+TEST_CASE("the map grows by itself when full", "[store]") {
+  TempDir t;
+  auto st = OpenNew(t.path);
+  // 300 MiB of bodies: more than the initial 256 MiB map.
+  Vec src;
+  Message m;
+  m.body = std::string(1 << 20, 'x');
+  for (int i = 0; i < 300; ++i) src.v.push_back(m);
+  AppendOptions o;
+  o.create_queue = true;
+  REQUIRE(st->Append(Q("big"), o, src, nullptr).ok());
+  CHECK(st->StatQueue(Q("big"))->info.count == 300);
+  std::vector<std::string> problems;
+  REQUIRE(st->Check(problems).ok());
+  CHECK(problems.empty());
+}
+
+TEST_CASE("check finds an index that disagrees with the messages", "[store][check]") {
+  TempDir t;
+  {
+    auto st = OpenNew(t.path);
+    Send(*st, "q", {{3, "a"}, {3, "b"}});
+  }
+  {
+    lmdb::Env env;
+    REQUIRE(env.Open(t.path + "/s", 0600, 256 << 20, 16).ok());
+    auto txn = lmdb::Txn::Begin(env, true);
+    REQUIRE(txn.ok());
+    auto order = txn->OpenDb("order", false);
+    REQUIRE(order.ok());
+    lmdb::Cursor c(*txn, *order);
+    REQUIRE(c.Last());
+    REQUIRE(c.Del().ok());
+    REQUIRE(txn->Commit().ok());
+  }
+  OpenOptions o;
+  o.dir = t.path + "/s";
+  auto st = Store::Open(o);
+  REQUIRE(st.ok());
+  std::vector<std::string> problems;
+  REQUIRE((*st)->Check(problems).ok());
+  REQUIRE_FALSE(problems.empty());
+  CHECK(problems.front().find("delivery order") != std::string::npos);
+}
+
+TEST_CASE("delete removes a queue with its subqueues; purge empties", "[store]") {
+  TempDir t;
+  auto st = OpenNew(t.path);
+  Send(*st, "q", {{3, "a"}});
+  Send(*st, "r", {{3, "a"}, {3, "b"}});
+  REQUIRE(*st->Purge(Q("r")) == 2);
+  REQUIRE(st->DeleteQueue(Q("q")).ok());
+  CHECK(st->StatQueue(Q("q")).status().code() == Code::kQueueNotFound);
+  CHECK(st->DeleteQueue(Q("q")).code() == Code::kQueueNotFound);
+  // A journal of an existing queue reads as empty; of a missing one, as not found.
+  Collect c;
+  CHECK(st->Peek(Q("r;journal"), All(), c).code() == Code::kMessageNotFound);
+  CHECK(st->Peek(Q("q;journal"), All(), c).code() == Code::kQueueNotFound);
+  std::vector<std::string> problems;
+  REQUIRE(st->Check(problems).ok());
+  CHECK(problems.empty());
+}
+
+TEST_CASE("backup is a store that opens and passes check", "[store]") {
+  TempDir t;
+  auto st = OpenNew(t.path);
+  Send(*st, "q", {{3, "a"}, {5, "b"}});
+  REQUIRE(st->Backup(t.path + "/copy").ok());
+  CHECK_FALSE(st->Backup(t.path + "/copy").ok());  // not empty any more
+  OpenOptions o;
+  o.dir = t.path + "/copy";
+  auto copy = Store::Open(o);
+  REQUIRE(copy.ok());
+  std::vector<std::string> problems;
+  REQUIRE((*copy)->Check(problems).ok());
+  CHECK(problems.empty());
+  CHECK((*copy)->StatQueue(Q("q"))->info.count == 2);
+  CHECK((*copy)->guid() == st->guid());
+}

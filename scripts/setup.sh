@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# setup.sh: install the Debian packages mq needs to build, test and benchmark; idempotent.
+# Installs only what is missing (apt-get as root, or through sudo).
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config      # toolchain
+  liblmdb-dev libcli11-dev libfmt-dev nlohmann-json3-dev uuid-dev catch2   # libraries
+  lmdb-utils mandoc jq util-linux zsh fish procps   # tests: mdb_dump/load, man lint, setpriv
+  sqlite3 time                           # benchmarks: the peer and peak RSS
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}" >&2
+if [ "$(id -u)" -eq 0 ]; then
+  sudo=()
+elif command -v sudo >/dev/null; then
+  sudo=(sudo)
+else
+  echo "setup: need root to run: apt-get install ${missing[*]}" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
