@@ -133,8 +133,13 @@ struct Store::Impl {
 
   void Notify(uint32_t qid) {
     // The doorbell: after the commit, so that a woken reader sees the new state.
-    int fd = ::open(paths.notify(qid).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
-                    file_mode);
+    std::string path = paths.notify(qid);
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0 && errno == ENOENT) {
+      fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, file_mode);
+      // The umask may have taken the group's write bit from a group-shared store's file.
+      if (fd >= 0) (void)::fchmod(fd, file_mode);
+    }
     if (fd < 0) return;
     char b = 0;
     ssize_t ignored = ::pwrite(fd, &b, 1, 0);
@@ -976,7 +981,10 @@ Status Store::Backup(const std::string& dir) {
     MQ_RETURN_IF_ERROR(MakeParents(dir));
     MQ_RETURN_IF_ERROR(MakeDir(dir, impl_->file_mode == 0660 ? 02770 : 0700));
   }
-  MQ_RETURN_IF_ERROR(impl_->env.CopyTo(dir));
+  mode_t old_umask = ::umask(impl_->file_mode == 0660 ? 007 : 077);
+  Status copied = impl_->env.CopyTo(dir);
+  ::umask(old_umask);
+  MQ_RETURN_IF_ERROR(copied);
   StorePaths paths(dir);
   MQ_RETURN_IF_ERROR(MakeDir(paths.locks_dir(), impl_->file_mode == 0660 ? 02770 : 0700));
   MQ_RETURN_IF_ERROR(MakeDir(paths.notify_dir(), impl_->file_mode == 0660 ? 02770 : 0700));
