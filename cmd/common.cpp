@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "ids.hpp"
+#include "units.hpp"
 
 namespace mq::cli {
 
@@ -26,8 +27,20 @@ int Fail(const Status& status) {
 }
 
 int Parse(CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> args;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    bool takes_optional = a == "-w" || a == "--wait";
+    if (takes_optional) {
+      bool next_is_duration = i + 1 < argc && ParseDuration(argv[i + 1]).ok();
+      if (!next_is_duration) a += a.size() == 2 ? "infinite" : "=infinite";
+    }
+    args.push_back(std::move(a));
+  }
+  std::vector<char*> ptrs;
+  for (auto& a : args) ptrs.push_back(a.data());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(ptrs.size()), ptrs.data());
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
@@ -58,7 +71,16 @@ Result<std::unique_ptr<Store>> OpenStore(const StoreArgs& args) {
 
 Result<QueueRef> ParseQueueArg(const std::string& text) { return ParseQueueRef(text); }
 
-void AddSelectOptions(CLI::App& app, SelectArgs& a) {
+void AddWaitOption(CLI::App& app, std::string& wait, const char* what) {
+  app.add_option("-w,--wait", wait, what)->type_name("[DURATION]")->expected(0, 1);
+}
+
+Result<int64_t> ParseWait(const std::string& wait) {
+  if (wait.empty()) return int64_t{0};
+  return ParseDuration(wait);
+}
+
+void AddSelectOptions(CLI::App& app, SelectArgs& a, bool receive) {
   auto* n = app.add_option("-n,--count", a.count, "Take up to N messages (default 1)")
                 ->type_name("N")
                 ->check(CLI::PositiveNumber);
@@ -71,31 +93,53 @@ void AddSelectOptions(CLI::App& app, SelectArgs& a) {
   auto* lookup = app.add_option("--lookup-id", a.lookup_id,
                                 "Start at the message with this lookup id (PeekByLookupId)")
                      ->type_name("N");
-  auto* first = app.add_flag("--first", a.first, "From the first message of the queue");
+  auto* first = app.add_flag("--first", a.first,
+                             "From the first message of the queue (with --cursor: move the "
+                             "cursor to it)");
   auto* last = app.add_flag("--last", a.last, "From the last message, backwards");
-  auto* next = app.add_flag("--next", a.next, "The message(s) after --lookup-id");
+  auto* next = app.add_flag("--next", a.next,
+                            "The message(s) after --lookup-id (with --cursor: advance the "
+                            "cursor)");
   auto* prev = app.add_flag("--prev", a.prev, "The message(s) before --lookup-id, backwards");
-  first->excludes(last)->excludes(next)->excludes(prev)->excludes(lookup);
-  last->excludes(next)->excludes(prev)->excludes(lookup);
-  next->excludes(prev)->needs(lookup);
-  prev->needs(lookup);
+  auto* current =
+      app.add_flag("--current", a.current, "With --cursor: the message at the cursor");
+  first->excludes(last)->excludes(next)->excludes(prev)->excludes(lookup)->excludes(current);
+  last->excludes(next)->excludes(prev)->excludes(lookup)->excludes(current);
+  next->excludes(prev)->excludes(current);
+  prev->excludes(current);
   auto* id = app.add_option("--id", a.id, "The message with this id")->type_name("MSGID");
   auto* corr = app.add_option("--correlation", a.correlation,
                               "Messages with this correlation id (40 hex digits or a message id)")
                    ->type_name("ID");
   id->excludes(corr)->excludes(lookup)->excludes(first)->excludes(last);
   corr->excludes(lookup)->excludes(first)->excludes(last);
+  auto* cursor = app.add_option("--cursor", a.cursor,
+                                receive ? "Receive the message at this named cursor (--current)"
+                                        : "Use this named cursor, kept in the store, with "
+                                          "--first, --current or --next")
+                     ->type_name("NAME");
+  cursor->excludes(lookup)->excludes(id)->excludes(corr)->excludes(last)->excludes(prev)
+      ->excludes(all)->excludes(top)->excludes(n);
+  app.add_flag("--no-wait-lock", a.no_wait_lock,
+               "Fail (exit 5) instead of waiting when another process is using the cursor");
+  AddWaitOption(app, a.wait,
+                "Wait for a qualifying message, up to DURATION (default: infinite; 0: look "
+                "once)");
 }
 
 Result<Selection> MakeSelection(const SelectArgs& a) {
   Selection s;
   s.limit = a.all ? 0 : a.top ? a.top : a.count;
+  if ((a.next || a.prev) && !a.lookup_id && a.cursor.empty())
+    return Status(Code::kInvalidArg, "--next and --prev need --lookup-id (or --cursor)");
+  if (a.current && a.cursor.empty())
+    return Status(Code::kInvalidArg, "--current needs --cursor");
   if (a.next) s.anchor = Anchor::kAfter;
   else if (a.prev) s.anchor = Anchor::kBefore;
   else if (a.last) s.anchor = Anchor::kLast;
   else if (a.lookup_id) s.anchor = Anchor::kAt;
   if (s.anchor == Anchor::kAt || s.anchor == Anchor::kAfter || s.anchor == Anchor::kBefore) {
-    if (a.lookup_id == 0)
+    if (a.lookup_id == 0 && a.cursor.empty())
       return Status(Code::kInvalidArg, "--lookup-id must be a positive number");
     s.lookup_id = a.lookup_id;
   }
@@ -115,6 +159,32 @@ Result<Selection> MakeSelection(const SelectArgs& a) {
     s.correlation = *c;
   }
   return s;
+}
+
+Result<ReadOptions> MakeReadOptions(const SelectArgs& a) {
+  ReadOptions ro;
+  auto w = ParseWait(a.wait);
+  if (!w.ok()) return w.status();
+  ro.wait_ms = *w;
+  return ro;
+}
+
+Result<CursorOptions> MakeCursorOptions(const SelectArgs& a, bool receive) {
+  CursorOptions co;
+  co.name = a.cursor;
+  co.wait_lock = !a.no_wait_lock;
+  MQ_RETURN_IF_ERROR(CheckCursorName(a.cursor));
+  int actions = a.first + a.current + a.next;
+  if (receive) {
+    if (!a.current || actions != 1)
+      return Status(Code::kInvalidArg, "a receive at a cursor takes --current");
+  } else if (actions != 1) {
+    return Status(Code::kInvalidArg, "--cursor needs one of --first, --current, --next");
+  }
+  co.action = a.first ? CursorAction::kFirst
+              : a.next ? CursorAction::kNext
+                       : CursorAction::kCurrent;
+  return co;
 }
 
 void AddOutputOptions(CLI::App& app, OutputArgs& a) {

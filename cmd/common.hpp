@@ -24,7 +24,9 @@ const char* Tool();
 int Fail(const Status& status);
 
 // Parses argv. Returns -1 to go on, or the exit status to return at once: 0 after --help or
-// --version, 2 after a usage error (never CLI11's own 100-127).
+// --version, 2 after a usage error (never CLI11's own 100-127). Options that take an
+// optional DURATION (-w/--wait) get "infinite" when the next word is not a duration, so that
+// `mq-receive --wait jobs` means what it says.
 int Parse(CLI::App& app, int argc, char** argv);
 
 struct StoreArgs {
@@ -46,9 +48,20 @@ struct SelectArgs {
   bool first = false, last = false, next = false, prev = false;
   std::string id;
   std::string correlation;
+  std::string cursor;
+  bool current = false;
+  bool no_wait_lock = false;
+  std::string wait;  // empty: not given
 };
-void AddSelectOptions(CLI::App& app, SelectArgs& args);
+// `receive` leaves out what only peeks do (--cursor with --first/--next).
+void AddSelectOptions(CLI::App& app, SelectArgs& args, bool receive);
 Result<Selection> MakeSelection(const SelectArgs& args);
+Result<ReadOptions> MakeReadOptions(const SelectArgs& args);
+// For --cursor: the cursor and its action; E_INVALIDARG if the options do not fit together.
+Result<CursorOptions> MakeCursorOptions(const SelectArgs& args, bool receive);
+// Adds -w/--wait [DURATION].
+void AddWaitOption(CLI::App& app, std::string& wait, const char* what);
+Result<int64_t> ParseWait(const std::string& wait);
 
 // Output options of the reading tools.
 struct OutputArgs {

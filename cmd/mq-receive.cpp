@@ -26,7 +26,7 @@ int Run(int argc, char** argv) {
   app.set_version_flag("--version", MQ_VERSION);
   cli::AddStoreOption(app, store_args);
   app.add_option("QUEUE", queue, "Queue to receive from")->required();
-  cli::AddSelectOptions(app, sel_args);
+  cli::AddSelectOptions(app, sel_args, true);
   cli::AddOutputOptions(app, out_args);
   if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
 
@@ -36,9 +36,18 @@ int Run(int argc, char** argv) {
   if (!sel.ok()) return cli::Fail(sel.status());
   auto sink = cli::OutputSink::Make(out_args);
   if (!sink.ok()) return cli::Fail(sink.status());
+  auto ro = cli::MakeReadOptions(sel_args);
+  if (!ro.ok()) return cli::Fail(ro.status());
+  std::optional<CursorOptions> co;
+  if (!sel_args.cursor.empty()) {
+    auto c = cli::MakeCursorOptions(sel_args, true);
+    if (!c.ok()) return cli::Fail(c.status());
+    co = *c;
+  }
   auto store = cli::OpenStore(store_args);
   if (!store.ok()) return cli::Fail(store.status());
-  Status s = (*store)->Receive(*ref, *sel, **sink);
+  Status s = co ? (*store)->CursorReceive(*ref, *co, *ro, **sink)
+                : (*store)->Receive(*ref, *sel, *ro, **sink);
   if (!s.ok()) return cli::Fail(s.WithSubject(ref->Full()));
   return 0;
 }

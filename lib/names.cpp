@@ -40,6 +40,16 @@ bool IsValidQueueName(std::string_view name) {
   });
 }
 
+Status CheckCursorName(std::string_view name) {
+  if (IsValidQueueName(name)) return {};
+  Status s = Bad(name, "");
+  return Status(Code::kInvalidArg,
+                fmt::format("invalid cursor name: use 1 to {} of A-Z a-z 0-9 _ . -, not starting "
+                            "with '.'",
+                            kMaxQueueName),
+                s.subject());
+}
+
 Result<QueueRef> ParseQueueRef(std::string_view text) {
   std::string_view s = text;
   if (IStartsWith(s, "DIRECT=OS:")) {

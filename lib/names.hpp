@@ -31,5 +31,7 @@ struct QueueRef {
 Result<QueueRef> ParseQueueRef(std::string_view text);
 // True if `name` is a valid plain queue name (the NAME rule).
 bool IsValidQueueName(std::string_view name);
+// Cursor names follow the NAME rule too; E_INVALIDARG otherwise.
+Status CheckCursorName(std::string_view name);
 
 }  // namespace mq

@@ -23,6 +23,7 @@ enum Tag : uint32_t {
   kTagCount = 8,
   kTagBytes = 9,
   kTagNextLookup = 10,
+  kTagDelayed = 11,
 };
 
 }  // namespace
@@ -40,6 +41,7 @@ std::string EncodeQueue(const QueueInfo& q) {
   w.Uint(kTagCount, q.count);
   w.Uint(kTagBytes, q.bytes);
   w.Uint(kTagNextLookup, q.next_lookup);
+  w.UintIfNot(kTagDelayed, q.delayed, 0);
   return out;
 }
 
@@ -62,6 +64,7 @@ Status DecodeQueue(std::string_view record, QueueInfo& q) {
       case kTagCount: d.count = r.uint(); break;
       case kTagBytes: d.bytes = r.uint(); break;
       case kTagNextLookup: d.next_lookup = r.uint(); break;
+      case kTagDelayed: d.delayed = r.uint(); break;
       default: break;
     }
   }

@@ -27,6 +27,7 @@ struct QueueInfo {
   uint64_t count = 0;
   uint64_t bytes = 0;
   uint64_t next_lookup = 1;
+  uint64_t delayed = 0;  // of `count`: stored but not visible yet (delayed delivery)
 
   bool operator==(const QueueInfo&) const = default;
 };

@@ -18,6 +18,7 @@ const char* CodeSymbol(Code code) {
     case Code::kQueueNotActive: return "MQ_ERROR_QUEUE_NOT_ACTIVE";
     case Code::kQueueExists: return "MQ_ERROR_QUEUE_EXISTS";
     case Code::kInvalidHandle: return "MQ_ERROR_INVALID_HANDLE";
+    case Code::kSharingViolation: return "MQ_ERROR_SHARING_VIOLATION";
     case Code::kServiceNotAvailable: return "MQ_ERROR_SERVICE_NOT_AVAILABLE";
     case Code::kIllegalQueuePathname: return "MQ_ERROR_ILLEGAL_QUEUE_PATHNAME";
     case Code::kIllegalPropertyValue: return "MQ_ERROR_ILLEGAL_PROPERTY_VALUE";
@@ -61,20 +62,21 @@ int ExitCode(const Status& status) {
     case Code::kMessageAlreadyReceived:
       return 1;
     case Code::kInvalidArg:
-    case Code::kBlank:
     case Code::kIllegalQueuePathname:
     case Code::kIllegalPropertyValue:
     case Code::kIllegalFormatname:
     case Code::kUnsupportedFormatnameOperation:
     case Code::kLabelTooLong:
-    case Code::kInvalidHandle:
       return 2;
+    case Code::kBlank:
     case Code::kQueueNotFound:
     case Code::kServiceNotAvailable:
       return 3;
     case Code::kAccessDenied:
       return 4;
     case Code::kQueueNotActive:
+    case Code::kInvalidHandle:
+    case Code::kSharingViolation:
     case Code::kQueueDeleted:
     case Code::kQueueExists:
     case Code::kTransactionUsage:

@@ -19,12 +19,13 @@ namespace mq {
 enum class Code : uint32_t {
   kOk = 0,
   kInvalidArg = 0x80070057,             // E_INVALIDARG
-  kBlank = 0x80040007,                  // OLE_E_BLANK
+  kBlank = 0x80040007,                  // OLE_E_BLANK: mq-watch on a store that is missing
   kError = 0xC00E0001,                  // MQ_ERROR
   kQueueNotFound = 0xC00E0003,
   kQueueNotActive = 0xC00E0004,         // status OFF
   kQueueExists = 0xC00E0005,
-  kInvalidHandle = 0xC00E0007,
+  kInvalidHandle = 0xC00E0007,         // mq-watch: the queue is closed (status OFF)
+  kSharingViolation = 0xC00E0009,       // a cursor or lock held by another process
   kServiceNotAvailable = 0xC00E000B,    // the store is missing
   kIllegalQueuePathname = 0xC00E0014,
   kIllegalPropertyValue = 0xC00E0018,

@@ -19,9 +19,11 @@
 #include <fmt/format.h>
 
 #include "codec.hpp"
+#include "filelock.hpp"
 #include "lmdb.hpp"
 #include "paths.hpp"
 #include "units.hpp"
+#include "waiter.hpp"
 
 namespace mq {
 
@@ -81,7 +83,23 @@ size_t Utf8Length(std::string_view s) {
 std::mutex g_open_mu;
 std::set<std::string> g_open_dirs;  // one env per directory per process
 
-const char* kDbNames[] = {"meta", "queues", "queue_ids", "messages", "order", "by_id", "by_corr"};
+const char* kDbNames[] = {"meta",  "queues", "queue_ids", "messages", "order",
+                          "by_id", "by_corr", "delays",    "cursors"};
+
+std::string DelayKey(uint32_t qid, int64_t visible, uint64_t lookup) {
+  std::string k;
+  k.reserve(20);
+  PutU32BE(k, qid);
+  PutU64BE(k, static_cast<uint64_t>(visible));
+  PutU64BE(k, lookup);
+  return k;
+}
+
+std::string CursorKey(uint32_t qid, std::string_view name) {
+  std::string k = QueueIdKey(qid);
+  k += name;
+  return k;
+}
 
 }  // namespace
 
@@ -92,9 +110,11 @@ struct Store::Impl {
   lmdb::Env env;
   Guid guid{};
   unsigned file_mode = 0600;
-  lmdb::Dbi meta = 0, queues = 0, queue_ids = 0, messages = 0, order = 0, by_id = 0, by_corr = 0;
+  lmdb::Dbi meta = 0, queues = 0, queue_ids = 0, messages = 0, order = 0, by_id = 0, by_corr = 0,
+            delays = 0, cursors = 0;
 
-  lmdb::Dbi* DbSlots[7] = {&meta, &queues, &queue_ids, &messages, &order, &by_id, &by_corr};
+  lmdb::Dbi* DbSlots[9] = {&meta,  &queues,  &queue_ids, &messages, &order,
+                           &by_id, &by_corr, &delays,    &cursors};
 
   ~Impl() {
     std::lock_guard<std::mutex> lock(g_open_mu);
@@ -210,6 +230,11 @@ struct Store::Impl {
     if (!r.ok()) return r.status();
     r = txn.Del(order, OrderKey(q.id, m.priority, m.lookup_id));
     if (!r.ok()) return r.status();
+    if (!*r && m.visible_time) {
+      r = txn.Del(delays, DelayKey(q.id, m.visible_time, m.lookup_id));
+      if (!r.ok()) return r.status();
+      if (*r) q.delayed -= std::min<uint64_t>(q.delayed, 1);
+    }
     if (!m.id.empty()) {
       r = txn.Del(by_id, m.id);
       if (!r.ok()) return r.status();
@@ -324,6 +349,201 @@ struct Store::Impl {
       out.push_back(std::move(f));
     }
     return {};
+  }
+
+  // Removes every message of `q`, visible or delayed.
+  Status RemoveAll(lmdb::Txn& txn, QueueInfo& q) {
+    if (q.id == 0) return {};
+    std::string prefix = QueueIdKey(q.id);
+    for (;;) {
+      std::vector<Found> batch;
+      {
+        lmdb::Cursor c(txn, messages);
+        for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix) &&
+                                          batch.size() < kBatchCount;
+             on = c.Next()) {
+          Found f;
+          f.msg.lookup_id = GetU64BE(c.key(), 4);
+          f.size = c.value().size();
+          MQ_RETURN_IF_ERROR(DecodeRecord(c.value(), f.msg));
+          batch.push_back(std::move(f));
+        }
+      }
+      if (batch.empty()) return {};
+      for (auto& f : batch) MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, f.msg, f.size));
+    }
+  }
+
+  // The earliest visible time among `q`'s delayed messages; 0 if none.
+  int64_t FirstDelay(lmdb::Txn& txn, uint32_t qid) {
+    if (qid == 0) return 0;
+    std::string prefix = QueueIdKey(qid);
+    lmdb::Cursor c(txn, delays);
+    if (!c.SeekGe(prefix) || !HasPrefix(c.key(), prefix)) return 0;
+    return static_cast<int64_t>(GetU64BE(c.key(), 4));
+  }
+
+  // Makes the delayed messages of `q` that are due by `now` visible: each gets a new lookup
+  // id (its arrival in the queue proper) and an order entry. Returns how many.
+  Result<uint64_t> PromoteDue(lmdb::Txn& txn, QueueInfo& q, int64_t now) {
+    uint64_t n = 0;
+    for (;;) {
+      int64_t first = FirstDelay(txn, q.id);
+      if (first == 0 || first > now) return n;
+      std::vector<uint64_t> due;
+      {
+        std::string prefix = QueueIdKey(q.id);
+        lmdb::Cursor c(txn, delays);
+        for (bool on = c.SeekGe(prefix);
+             on && HasPrefix(c.key(), prefix) &&
+             static_cast<int64_t>(GetU64BE(c.key(), 4)) <= now && due.size() < kBatchCount;
+             on = c.Next())
+          due.push_back(GetU64BE(c.key(), 12));
+      }
+      for (uint64_t lookup : due) {
+        Found f;
+        MQ_RETURN_IF_ERROR(LoadMessage(txn, q, lookup, f));
+        Message& m = f.msg;
+        auto r = txn.Del(delays, DelayKey(q.id, m.visible_time, lookup));
+        if (!r.ok()) return r.status();
+        r = txn.Del(messages, MsgKey(q.id, lookup));
+        if (!r.ok()) return r.status();
+        if (!m.correlation_id.empty()) {
+          r = txn.Del(by_corr, CorrKey(m.correlation_id, q.id, m.priority, lookup));
+          if (!r.ok()) return r.status();
+        }
+        m.lookup_id = q.next_lookup++;
+        m.queuing_order = m.lookup_id;
+        std::string rec = EncodeRecord(m);
+        MQ_RETURN_IF_ERROR(txn.Put(messages, MsgKey(q.id, m.lookup_id), rec));
+        MQ_RETURN_IF_ERROR(txn.Put(order, OrderKey(q.id, m.priority, m.lookup_id), {}));
+        MQ_RETURN_IF_ERROR(txn.Put(by_id, m.id, MsgKey(q.id, m.lookup_id)));
+        if (!m.correlation_id.empty())
+          MQ_RETURN_IF_ERROR(
+              txn.Put(by_corr, CorrKey(m.correlation_id, q.id, m.priority, m.lookup_id), {}));
+        q.bytes = q.bytes - std::min(q.bytes, f.size) + rec.size();
+        q.delayed -= std::min<uint64_t>(q.delayed, 1);
+        ++n;
+      }
+      MQ_RETURN_IF_ERROR(PutQueue(txn, q));
+    }
+  }
+
+  // For read-only paths: promotes due messages of the queue `ref` names in a write
+  // transaction of its own, if there are any. Cheap when there are none (one seek).
+  Status PromoteIfDue(const QueueRef& ref) {
+    int64_t now = NowMs();
+    {
+      auto txn = lmdb::Txn::Begin(env, false);
+      if (!txn.ok()) return txn.status();
+      auto q = LoadQueue(*txn, ref.Full());
+      if (!q.ok()) return q.status();
+      if (!*q) return {};
+      int64_t first = FirstDelay(*txn, (*q)->id);
+      if (first == 0 || first > now) return {};
+    }
+    uint32_t qid = 0;
+    uint64_t promoted = 0;
+    MQ_RETURN_IF_ERROR(Write([&](lmdb::Txn& txn) -> Status {
+      auto q = LoadQueue(txn, ref.Full());
+      if (!q.ok()) return q.status();
+      if (!*q) return {};
+      qid = (*q)->id;
+      auto n = PromoteDue(txn, **q, now);
+      if (!n.ok()) return n.status();
+      promoted = *n;
+      return {};
+    }));
+    if (promoted) Notify(qid);
+    return {};
+  }
+
+  // The id of the queue a wait is about, giving a subqueue that was never written a catalog
+  // entry (and so a doorbell). A missing or (with `need_enabled`) disabled queue is an error.
+  Result<uint32_t> QueueIdForWait(const QueueRef& ref, bool need_enabled) {
+    uint32_t qid = 0;
+    Status s = Write([&](lmdb::Txn& txn) -> Status {
+      auto q = FindQueue(txn, ref);
+      if (!q.ok()) return q.status();
+      if (q->id == 0) {
+        auto made = NewQueue(txn, ref.Full());
+        if (!made.ok()) return made.status();
+        *q = std::move(*made);
+      }
+      if (need_enabled && !q->enabled)
+        return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
+      qid = q->id;
+      return {};
+    });
+    if (!s.ok()) return s;
+    return qid;
+  }
+
+  // The wait protocol of waiter.hpp around `attempt`, which looks once and returns ok (found),
+  // MQ_ERROR_MESSAGE_NOT_FOUND (look again later; it may set the store's next deadline), or
+  // another error (give up). Without waiting, `attempt` runs once.
+  Status WaitLoop(const QueueRef& ref, const ReadOptions& ro,
+                  const std::function<Status(bool waiting, int64_t& next_deadline)>& attempt) {
+    int64_t deadline = 0;
+    if (ro.wait_ms == 0) return attempt(false, deadline);
+    auto qid = QueueIdForWait(ref, true);
+    if (!qid.ok()) return qid.status();
+    auto w = Waiter::Arm(paths.notify(*qid), file_mode);  // before the first look
+    if (!w.ok()) return w.status();
+    int64_t until = ro.wait_ms < 0 ? -1 : MonotonicMs() + ro.wait_ms;
+    for (;;) {
+      deadline = 0;
+      Status s = attempt(true, deadline);
+      if (s.code() == Code::kQueueNotFound)
+        return Status(Code::kQueueDeleted, "queue was deleted while waiting", ref.Full());
+      if (s.code() != Code::kMessageNotFound) return s;
+      auto wake = w->Wait(deadline, until, ro.stop_fd);
+      if (!wake.ok()) return wake.status();
+      if (*wake == Waiter::Wake::kTimeout)
+        return Status(Code::kIoTimeout, "timed out waiting for a message", ref.Full());
+      if (*wake == Waiter::Wake::kStop)
+        return Status(Code::kError, "stopped", ref.Full());
+    }
+  }
+
+  std::string CursorLockPath(uint32_t qid, const std::string& name) {
+    return paths.locks_dir() + "/cursor." + std::to_string(qid) + "." + name;
+  }
+
+  struct CursorState {
+    bool positioned = false;
+    std::string key;  // order key of the position
+  };
+
+  CursorState LoadCursor(lmdb::Txn& txn, uint32_t qid, const std::string& name) {
+    CursorState st;
+    auto v = txn.Get(cursors, CursorKey(qid, name));
+    if (v && v->size() == 14 && (*v)[0] == 1) {
+      st.positioned = true;
+      st.key = std::string(v->substr(1));
+    }
+    return st;
+  }
+
+  Status SaveCursor(lmdb::Txn& txn, uint32_t qid, const std::string& name, const std::string& key) {
+    std::string v(1, '\x01');
+    v += key;
+    return txn.Put(cursors, CursorKey(qid, name), v);
+  }
+
+  // The first visible message of `q` strictly after order key `after` (or from the head if
+  // `after` is empty).
+  Result<std::optional<Found>> NextVisible(lmdb::Txn& txn, const QueueInfo& q,
+                                           const std::string& after) {
+    std::string prefix = QueueIdKey(q.id);
+    lmdb::Cursor c(txn, order);
+    bool on = after.empty() ? c.SeekGe(prefix) : c.SeekGe(after);
+    if (on && !after.empty() && c.key() == after) on = c.Next();
+    if (!on || !HasPrefix(c.key(), prefix)) return std::optional<Found>();
+    Found f;
+    f.walk_key = std::string(c.key());
+    MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(c.key(), 5), f));
+    return std::optional<Found>(std::move(f));
   }
 
   Status OpenDbs(lmdb::Txn& txn, bool create) {
@@ -571,13 +791,17 @@ Status Store::DeleteQueue(const QueueRef& ref) {
       }
     }
     for (QueueInfo& q : victims) {
-      Selection all;
-      all.limit = 0;
-      std::vector<Impl::Found> batch;
-      for (;;) {
-        MQ_RETURN_IF_ERROR(impl_->Collect(txn, q, all, {}, kBatchCount, batch));
-        if (batch.empty()) break;
-        for (auto& f : batch) MQ_RETURN_IF_ERROR(impl_->RemoveMessage(txn, q, f.msg, f.size));
+      MQ_RETURN_IF_ERROR(impl_->RemoveAll(txn, q));
+      std::vector<std::string> cursor_keys;
+      {
+        lmdb::Cursor c(txn, impl_->cursors);
+        std::string prefix = QueueIdKey(q.id);
+        for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix); on = c.Next())
+          cursor_keys.emplace_back(c.key());
+      }
+      for (auto& k : cursor_keys) {
+        auto d = txn.Del(impl_->cursors, k);
+        if (!d.ok()) return d.status();
       }
       auto r = txn.Del(impl_->queues, q.name);
       if (!r.ok()) return r.status();
@@ -636,15 +860,8 @@ Result<uint64_t> Store::Purge(const QueueRef& ref) {
     auto q = impl_->FindQueue(txn, ref);
     if (!q.ok()) return q.status();
     if (q->id == 0) return {};
-    Selection all;
-    all.limit = 0;
-    std::vector<Impl::Found> batch;
-    for (;;) {
-      MQ_RETURN_IF_ERROR(impl_->Collect(txn, *q, all, {}, kBatchCount, batch));
-      if (batch.empty()) break;
-      for (auto& f : batch) MQ_RETURN_IF_ERROR(impl_->RemoveMessage(txn, *q, f.msg, f.size));
-      n += batch.size();
-    }
+    n = q->count;
+    MQ_RETURN_IF_ERROR(impl_->RemoveAll(txn, *q));
     q->modified_time = NowMs();
     return impl_->PutQueue(txn, *q);
   });
@@ -733,6 +950,10 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
         if (!m.message_enqueue_time) m.message_enqueue_time = now;
         if (m.destination_queue.empty()) m.destination_queue = q.name;
       }
+      // A delay that is already over when the message commits is no delay: the message is
+      // visible at once (so that watchers, which scan delays only up to their clock, never
+      // miss one).
+      if (m.visible_time && m.visible_time <= now) m.visible_time = 0;
       m.lookup_id = q.next_lookup++;
       m.queuing_order = m.lookup_id;
       std::string rec = EncodeRecord(m);
@@ -742,7 +963,14 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
                                   q.quota, q.bytes, rec.size()),
                       q.name);
       MQ_RETURN_IF_ERROR(txn.Put(impl_->messages, MsgKey(q.id, m.lookup_id), rec));
-      MQ_RETURN_IF_ERROR(txn.Put(impl_->order, OrderKey(q.id, m.priority, m.lookup_id), {}));
+      if (m.visible_time) {
+        MQ_RETURN_IF_ERROR(
+            txn.Put(impl_->delays, DelayKey(q.id, m.visible_time, m.lookup_id), {}));
+        q.delayed++;
+      } else {
+        MQ_RETURN_IF_ERROR(
+            txn.Put(impl_->order, OrderKey(q.id, m.priority, m.lookup_id), {}));
+      }
       std::string loc = MsgKey(q.id, m.lookup_id);
       auto fresh = txn.PutNew(impl_->by_id, m.id, loc);
       if (!fresh.ok()) return fresh.status();
@@ -766,71 +994,348 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
   return s;
 }
 
-Status Store::Peek(const QueueRef& ref, const Selection& sel, MessageSink& sink) {
-  auto txn = lmdb::Txn::Begin(impl_->env, false);
-  if (!txn.ok()) return txn.status();
-  auto q = impl_->FindQueue(*txn, ref);
-  if (!q.ok()) return q.status();
-  uint64_t remaining = sel.limit ? sel.limit : UINT64_MAX;
-  uint64_t seen = 0;
-  std::string resume;
-  std::vector<Impl::Found> batch;
-  while (remaining) {
-    MQ_RETURN_IF_ERROR(impl_->Collect(*txn, *q, sel, resume, std::min<uint64_t>(remaining, kBatchCount), batch));
-    if (batch.empty()) break;
-    for (auto& f : batch) MQ_RETURN_IF_ERROR(sink.Add(f.msg));
-    MQ_RETURN_IF_ERROR(sink.Flush());
-    resume = batch.back().walk_key;
-    remaining -= batch.size();
-    seen += batch.size();
-  }
-  if (!seen) return Status(Code::kMessageNotFound, "no message", ref.Full());
-  return {};
+Status Store::Peek(const QueueRef& ref, const Selection& sel, const ReadOptions& ro,
+                   MessageSink& sink) {
+  return impl_->WaitLoop(ref, ro, [&](bool waiting, int64_t& deadline) -> Status {
+    MQ_RETURN_IF_ERROR(impl_->PromoteIfDue(ref));
+    auto txn = lmdb::Txn::Begin(impl_->env, false);
+    if (!txn.ok()) return txn.status();
+    auto q = impl_->FindQueue(*txn, ref);
+    if (!q.ok()) return q.status();
+    if (waiting && !q->enabled)
+      return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
+    uint64_t remaining = sel.limit ? sel.limit : UINT64_MAX;
+    uint64_t seen = 0;
+    std::string resume;
+    std::vector<Impl::Found> batch;
+    while (remaining) {
+      MQ_RETURN_IF_ERROR(impl_->Collect(*txn, *q, sel, resume,
+                                        std::min<uint64_t>(remaining, kBatchCount), batch));
+      if (batch.empty()) break;
+      for (auto& f : batch) MQ_RETURN_IF_ERROR(sink.Add(f.msg));
+      MQ_RETURN_IF_ERROR(sink.Flush());
+      resume = batch.back().walk_key;
+      remaining -= batch.size();
+      seen += batch.size();
+    }
+    if (seen) return {};
+    deadline = impl_->FirstDelay(*txn, q->id);
+    return Status(Code::kMessageNotFound, "no message", ref.Full());
+  });
 }
 
-Status Store::Receive(const QueueRef& ref, const Selection& sel, MessageSink& sink) {
-  uint64_t remaining = sel.limit ? sel.limit : UINT64_MAX;
-  uint64_t received = 0;
-  std::string resume;
-  std::vector<Impl::Found> batch;
-  while (remaining) {
-    bool got = false;
-    Status s = impl_->Write(
+Status Store::Receive(const QueueRef& ref, const Selection& sel, const ReadOptions& ro,
+                      MessageSink& sink) {
+  return impl_->WaitLoop(ref, ro, [&](bool, int64_t& deadline) -> Status {
+    uint64_t remaining = sel.limit ? sel.limit : UINT64_MAX;
+    uint64_t received = 0;
+    std::string resume;
+    std::vector<Impl::Found> batch;
+    uint32_t qid = 0;
+    bool promoted = false;
+    while (remaining) {
+      bool got = false;
+      Status s = impl_->Write(
+          [&](lmdb::Txn& txn) -> Status {
+            auto q = impl_->FindQueue(txn, ref);
+            if (!q.ok()) return q.status();
+            if (!q->enabled)
+              return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
+            qid = q->id;
+            auto n = impl_->PromoteDue(txn, *q, NowMs());
+            if (!n.ok()) return n.status();
+            if (*n) {
+              promoted = true;
+              resume.clear();  // new lookup ids: look from the start again
+            }
+            MQ_RETURN_IF_ERROR(impl_->Collect(
+                txn, *q, sel, resume, std::min<uint64_t>(remaining, kBatchCount), batch));
+            if (batch.empty()) {
+              deadline = impl_->FirstDelay(txn, q->id);
+              return *n ? impl_->PutQueue(txn, *q) : Status();
+            }
+            for (auto& f : batch)
+              MQ_RETURN_IF_ERROR(impl_->RemoveMessage(txn, *q, f.msg, f.size));
+            MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, *q));
+            // Output last: nothing may fail after it but the commit.
+            for (auto& f : batch) MQ_RETURN_IF_ERROR(sink.Add(f.msg));
+            MQ_RETURN_IF_ERROR(sink.Flush());
+            got = true;
+            return {};
+          },
+          /*rerun_after_commit=*/false);
+      if (!s.ok()) {
+        if (s.code() == Code::kBrokenPipe || s.code() == Code::kIo ||
+            s.code() == Code::kInsufficientResources) {
+          std::string what = received ? fmt::format("{} messages were received, the rest stay "
+                                                    "in the queue",
+                                                    received)
+                                      : "nothing was removed";
+          return Status(s.code(), fmt::format("{}; {}", s.text(), what), s.subject());
+        }
+        return s;
+      }
+      if (!got) break;
+      resume = batch.back().walk_key;
+      remaining -= batch.size();
+      received += batch.size();
+    }
+    if (promoted) impl_->Notify(qid);
+    if (!received) return Status(Code::kMessageNotFound, "no message", ref.Full());
+    return {};
+  });
+}
+
+Status Store::CursorPeek(const QueueRef& ref, const CursorOptions& co, const ReadOptions& ro,
+                         MessageSink& sink) {
+  MQ_RETURN_IF_ERROR(CheckCursorName(co.name));
+  auto qid = impl_->QueueIdForWait(ref, false);
+  if (!qid.ok()) return qid.status();
+  auto lock = FileLock::Acquire(impl_->CursorLockPath(*qid, co.name), impl_->file_mode,
+                                co.wait_lock);
+  if (!lock.ok()) return lock.status().WithSubject(ref.Full());
+  return impl_->WaitLoop(ref, ro, [&](bool waiting, int64_t& deadline) -> Status {
+    MQ_RETURN_IF_ERROR(impl_->PromoteIfDue(ref));
+    return impl_->Write(
         [&](lmdb::Txn& txn) -> Status {
           auto q = impl_->FindQueue(txn, ref);
           if (!q.ok()) return q.status();
-          if (!q->enabled)
-            return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
-          MQ_RETURN_IF_ERROR(impl_->Collect(txn, *q, sel, resume,
-                                            std::min<uint64_t>(remaining, kBatchCount), batch));
-          if (batch.empty()) return {};
-          for (auto& f : batch) MQ_RETURN_IF_ERROR(impl_->RemoveMessage(txn, *q, f.msg, f.size));
-          MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, *q));
-          // Output last: nothing may fail after it but the commit.
-          for (auto& f : batch) MQ_RETURN_IF_ERROR(sink.Add(f.msg));
-          MQ_RETURN_IF_ERROR(sink.Flush());
-          got = true;
-          return {};
+          if (waiting && !q->enabled)
+            return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
+          deadline = impl_->FirstDelay(txn, q->id);
+          Impl::CursorState st = impl_->LoadCursor(txn, q->id, co.name);
+          std::optional<Impl::Found> found;
+          if (co.action == CursorAction::kFirst) {
+            auto f = impl_->NextVisible(txn, *q, {});
+            if (!f.ok()) return f.status();
+            found = std::move(*f);
+          } else if (!st.positioned) {
+            return Status(Code::kIllegalCursorAction,
+                          fmt::format("cursor {} was never moved: use --first", co.name),
+                          q->name);
+          } else if (co.action == CursorAction::kCurrent) {
+            if (!txn.Get(impl_->order, st.key))
+              return Status(Code::kMessageAlreadyReceived,
+                            fmt::format("the message at cursor {} was received or moved",
+                                        co.name),
+                            q->name);
+            Impl::Found f;
+            MQ_RETURN_IF_ERROR(impl_->LoadMessage(txn, *q, GetU64BE(st.key, 5), f));
+            f.walk_key = st.key;
+            found = std::move(f);
+          } else {
+            auto f = impl_->NextVisible(txn, *q, st.key);
+            if (!f.ok()) return f.status();
+            found = std::move(*f);
+          }
+          if (!found) return Status(Code::kMessageNotFound, "no message", ref.Full());
+          MQ_RETURN_IF_ERROR(impl_->SaveCursor(txn, q->id, co.name, found->walk_key));
+          MQ_RETURN_IF_ERROR(sink.Add(found->msg));
+          return sink.Flush();
         },
-        /*rerun_after_commit=*/false);
-    if (!s.ok()) {
-      if (s.code() == Code::kBrokenPipe || s.code() == Code::kIo ||
-          s.code() == Code::kInsufficientResources) {
-        std::string what = received ? fmt::format("{} messages were received, the rest stay in "
-                                                  "the queue",
-                                                  received)
-                                    : "nothing was removed";
-        return Status(s.code(), fmt::format("{}; {}", s.text(), what), s.subject());
-      }
-      return s;
+        false);
+  });
+}
+
+Status Store::CursorReceive(const QueueRef& ref, const CursorOptions& co, const ReadOptions& ro,
+                            MessageSink& sink) {
+  if (co.action != CursorAction::kCurrent)
+    return Status(Code::kIllegalCursorAction, "a receive at a cursor takes its current message",
+                  ref.Full());
+  MQ_RETURN_IF_ERROR(CheckCursorName(co.name));
+  auto qid = impl_->QueueIdForWait(ref, false);
+  if (!qid.ok()) return qid.status();
+  auto lock = FileLock::Acquire(impl_->CursorLockPath(*qid, co.name), impl_->file_mode,
+                                co.wait_lock);
+  if (!lock.ok()) return lock.status().WithSubject(ref.Full());
+  (void)ro;  // the message at a cursor is there or not: nothing to wait for
+  return impl_->Write(
+      [&](lmdb::Txn& txn) -> Status {
+        auto q = impl_->FindQueue(txn, ref);
+        if (!q.ok()) return q.status();
+        if (!q->enabled)
+          return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
+        Impl::CursorState st = impl_->LoadCursor(txn, q->id, co.name);
+        if (!st.positioned)
+          return Status(Code::kIllegalCursorAction,
+                        fmt::format("cursor {} was never moved: use mq-peek --cursor {} --first",
+                                    co.name, co.name),
+                        q->name);
+        if (!txn.Get(impl_->order, st.key))
+          return Status(Code::kMessageAlreadyReceived,
+                        fmt::format("the message at cursor {} was received or moved", co.name),
+                        q->name);
+        Impl::Found f;
+        MQ_RETURN_IF_ERROR(impl_->LoadMessage(txn, *q, GetU64BE(st.key, 5), f));
+        MQ_RETURN_IF_ERROR(impl_->RemoveMessage(txn, *q, f.msg, f.size));
+        MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, *q));
+        MQ_RETURN_IF_ERROR(sink.Add(f.msg));
+        return sink.Flush();
+      },
+      false);
+}
+
+Result<std::vector<CursorInfo>> Store::ListCursors() {
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  std::vector<CursorInfo> out;
+  lmdb::Cursor c(*txn, impl_->cursors);
+  for (bool on = c.First(); on; on = c.Next()) {
+    if (c.key().size() < 5) continue;
+    CursorInfo ci;
+    uint32_t qid = GetU32BE(c.key(), 0);
+    auto name = txn->Get(impl_->queue_ids, QueueIdKey(qid));
+    ci.queue = name ? std::string(*name) : fmt::format("#{}", qid);
+    ci.name = std::string(c.key().substr(4));
+    if (c.value().size() == 14 && c.value()[0] == 1) {
+      ci.positioned = true;
+      ci.priority = static_cast<uint8_t>(7 - static_cast<uint8_t>(c.value()[5]));
+      ci.lookup_id = GetU64BE(c.value(), 6);
     }
-    if (!got) break;
-    resume = batch.back().walk_key;
-    remaining -= batch.size();
-    received += batch.size();
+    auto held = FileLock::IsHeld(impl_->CursorLockPath(qid, ci.name));
+    ci.holder = held.ok() && *held;
+    out.push_back(std::move(ci));
   }
-  if (!received) return Status(Code::kMessageNotFound, "no message", ref.Full());
-  return {};
+  return out;
+}
+
+Status Store::DeleteCursor(const QueueRef& ref, const std::string& name) {
+  MQ_RETURN_IF_ERROR(CheckCursorName(name));
+  return impl_->Write([&](lmdb::Txn& txn) -> Status {
+    auto q = impl_->FindQueue(txn, ref);
+    if (!q.ok()) return q.status();
+    auto r = txn.Del(impl_->cursors, CursorKey(q->id, name));
+    if (!r.ok()) return r.status();
+    if (!*r) return Status(Code::kInvalidArg, fmt::format("no cursor named {}", name), q->name);
+    return {};
+  });
+}
+
+Status Store::Watch(const QueueRef& ref, const WatchOptions& wo, const ReadOptions& ro,
+                    const std::function<Status(const Message&)>& on_arrived) {
+  bool named = !wo.cursor_name.empty();
+  if (!named && wo.action != CursorAction::kFirst)
+    return Status(Code::kInvalidArg, "--cursor current and next need --cursor-name");
+  FileLock lock;
+  if (named) {
+    MQ_RETURN_IF_ERROR(CheckCursorName(wo.cursor_name));
+    auto qid = impl_->QueueIdForWait(ref, false);
+    if (!qid.ok()) return qid.status();
+    auto l = FileLock::Acquire(impl_->CursorLockPath(*qid, wo.cursor_name), impl_->file_mode,
+                               wo.wait_lock);
+    if (!l.ok()) return l.status().WithSubject(ref.Full());
+    lock = std::move(*l);
+  }
+  CursorAction action = wo.action;
+  uint64_t high_water = 0;  // anonymous --follow: the last lookup id reported
+  for (;;) {
+    Message event;
+    Status s = impl_->WaitLoop(ref, ro, [&](bool waiting, int64_t& deadline) -> Status {
+      MQ_RETURN_IF_ERROR(impl_->PromoteIfDue(ref));
+      if (!named && wo.follow) {
+        // Arrival order: every visible message with a lookup id above the high-water mark.
+        // Promoted delayed messages get new, higher lookup ids, so none is skipped.
+        auto txn = lmdb::Txn::Begin(impl_->env, false);
+        if (!txn.ok()) return txn.status();
+        auto q = impl_->FindQueue(*txn, ref);
+        if (!q.ok()) return q.status();
+        if (!q->enabled)
+          return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
+        deadline = impl_->FirstDelay(*txn, q->id);
+        lmdb::Cursor c(*txn, impl_->messages);
+        std::string prefix = QueueIdKey(q->id);
+        for (bool on = c.SeekGe(MsgKey(q->id, high_water + 1)); on && HasPrefix(c.key(), prefix);
+             on = c.Next()) {
+          Message m;
+          m.lookup_id = GetU64BE(c.key(), 4);
+          m.queue = q->name;
+          MQ_RETURN_IF_ERROR(DecodeRecord(c.value(), m));
+          if (!txn->Get(impl_->order, OrderKey(q->id, m.priority, m.lookup_id))) continue;
+          high_water = m.lookup_id;
+          event = std::move(m);
+          return {};
+        }
+        return Status(Code::kMessageNotFound, "no message", ref.Full());
+      }
+      if (!named) {
+        auto txn = lmdb::Txn::Begin(impl_->env, false);
+        if (!txn.ok()) return txn.status();
+        auto q = impl_->FindQueue(*txn, ref);
+        if (!q.ok()) return q.status();
+        if (waiting && !q->enabled)
+          return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
+        deadline = impl_->FirstDelay(*txn, q->id);
+        auto f = impl_->NextVisible(*txn, *q, {});
+        if (!f.ok()) return f.status();
+        if (!*f) return Status(Code::kMessageNotFound, "no message", ref.Full());
+        event = std::move((*f)->msg);
+        return {};
+      }
+      // A named cursor, moved as EnableNotification moves it.
+      return impl_->Write([&](lmdb::Txn& txn) -> Status {
+        auto q = impl_->FindQueue(txn, ref);
+        if (!q.ok()) return q.status();
+        if (waiting && !q->enabled)
+          return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
+        deadline = impl_->FirstDelay(txn, q->id);
+        Impl::CursorState st = impl_->LoadCursor(txn, q->id, wo.cursor_name);
+        std::optional<Impl::Found> found;
+        if (action == CursorAction::kFirst) {
+          auto f = impl_->NextVisible(txn, *q, {});
+          if (!f.ok()) return f.status();
+          found = std::move(*f);
+        } else if (!st.positioned) {
+          return Status(Code::kIllegalCursorAction,
+                        fmt::format("cursor {} was never moved: use --cursor first",
+                                    wo.cursor_name),
+                        q->name);
+        } else {
+          if (action == CursorAction::kCurrent && txn.Get(impl_->order, st.key)) {
+            Impl::Found f;
+            MQ_RETURN_IF_ERROR(impl_->LoadMessage(txn, *q, GetU64BE(st.key, 5), f));
+            f.walk_key = st.key;
+            found = std::move(f);
+          } else {
+            // NEXT advances; CURRENT on a message gone since advances to a suitable one.
+            auto f = impl_->NextVisible(txn, *q, st.key);
+            if (!f.ok()) return f.status();
+            found = std::move(*f);
+          }
+        }
+        if (!found) return Status(Code::kMessageNotFound, "no message", ref.Full());
+        MQ_RETURN_IF_ERROR(impl_->SaveCursor(txn, q->id, wo.cursor_name, found->walk_key));
+        event = std::move(found->msg);
+        return {};
+      });
+    });
+    if (s.code() == Code::kError && s.text() == "stopped") return {};
+    if (!s.ok()) return s;
+    MQ_RETURN_IF_ERROR(on_arrived(event));
+    if (!wo.follow) return {};
+    if (named) action = CursorAction::kNext;
+  }
+}
+
+Result<uint64_t> Store::Sweep() {
+  auto queues = ListQueues();
+  if (!queues.ok()) return queues.status();
+  uint64_t total = 0;
+  int64_t now = NowMs();
+  for (const QueueInfo& info : *queues) {
+    uint64_t n = 0;
+    MQ_RETURN_IF_ERROR(impl_->Write([&](lmdb::Txn& txn) -> Status {
+      auto q = impl_->LoadQueue(txn, info.name);
+      if (!q.ok()) return q.status();
+      if (!*q) return {};
+      auto p = impl_->PromoteDue(txn, **q, now);
+      if (!p.ok()) return p.status();
+      n = *p;
+      return {};
+    }));
+    if (n) impl_->Notify(info.id);
+    total += n;
+  }
+  return total;
 }
 
 Status Store::Check(std::vector<std::string>& problems) {

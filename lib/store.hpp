@@ -11,6 +11,11 @@
 //              head of a queue is one seek
 //   by_id      message id (20 bytes) -> queue id, lookup id
 //   by_corr    correlation id (20), queue id, 7 - priority, lookup id -> ""
+//   delays     queue id, visible time (u64 ms), lookup id -> "": messages sent with --delay or
+//              --at. They are in `messages` but not in `order` until a reader (or sweep) finds
+//              them due and promotes them: a new lookup id (the arrival in the queue proper)
+//              and an `order` entry, in one write transaction.
+//   cursors    queue id, cursor name -> state byte (0 never moved, 1 positioned), order key
 // Every index is changed in the same write transaction as the message it describes;
 // `mq-admin check` verifies that they agree.
 //
@@ -66,6 +71,36 @@ struct QueueSettings {
   std::optional<uint64_t> quota;
   std::optional<uint64_t> max_message_size;
   std::optional<bool> enabled;
+};
+
+// How a read waits.
+struct ReadOptions {
+  int64_t wait_ms = 0;  // 0: look once; kInfinite (-1): wait forever; else milliseconds
+  int stop_fd = -1;     // readable: stop waiting (signals through a self-pipe)
+};
+
+enum class CursorAction { kFirst, kCurrent, kNext };  // MQMSG_FIRST, MQMSG_CURRENT, MQMSG_NEXT
+
+struct CursorOptions {
+  std::string name;
+  CursorAction action = CursorAction::kFirst;
+  bool wait_lock = true;  // false: a cursor in use elsewhere is an error at once
+};
+
+struct CursorInfo {
+  std::string queue;
+  std::string name;
+  bool positioned = false;
+  uint8_t priority = 0;
+  uint64_t lookup_id = 0;
+  bool holder = false;  // some process is using it now
+};
+
+struct WatchOptions {
+  CursorAction action = CursorAction::kFirst;
+  std::string cursor_name;  // empty: an anonymous cursor (FIRST only, or --follow)
+  bool follow = false;
+  bool wait_lock = true;
 };
 
 struct QueueStat {
@@ -125,11 +160,38 @@ class Store {
   Status Append(const QueueRef& ref, const AppendOptions& options, MessageSource& source,
                 std::vector<std::string>* ids);
 
-  // Gives the selected messages to `sink` without removing them.
-  Status Peek(const QueueRef& ref, const Selection& sel, MessageSink& sink);
+  // Gives the selected messages to `sink` without removing them. Nothing qualifying:
+  // MQ_ERROR_MESSAGE_NOT_FOUND when not waiting, MQ_ERROR_IO_TIMEOUT when the wait ran out.
+  Status Peek(const QueueRef& ref, const Selection& sel, const ReadOptions& ro,
+              MessageSink& sink);
   // Removes the selected messages, each batch in a transaction that commits only after
-  // sink.Flush() succeeded. Returns MQ_ERROR_MESSAGE_NOT_FOUND if nothing qualified.
-  Status Receive(const QueueRef& ref, const Selection& sel, MessageSink& sink);
+  // sink.Flush() succeeded. Nothing qualifying: as Peek.
+  Status Receive(const QueueRef& ref, const Selection& sel, const ReadOptions& ro,
+                 MessageSink& sink);
+
+  // Named cursors (MSMQ cursors kept in the store). A cursor's users are serialized by an
+  // exclusive lock on its lock file, held for the whole call, waits included. kCurrent on a
+  // cursor never moved is MQ_ERROR_ILLEGAL_CURSOR_ACTION, as is kNext; kCurrent on a message
+  // removed since is MQ_ERROR_MESSAGE_ALREADY_RECEIVED. The cursor moves only if the output
+  // was written.
+  Status CursorPeek(const QueueRef& ref, const CursorOptions& co, const ReadOptions& ro,
+                    MessageSink& sink);
+  // Receives the message at the cursor (kCurrent only).
+  Status CursorReceive(const QueueRef& ref, const CursorOptions& co, const ReadOptions& ro,
+                       MessageSink& sink);
+  Result<std::vector<CursorInfo>> ListCursors();
+  Status DeleteCursor(const QueueRef& ref, const std::string& name);
+
+  // EnableNotification (seed 000). Calls `on_arrived` with the message of each Arrived event.
+  // Without `follow`: one event, then returns. With `follow`: re-arms after each event and
+  // never reports a message twice or skips one (an anonymous cursor follows arrival order);
+  // returns ok when ro.stop_fd fires. Errors as for Peek; a queue deleted or disabled while
+  // waiting is MQ_ERROR_QUEUE_DELETED / MQ_ERROR_QUEUE_NOT_ACTIVE.
+  Status Watch(const QueueRef& ref, const WatchOptions& wo, const ReadOptions& ro,
+               const std::function<Status(const Message&)>& on_arrived);
+
+  // Makes due delayed messages visible in every queue; returns how many.
+  Result<uint64_t> Sweep();
 
   // Verifies that every index agrees with the messages and the counters. Appends a line per
   // problem to `problems`.

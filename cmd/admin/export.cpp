@@ -88,7 +88,7 @@ Command SetupExport(CLI::App& app, Context&) {
             if (!sink.ok()) return cli::Fail(sink.status());
             Selection all;
             all.limit = 0;
-            Status s = (*store)->Peek(*ref, all, **sink);
+            Status s = (*store)->Peek(*ref, all, {}, **sink);
             if (s.ok() || s.code() == Code::kMessageNotFound || s.code() == Code::kBrokenPipe)
               return 0;
             return cli::Fail(s.WithSubject(ref->Full()));

@@ -162,7 +162,7 @@ TEST_CASE("delivery order is priority first, then arrival", "[store][order]") {
   auto st = OpenNew(t.path);
   Send(*st, "q", {{3, "a3"}, {7, "b7"}, {0, "c0"}, {3, "d3"}, {7, "e7"}, {5, "f5"}});
   Collect c;
-  REQUIRE(st->Peek(Q("q"), All(), c).ok());
+  REQUIRE(st->Peek(Q("q"), All(), {}, c).ok());
   CHECK(Bodies(c.got) == std::vector<std::string>{"b7", "e7", "f5", "a3", "d3", "c0"});
   // Lookup ids increase with arrival.
   CHECK(c.got[3].lookup_id < c.got[4].lookup_id);
@@ -175,13 +175,13 @@ TEST_CASE("selections by lookup id, id and correlation", "[store][order]") {
   std::string corr(20, '\x07');
   Send(*st, "q", {{1, "x1"}, {6, "x6"}}, corr);
   Collect all;
-  REQUIRE(st->Peek(Q("q"), All(), all).ok());
+  REQUIRE(st->Peek(Q("q"), All(), {}, all).ok());
   REQUIRE(Bodies(all.got) == std::vector<std::string>{"x6", "a", "b", "c", "d", "x1"});
   uint64_t b = all.got[2].lookup_id;
 
   auto peek = [&](Selection s) {
     Collect c;
-    Status status = st->Peek(Q("q"), s, c);
+    Status status = st->Peek(Q("q"), s, {}, c);
     return std::make_pair(status, Bodies(c.got));
   };
   Selection s;
@@ -219,7 +219,7 @@ TEST_CASE("receive removes messages and keeps counters and indexes right", "[sto
   Collect c;
   Selection two;
   two.limit = 2;
-  REQUIRE(st->Receive(Q("q"), two, c).ok());
+  REQUIRE(st->Receive(Q("q"), two, {}, c).ok());
   CHECK(Bodies(c.got) == std::vector<std::string>{"b", "a"});
   auto stat = st->StatQueue(Q("q"));
   REQUIRE(stat.ok());
@@ -228,10 +228,10 @@ TEST_CASE("receive removes messages and keeps counters and indexes right", "[sto
   REQUIRE(st->Check(problems).ok());
   CHECK(problems.empty());
   Collect rest;
-  REQUIRE(st->Receive(Q("q"), All(), rest).ok());
+  REQUIRE(st->Receive(Q("q"), All(), {}, rest).ok());
   CHECK(Bodies(rest.got) == std::vector<std::string>{"c"});
   Collect none;
-  CHECK(st->Receive(Q("q"), All(), none).code() == Code::kMessageNotFound);
+  CHECK(st->Receive(Q("q"), All(), {}, none).code() == Code::kMessageNotFound);
   CHECK(st->StatQueue(Q("q"))->info.bytes == 0);
 }
 
@@ -240,9 +240,9 @@ TEST_CASE("a receive whose output fails changes nothing", "[store]") {
   auto st = OpenNew(t.path);
   Send(*st, "q", {{3, "a"}, {3, "b"}});
   FailingSink sink;
-  CHECK(st->Receive(Q("q"), All(), sink).code() == Code::kBrokenPipe);
+  CHECK(st->Receive(Q("q"), All(), {}, sink).code() == Code::kBrokenPipe);
   Collect c;
-  REQUIRE(st->Peek(Q("q"), All(), c).ok());
+  REQUIRE(st->Peek(Q("q"), All(), {}, c).ok());
   CHECK(Bodies(c.got) == std::vector<std::string>{"a", "b"});
 }
 
@@ -319,8 +319,8 @@ TEST_CASE("delete removes a queue with its subqueues; purge empties", "[store]")
   CHECK(st->DeleteQueue(Q("q")).code() == Code::kQueueNotFound);
   // A journal of an existing queue reads as empty; of a missing one, as not found.
   Collect c;
-  CHECK(st->Peek(Q("r;journal"), All(), c).code() == Code::kMessageNotFound);
-  CHECK(st->Peek(Q("q;journal"), All(), c).code() == Code::kQueueNotFound);
+  CHECK(st->Peek(Q("r;journal"), All(), {}, c).code() == Code::kMessageNotFound);
+  CHECK(st->Peek(Q("q;journal"), All(), {}, c).code() == Code::kQueueNotFound);
   std::vector<std::string> problems;
   REQUIRE(st->Check(problems).ok());
   CHECK(problems.empty());

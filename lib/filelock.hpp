@@ -1,0 +1,37 @@
+// filelock.hpp: exclusive advisory locks on files under the store's locks/ directory.
+//
+// flock(2) locks belong to the open file description: they go away when the process dies,
+// whatever the signal, so a killed holder never leaves a lock behind. Lock files are never
+// unlinked (a waiter could otherwise lock a file that is no longer in the directory).
+#pragma once
+
+#include <string>
+
+#include "status.hpp"
+
+namespace mq {
+
+class FileLock {
+ public:
+  FileLock() = default;
+  ~FileLock();
+  FileLock(FileLock&& o) noexcept;
+  FileLock& operator=(FileLock&& o) noexcept;
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+  // Takes an exclusive lock on `path` (created with `mode` if missing). With `wait` false, a
+  // lock held by another process is MQ_ERROR_SHARING_VIOLATION (exit 5) at once; with `wait`
+  // true, blocks until it is free.
+  static Result<FileLock> Acquire(const std::string& path, unsigned mode, bool wait);
+  // Whether some process holds a lock on `path` now (probing takes and drops it).
+  static Result<bool> IsHeld(const std::string& path);
+
+  bool held() const { return fd_ >= 0; }
+  void Release();
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace mq

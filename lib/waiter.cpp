@@ -1,0 +1,90 @@
+// waiter.cpp: the inotify side of the wait protocol (see waiter.hpp).
+#include "waiter.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <ctime>
+#include <utility>
+
+#include "units.hpp"
+
+namespace mq {
+
+int64_t MonotonicMs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+
+Waiter::~Waiter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Waiter::Waiter(Waiter&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+
+Waiter& Waiter::operator=(Waiter&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(o.fd_, -1);
+  }
+  return *this;
+}
+
+Result<Waiter> Waiter::Arm(const std::string& path, unsigned mode) {
+  int f = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+                 static_cast<mode_t>(mode));
+  if (f < 0) return ErrnoStatus(errno, path, "cannot create the queue's doorbell");
+  struct stat st;
+  if (::fstat(f, &st) == 0 && (st.st_mode & 0777) != mode) (void)::fchmod(f, mode);
+  ::close(f);
+  Waiter w;
+  w.fd_ = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  if (w.fd_ < 0) return ErrnoStatus(errno, "inotify", "cannot watch the queue");
+  if (::inotify_add_watch(w.fd_, path.c_str(),
+                          IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_DELETE_SELF |
+                              IN_MOVE_SELF) < 0)
+    return ErrnoStatus(errno, path, "cannot watch the queue's doorbell");
+  return w;
+}
+
+Result<Waiter::Wake> Waiter::Wait(int64_t deadline_real_ms, int64_t until_mono_ms, int stop_fd) {
+  for (;;) {
+    int64_t now_mono = MonotonicMs();
+    if (until_mono_ms >= 0 && now_mono >= until_mono_ms) return Wake::kTimeout;
+    int64_t wait = -1;
+    if (until_mono_ms >= 0) wait = until_mono_ms - now_mono;
+    if (deadline_real_ms > 0) {
+      int64_t d = deadline_real_ms - NowMs();
+      if (d <= 0) return Wake::kLook;
+      // One millisecond late rather than early: poll() rounds down.
+      if (wait < 0 || d + 1 < wait) wait = d + 1;
+    }
+    if (wait > INT_MAX) wait = INT_MAX;
+    pollfd fds[2] = {{fd_, POLLIN, 0}, {stop_fd, POLLIN, 0}};
+    int n = ::poll(fds, stop_fd >= 0 ? 2 : 1, static_cast<int>(wait));
+    if (n < 0) {
+      if (errno == EINTR) return Wake::kLook;
+      return ErrnoStatus(errno, "poll", "wait failed");
+    }
+    if (n == 0) {
+      if (deadline_real_ms > 0 && NowMs() >= deadline_real_ms) return Wake::kLook;
+      continue;  // our own timeout: the loop head decides
+    }
+    if (stop_fd >= 0 && fds[1].revents) return Wake::kStop;
+    if (fds[0].revents) {
+      // Drain the events; their content does not matter, only that something changed.
+      char buf[4096];
+      while (::read(fd_, buf, sizeof buf) > 0) {
+      }
+    }
+    return Wake::kLook;
+  }
+}
+
+}  // namespace mq

@@ -1,0 +1,49 @@
+// waiter.hpp: sleeping until a queue changes, without polling.
+//
+// Protocol (DESIGN.md "Waits"):
+//  - Every writer that makes a message visible, changes a queue's status, deletes a queue or
+//    releases a lock touches the queue's doorbell file (paths.hpp: notify/QUEUE-ID) after its
+//    commit returns (a one-byte pwrite: inotify does not see writes through LMDB's mmap, and
+//    a watch on data.mdb would fire before the commit is visible).
+//  - A waiter arms its inotify watch on the doorbell first, then looks in the store, then
+//    blocks in poll() until the watch fires, the store's next deadline (a delayed message
+//    becoming visible, a lease expiring) or its own timeout, and then looks again. A wake-up
+//    is only a hint: any event, IN_Q_OVERFLOW or EINTR means "look again".
+//  - No read transaction is held while blocked.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "status.hpp"
+
+namespace mq {
+
+// Milliseconds of CLOCK_MONOTONIC: for a waiter's own timeout.
+int64_t MonotonicMs();
+
+class Waiter {
+ public:
+  Waiter() = default;
+  ~Waiter();
+  Waiter(Waiter&& o) noexcept;
+  Waiter& operator=(Waiter&& o) noexcept;
+  Waiter(const Waiter&) = delete;
+  Waiter& operator=(const Waiter&) = delete;
+
+  // Watches the doorbell file at `path`, creating it (with `mode`) if it is missing.
+  static Result<Waiter> Arm(const std::string& path, unsigned mode);
+
+  enum class Wake { kLook, kTimeout, kStop };
+  // Blocks until the doorbell rings or the wall-clock time `deadline_real_ms` passes (0:
+  // none): kLook; the monotonic time `until_mono_ms` passes (-1: never): kTimeout; or
+  // `stop_fd` (if >= 0; a signalfd or self-pipe) becomes readable: kStop.
+  Result<Wake> Wait(int64_t deadline_real_ms, int64_t until_mono_ms, int stop_fd = -1);
+
+  bool armed() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace mq
