@@ -1,0 +1,48 @@
+#!/bin/bash
+# mq-send -l / -0: one message per line or NUL-terminated record; 100,000 of them arrive
+# complete and in order, and a last record without a terminator is still a message.
+. "$(dirname "$0")/lib.sh"
+
+count() { mq-admin stat "$1" --json | jq -r .messages; }
+
+# Small cases first: exact bodies, empty records, a missing final terminator.
+expect_rc 0 mq-send --create -l q < <(printf 'one\n\nthree\nlast without newline')
+[ "$(count q)" = 4 ] || fail "-l: 4 lines gave $(count q) messages"
+expect_rc 0 mq-receive q --all --template '[{body}]'
+expect_out '[one][][three][last without newline]'
+expect_rc 0 mq-send -l q < <(printf 'a\nb\n')
+[ "$(count q)" = 2 ] || fail "-l: a final newline made an extra empty message"
+expect_rc 0 mq-receive q --all --template '[{body}]'
+expect_out '[a][b]'
+expect_rc 0 mq-send -0 q < <(printf 'x\ny\0\0z')
+expect_rc 0 mq-receive q --all --template '[{body}]'
+expect_out $'[x\ny][][z]'
+# Nothing on stdin: nothing sent, and that is not an error.
+expect_rc 0 mq-send -l q </dev/null
+[ "$(count q)" = 0 ] || fail "-l with empty stdin sent $(count q) messages"
+
+# 100,000 lines, the last one without its newline.
+seq 1 100000 | head -c -1 >"$T/lines"
+expect_rc 0 mq-send -l q <"$T/lines"
+expect_out ''
+[ "$(count q)" = 100000 ] || fail "-l 100000: count is $(count q)"
+expect_rc 0 mq-peek q --last --template '{body}'
+expect_out 100000
+mq-receive q --all -l >"$T/got"
+seq 1 100000 | cmp -s - "$T/got" || fail "-l 100000: received bodies differ from what was sent (order or content)"
+[ "$(count q)" = 0 ] || fail "-l 100000: $(count q) messages left after --all"
+
+# 100,000 NUL-terminated records of varied content, the last without its NUL.
+seq 1 100000 | sed 's/$/ with spaces\tand tabs/' | tr '\n' '\0' | head -c -1 >"$T/records"
+expect_rc 0 mq-send -0 --print-id q <"$T/records"
+[ "$(wc -l <"$T/out")" = 100000 ] || fail "-0 --print-id printed $(wc -l <"$T/out") ids"
+[ "$(sort -u "$T/out" | wc -l)" = 100000 ] || fail "-0 --print-id printed duplicate ids"
+[ "$(count q)" = 100000 ] || fail "-0 100000: count is $(count q)"
+mq-peek q --all -0 >"$T/got0"
+{ cat "$T/records"; printf '\0'; } | cmp -s - "$T/got0" || fail "-0 100000: peeked records differ"
+mq-receive q -n 100000 -0 >"$T/got0"
+{ cat "$T/records"; printf '\0'; } | cmp -s - "$T/got0" || fail "-0 100000: received records differ"
+expect_rc 1 mq-peek q
+expect_rc 0 mq-admin check
+
+finish
