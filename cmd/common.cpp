@@ -92,7 +92,8 @@ void AddSelectOptions(CLI::App& app, SelectArgs& a, bool receive) {
   all->excludes(top);
   auto* lookup = app.add_option("--lookup-id", a.lookup_id,
                                 "Start at the message with this lookup id (PeekByLookupId)")
-                     ->type_name("N");
+                     ->type_name("N")
+                     ->check(CLI::PositiveNumber);
   auto* first = app.add_flag("--first", a.first,
                              "From the first message of the queue (with --cursor: move the "
                              "cursor to it)");

@@ -43,6 +43,7 @@ struct SendArgs {
   std::string admin_queue, response_queue, ack;
   bool express = false;
   bool print_id = false;
+  std::string delay, at;
 };
 
 // Hands a vector of prepared messages to Store::Append.
@@ -191,6 +192,17 @@ Result<Message> BuildPrototype(const SendArgs& a) {
     m.ack = *ack;
   }
   m.express = a.express;
+  if (!a.delay.empty()) {
+    auto d = ParseDuration(a.delay);
+    if (!d.ok()) return d.status();
+    if (*d == kInfinite) return Status(Code::kInvalidArg, "--delay cannot be infinite");
+    m.visible_time = now + *d;
+  }
+  if (!a.at.empty()) {
+    auto t = ParseTime(a.at);
+    if (!t.ok()) return t.status();
+    m.visible_time = *t;
+  }
   return m;
 }
 
@@ -233,6 +245,11 @@ int Run(int argc, char** argv) {
   app.add_option("--response-queue", a.response_queue, "Queue for replies")->type_name("QUEUE");
   app.add_flag("--express", a.express, "Do not wait for the disk (MQMSG_DELIVERY_EXPRESS)");
   app.add_flag("--print-id", a.print_id, "Print the id of each message sent");
+  auto* delay = app.add_option("--delay", a.delay, "Not visible to readers before DURATION")
+                    ->type_name("DURATION");
+  app.add_option("--at", a.at, "Not visible to readers before TIME (RFC 3339 or @EPOCH)")
+      ->type_name("TIME")
+      ->excludes(delay);
   app.add_flag("--create", a.store.create, "Create the queue (and a named store) if missing");
   if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
   a.has_body = app.count("BODY") > 0;

@@ -144,7 +144,7 @@ Status Txn::Commit() {
   if (!txn_) return Status(Code::kError, "commit of a finished transaction");
   CloseCursors();
   int rc = mdb_txn_commit(std::exchange(txn_, nullptr));
-  return FromRc(rc, "commit");
+  return FromRc(rc, "");
 }
 
 void Txn::Abort() {

@@ -19,6 +19,7 @@ const char* CodeSymbol(Code code) {
     case Code::kQueueExists: return "MQ_ERROR_QUEUE_EXISTS";
     case Code::kInvalidHandle: return "MQ_ERROR_INVALID_HANDLE";
     case Code::kSharingViolation: return "MQ_ERROR_SHARING_VIOLATION";
+    case Code::kOperationCancelled: return "MQ_ERROR_OPERATION_CANCELLED";
     case Code::kServiceNotAvailable: return "MQ_ERROR_SERVICE_NOT_AVAILABLE";
     case Code::kIllegalQueuePathname: return "MQ_ERROR_ILLEGAL_QUEUE_PATHNAME";
     case Code::kIllegalPropertyValue: return "MQ_ERROR_ILLEGAL_PROPERTY_VALUE";
@@ -90,6 +91,7 @@ int ExitCode(const Status& status) {
     case Code::kExecFailed:
       return 8;
     case Code::kError:
+    case Code::kOperationCancelled:
     case Code::kMessageStorageFailed:
     case Code::kCorrupted:
     case Code::kBrokenPipe:

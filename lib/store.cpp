@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -133,6 +134,11 @@ struct Store::Impl {
       if (s.ok()) {
         s = txn->Commit();
         from_commit = true;
+        if (s.code() == Code::kIo && DiskFull())
+          // LMDB reports a short write as EIO ("filesystem full?"): say what it was.
+          return Status(Code::kInsufficientResources, "no space left on the store's disk; "
+                        "nothing was written", dir);
+        if (!s.ok() && s.code() != Code::kMapFull) return s.WithSubject(dir);
       }
       if (s.code() != Code::kMapFull) return s;
       txn->Abort();
@@ -141,6 +147,12 @@ struct Store::Impl {
       MQ_RETURN_IF_ERROR(Grow());
       if (attempt > 40) return Status(Code::kInsufficientResources, "store is full", dir);
     }
+  }
+
+  bool DiskFull() {
+    struct statvfs vfs;
+    if (::statvfs(dir.c_str(), &vfs) != 0) return false;
+    return static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize < (1u << 20);
   }
 
   Status Grow() {
@@ -502,7 +514,7 @@ struct Store::Impl {
       if (*wake == Waiter::Wake::kTimeout)
         return Status(Code::kIoTimeout, "timed out waiting for a message", ref.Full());
       if (*wake == Waiter::Wake::kStop)
-        return Status(Code::kError, "stopped", ref.Full());
+        return Status(Code::kOperationCancelled, "stopped by a signal", ref.Full());
     }
   }
 
@@ -619,7 +631,12 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   if (!exists && errno != ENOENT) return ErrnoStatus(errno, dir, "cannot open store");
   if (exists && !S_ISDIR(st.st_mode))
     return Status(Code::kServiceNotAvailable, "not a store directory", dir);
-  bool has_data = ::access(paths.data().c_str(), F_OK) == 0;
+  if (exists)
+    MQ_RETURN_IF_ERROR(CheckAccess(dir, R_OK | W_OK | X_OK,
+                                   "permission denied on the store directory (need rwx)"));
+  struct stat data_st;
+  bool has_data = ::stat(paths.data().c_str(), &data_st) == 0;
+  if (!has_data && errno != ENOENT) return ErrnoStatus(errno, paths.data(), "cannot open store");
   bool group = exists ? (st.st_mode & S_ISGID) != 0 : !options.group.empty();
   bool creating = false;
   if (!has_data) {
@@ -633,8 +650,6 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
     creating = true;
   }
   if (exists) {
-    MQ_RETURN_IF_ERROR(CheckAccess(dir, R_OK | W_OK | X_OK,
-                                   "permission denied on the store directory (need rwx)"));
     MQ_RETURN_IF_ERROR(CheckAccess(paths.data(), R_OK | W_OK, "permission denied (need rw)"));
     MQ_RETURN_IF_ERROR(CheckAccess(paths.lock(), R_OK | W_OK, "permission denied (need rw)"));
   }
@@ -660,9 +675,6 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
     if (::chmod(dir.c_str(), dir_mode) != 0)
       return ErrnoStatus(errno, dir, "cannot set the store's mode");
   }
-  MQ_RETURN_IF_ERROR(MakeDir(paths.locks_dir(), dir_mode));
-  MQ_RETURN_IF_ERROR(MakeDir(paths.notify_dir(), dir_mode));
-
   char real[PATH_MAX];
   if (!::realpath(dir.c_str(), real)) return ErrnoStatus(errno, dir, "cannot resolve store path");
   {
@@ -727,6 +739,9 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
     impl->guid = GuidFromBytes(*g);
     MQ_RETURN_IF_ERROR(t2->Commit());
   }
+  // Only now that the directory has proved to be an mq store: its lock and doorbell dirs.
+  MQ_RETURN_IF_ERROR(MakeDir(paths.locks_dir(), dir_mode));
+  MQ_RETURN_IF_ERROR(MakeDir(paths.notify_dir(), dir_mode));
   return std::unique_ptr<Store>(new Store(std::move(impl)));
 }
 
@@ -891,7 +906,7 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
       if (!made.ok()) return made.status();
       q = std::move(*made);
     } else {
-      return Status(Code::kQueueNotFound, "no such queue (mq-send --create makes it)",
+      return Status(Code::kQueueNotFound, "no such queue (mq-admin create makes it, or pass --create)",
                     ref.Full());
     }
     if (!q.enabled)
@@ -1308,7 +1323,7 @@ Status Store::Watch(const QueueRef& ref, const WatchOptions& wo, const ReadOptio
         return {};
       });
     });
-    if (s.code() == Code::kError && s.text() == "stopped") return {};
+    if (s.code() == Code::kOperationCancelled) return {};
     if (!s.ok()) return s;
     MQ_RETURN_IF_ERROR(on_arrived(event));
     if (!wo.follow) return {};
