@@ -21,7 +21,8 @@ int Run(int argc, char** argv) {
       admin::SetupInit(app, ctx),   admin::SetupCreate(app, ctx), admin::SetupSet(app, ctx),
       admin::SetupDelete(app, ctx), admin::SetupList(app, ctx),   admin::SetupStat(app, ctx),
       admin::SetupPurge(app, ctx),  admin::SetupCheck(app, ctx),  admin::SetupBackup(app, ctx),
-      admin::SetupExport(app, ctx), admin::SetupImport(app, ctx),
+      admin::SetupExport(app, ctx), admin::SetupImport(app, ctx),  admin::SetupCursors(app, ctx),
+      admin::SetupDeleteCursor(app, ctx), admin::SetupSweep(app, ctx),
   };
   if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
   for (auto& c : commands)

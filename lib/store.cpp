@@ -1332,22 +1332,39 @@ Status Store::Watch(const QueueRef& ref, const WatchOptions& wo, const ReadOptio
 }
 
 Result<uint64_t> Store::Sweep() {
-  auto queues = ListQueues();
-  if (!queues.ok()) return queues.status();
-  uint64_t total = 0;
+  // Find the queues with due delayed messages from the delays index alone: one seek per queue
+  // that has delayed messages, none per message, nothing written when nothing is due.
   int64_t now = NowMs();
-  for (const QueueInfo& info : *queues) {
+  std::vector<std::string> due_queues;
+  {
+    auto txn = lmdb::Txn::Begin(impl_->env, false);
+    if (!txn.ok()) return txn.status();
+    lmdb::Cursor c(*txn, impl_->delays);
+    for (bool on = c.First(); on && c.key().size() == 20;) {
+      uint32_t qid = GetU32BE(c.key(), 0);
+      if (static_cast<int64_t>(GetU64BE(c.key(), 4)) <= now) {
+        auto name = txn->Get(impl_->queue_ids, QueueIdKey(qid));
+        if (name) due_queues.emplace_back(*name);
+      }
+      if (qid == UINT32_MAX) break;
+      on = c.SeekGe(QueueIdKey(qid + 1));
+    }
+  }
+  uint64_t total = 0;
+  for (const std::string& name : due_queues) {
     uint64_t n = 0;
+    uint32_t qid = 0;
     MQ_RETURN_IF_ERROR(impl_->Write([&](lmdb::Txn& txn) -> Status {
-      auto q = impl_->LoadQueue(txn, info.name);
+      auto q = impl_->LoadQueue(txn, name);
       if (!q.ok()) return q.status();
       if (!*q) return {};
+      qid = (*q)->id;
       auto p = impl_->PromoteDue(txn, **q, now);
       if (!p.ok()) return p.status();
       n = *p;
       return {};
     }));
-    if (n) impl_->Notify(info.id);
+    if (n) impl_->Notify(qid);
     total += n;
   }
   return total;

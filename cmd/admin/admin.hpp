@@ -47,5 +47,8 @@ Command SetupCheck(CLI::App& app, Context& ctx);
 Command SetupBackup(CLI::App& app, Context& ctx);
 Command SetupExport(CLI::App& app, Context& ctx);
 Command SetupImport(CLI::App& app, Context& ctx);
+Command SetupCursors(CLI::App& app, Context& ctx);
+Command SetupDeleteCursor(CLI::App& app, Context& ctx);
+Command SetupSweep(CLI::App& app, Context& ctx);
 
 }  // namespace mq::admin
