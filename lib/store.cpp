@@ -1405,7 +1405,7 @@ Status Store::Check(std::vector<std::string>& problems) {
                         by_qid.size()));
 
   struct Tally {
-    uint64_t count = 0, bytes = 0, max_lookup = 0;
+    uint64_t count = 0, bytes = 0, max_lookup = 0, delayed = 0;
   };
   std::map<uint32_t, Tally> tally;
   uint64_t messages = 0, with_corr = 0;
@@ -1434,8 +1434,12 @@ Status Store::Check(std::vector<std::string>& problems) {
       ty.bytes += c.value().size();
       ty.max_lookup = std::max(ty.max_lookup, lookup);
       if (m.priority > 7) problem(where + ": priority out of range");
-      if (!t.Get(impl_->order, OrderKey(qid, m.priority, lookup)))
-        problem(where + ": missing from the delivery order index");
+      bool in_order = t.Get(impl_->order, OrderKey(qid, m.priority, lookup)).has_value();
+      bool delayed = m.visible_time && t.Get(impl_->delays, DelayKey(qid, m.visible_time, lookup));
+      if (delayed) ty.delayed++;
+      if (in_order == delayed)
+        problem(where + (in_order ? ": both visible and delayed"
+                                  : ": missing from the delivery order index"));
       auto loc = t.Get(impl_->by_id, m.id);
       if (m.id.size() != kIdSize) problem(where + ": bad message id");
       else if (!loc || *loc != MsgKey(qid, lookup))
@@ -1454,6 +1458,9 @@ Status Store::Check(std::vector<std::string>& problems) {
                           ty.count));
     if (ty.bytes != q.bytes)
       problem(fmt::format("queue {}: counter says {} bytes, found {}", q.name, q.bytes, ty.bytes));
+    if (ty.delayed != q.delayed)
+      problem(fmt::format("queue {}: counter says {} delayed, found {}", q.name, q.delayed,
+                          ty.delayed));
     if (ty.max_lookup >= q.next_lookup)
       problem(fmt::format("queue {}: next lookup id {} is not above {}", q.name, q.next_lookup,
                           ty.max_lookup));
@@ -1475,7 +1482,10 @@ Status Store::Check(std::vector<std::string>& problems) {
         problem(fmt::format("order: entry for queue #{} lookup id {} has no matching message",
                             GetU32BE(c.key(), 0), GetU64BE(c.key(), 5)));
     }
-    if (n != messages) problem(fmt::format("order has {} entries for {} messages", n, messages));
+    uint64_t delayed = t.Count(impl_->delays);
+    if (n + delayed != messages)
+      problem(fmt::format("order has {} and delays {} entries for {} messages", n, delayed,
+                          messages));
   }
   {
     lmdb::Cursor c(t, impl_->by_id);

@@ -58,11 +58,13 @@ Command SetupStat(CLI::App& app, Context&) {
             int64_t now = NowMs();
             FdWriter out(1, "stdout");
             if (format == "text")
-              out.Append(fmt::format("{:<32} {:>10} {:>12} {:>10} {}\n", "QUEUE", "MESSAGES",
-                                     "BYTES", "OLDEST", "STATUS"));
+              out.Append(fmt::format("{:<32} {:>10} {:>8} {:>12} {:>10} {}\n", "QUEUE",
+                                     "MESSAGES", "DELAYED", "BYTES", "OLDEST", "STATUS"));
             if (format == "prometheus") {
               for (auto [name, help] :
                    {std::pair{"mq_queue_messages", "Messages in the queue."},
+                    std::pair{"mq_queue_delayed_messages",
+                              "Messages stored but not visible yet (--delay, --at)."},
                     std::pair{"mq_queue_bytes", "Bytes of message records in the queue."},
                     std::pair{"mq_queue_oldest_message_age_seconds",
                               "Age of the oldest message; 0 when empty."},
@@ -79,6 +81,7 @@ Command SetupStat(CLI::App& app, Context&) {
                 nlohmann::json j = {
                     {"queue", q.name},
                     {"messages", q.count},
+                    {"delayed", q.delayed},
                     {"bytes", q.bytes},
                     {"oldest_age_ms", age},
                     {"oldest_arrived_time",
@@ -93,14 +96,15 @@ Command SetupStat(CLI::App& app, Context&) {
                 std::string labels = fmt::format("{{store=\"{}\",queue=\"{}\"}}",
                                                  PromEscape((*store)->dir()), PromEscape(q.name));
                 out.Append(fmt::format("mq_queue_messages{} {}\n", labels, q.count));
+                out.Append(fmt::format("mq_queue_delayed_messages{} {}\n", labels, q.delayed));
                 out.Append(fmt::format("mq_queue_bytes{} {}\n", labels, q.bytes));
                 out.Append(fmt::format("mq_queue_oldest_message_age_seconds{} {:.3f}\n", labels,
                                        static_cast<double>(age) / 1000.0));
                 out.Append(fmt::format("mq_queue_enabled{} {}\n", labels, q.enabled ? 1 : 0));
                 out.Append(fmt::format("mq_queue_quota_bytes{} {}\n", labels, q.quota));
               } else {
-                out.Append(fmt::format("{:<32} {:>10} {:>12} {:>10} {}\n", q.name, q.count,
-                                       q.bytes, st->oldest_arrived ? FormatDuration(age) : "-",
+                out.Append(fmt::format("{:<32} {:>10} {:>8} {:>12} {:>10} {}\n", q.name, q.count,
+                                       q.delayed, q.bytes, st->oldest_arrived ? FormatDuration(age) : "-",
                                        q.enabled ? "on" : "off"));
               }
             }
