@@ -691,38 +691,49 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   if (!s.ok()) return s.WithSubject(dir);
   impl->env.ReaderCheck();
 
-  // Read the meta record; create the databases on first use.
-  auto txn = lmdb::Txn::Begin(impl->env, false);
-  if (!txn.ok()) return txn.status();
-  s = impl->OpenDbs(*txn, false);
-  std::optional<std::string_view> format;
-  if (s.ok()) format = txn->Get(impl->meta, "format");
-  if (s.ok() && format) {
-    if (format->size() != 4) return Status(Code::kCorrupted, "bad format record", dir);
-    uint32_t v = GetU32BE(*format, 0);
-    if (v > kFormatVersion)
-      return Status(Code::kError,
-                    fmt::format("store format {} is newer than this mq understands ({}); "
-                                "upgrade mq or use the mq that made it",
-                                v, kFormatVersion),
-                    dir);
-    auto g = txn->Get(impl->meta, "guid");
-    if (!g || g->size() != 16) return Status(Code::kCorrupted, "store has no GUID", dir);
-    impl->guid = GuidFromBytes(*g);
-    MQ_RETURN_IF_ERROR(txn->Commit());  // keeps the database handles
-  } else {
-    txn->Abort();
-    if (!creating)
-      return Status(Code::kCorrupted,
-                    "not an mq store: data.mdb has no mq meta record (a foreign LMDB file?)", dir);
+  // Read the meta record; create the databases on first use, and any database a newer mq
+  // added to an existing store of the same format.
+  enum class Found { kStore, kEmpty, kForeign };
+  Found found = Found::kForeign;
+  bool missing_db = false;
+  {
+    auto txn = lmdb::Txn::Begin(impl->env, false);
+    if (!txn.ok()) return txn.status();
+    auto meta = txn->OpenDb("meta", false);
+    if (meta.ok()) {
+      impl->meta = *meta;
+      auto format = txn->Get(impl->meta, "format");
+      if (!format || format->size() != 4) return Status(Code::kCorrupted, "bad format record", dir);
+      uint32_t v = GetU32BE(*format, 0);
+      if (v > kFormatVersion)
+        return Status(Code::kError,
+                      fmt::format("store format {} is newer than this mq understands ({}); "
+                                  "upgrade mq or use the mq that made it",
+                                  v, kFormatVersion),
+                      dir);
+      auto g = txn->Get(impl->meta, "guid");
+      if (!g || g->size() != 16) return Status(Code::kCorrupted, "store has no GUID", dir);
+      impl->guid = GuidFromBytes(*g);
+      found = Found::kStore;
+      missing_db = !impl->OpenDbs(*txn, false).ok();
+      if (!missing_db) MQ_RETURN_IF_ERROR(txn->Commit());  // keeps the database handles
+    } else {
+      // An environment with nothing in it is a store whose creation was cut short.
+      auto main_db = txn->OpenDb(nullptr, false);
+      if (main_db.ok() && txn->Count(*main_db) == 0) found = Found::kEmpty;
+    }
+  }
+  if (found == Found::kForeign)
+    return Status(Code::kCorrupted,
+                  "not an mq store: data.mdb has no mq meta record (a foreign LMDB file?)", dir);
+  if (found == Found::kEmpty || missing_db) {
     s = impl->Write([&](lmdb::Txn& w) -> Status {
       MQ_RETURN_IF_ERROR(impl->OpenDbs(w, true));
-      if (w.Get(impl->meta, "format")) return {};  // another process won the race
+      if (w.Get(impl->meta, "format")) return {};  // an existing store, or another process won
       std::string v;
       PutU32BE(v, kFormatVersion);
       MQ_RETURN_IF_ERROR(w.Put(impl->meta, "format", v));
-      Guid g = NewGuid();
-      MQ_RETURN_IF_ERROR(w.Put(impl->meta, "guid", GuidBytes(g)));
+      MQ_RETURN_IF_ERROR(w.Put(impl->meta, "guid", GuidBytes(NewGuid())));
       MQ_RETURN_IF_ERROR(w.Put(impl->meta, "id_guid", GuidBytes(NewGuid())));
       for (const char* name : {"system;deadletter", "system;deadxact", "system;journal"}) {
         auto q = impl->NewQueue(w, name);

@@ -11,6 +11,7 @@
 #include "codec.hpp"
 #include "lmdb.hpp"
 #include "store.hpp"
+#include "units.hpp"
 
 using namespace mq;
 namespace fs = std::filesystem;
@@ -341,4 +342,103 @@ TEST_CASE("backup is a store that opens and passes check", "[store]") {
   CHECK(problems.empty());
   CHECK((*copy)->StatQueue(Q("q"))->info.count == 2);
   CHECK((*copy)->guid() == st->guid());
+}
+
+TEST_CASE("a store whose creation was cut short is finished on open", "[store]") {
+  TempDir t;
+  std::string dir = t.path + "/s";
+  REQUIRE(mkdir(dir.c_str(), 0700) == 0);
+  {
+    lmdb::Env env;  // data.mdb and lock.mdb exist, nothing was written
+    REQUIRE(env.Open(dir, 0600, 1 << 20, 16).ok());
+  }
+  OpenOptions o;
+  o.dir = dir;
+  auto st = Store::Open(o);
+  REQUIRE(st.ok());
+  CHECK_FALSE(IsNil((*st)->guid()));
+  CHECK((*st)->ListQueues()->size() == 3);  // the system queues
+}
+
+TEST_CASE("a store lacking databases added later gets them on open", "[store]") {
+  TempDir t;
+  std::string dir = t.path + "/s";
+  REQUIRE(mkdir(dir.c_str(), 0700) == 0);
+  {
+    lmdb::Env env;
+    REQUIRE(env.Open(dir, 0600, 1 << 20, 16).ok());
+    auto txn = lmdb::Txn::Begin(env, true);
+    REQUIRE(txn.ok());
+    auto meta = txn->OpenDb("meta", true);
+    REQUIRE(meta.ok());
+    std::string v;
+    PutU32BE(v, kFormatVersion);
+    REQUIRE(txn->Put(*meta, "format", v).ok());
+    REQUIRE(txn->Put(*meta, "guid", GuidBytes(NewGuid())).ok());
+    REQUIRE(txn->Put(*meta, "id_guid", GuidBytes(NewGuid())).ok());
+    REQUIRE(txn->Commit().ok());
+  }
+  OpenOptions o;
+  o.dir = dir;
+  auto st = Store::Open(o);
+  REQUIRE(st.ok());
+  Send(**st, "q", {{3, "a"}});
+  std::vector<std::string> problems;
+  REQUIRE((*st)->Check(problems).ok());
+  CHECK(problems.empty());
+}
+
+TEST_CASE("a foreign LMDB environment is refused and left alone", "[store]") {
+  TempDir t;
+  std::string dir = t.path + "/s";
+  REQUIRE(mkdir(dir.c_str(), 0700) == 0);
+  {
+    lmdb::Env env;
+    REQUIRE(env.Open(dir, 0600, 1 << 20, 16).ok());
+    auto txn = lmdb::Txn::Begin(env, true);
+    REQUIRE(txn.ok());
+    auto other = txn->OpenDb("something-else", true);
+    REQUIRE(other.ok());
+    REQUIRE(txn->Put(*other, "k", "v").ok());
+    REQUIRE(txn->Commit().ok());
+  }
+  OpenOptions o;
+  o.dir = dir;
+  o.create = true;
+  auto st = Store::Open(o);
+  CHECK(st.status().code() == Code::kCorrupted);
+  CHECK_FALSE(fs::exists(dir + "/notify"));
+}
+
+TEST_CASE("delayed messages stay invisible until due, then arrive with new lookup ids",
+          "[store][delay]") {
+  TempDir t;
+  auto st = OpenNew(t.path);
+  Vec src;
+  Message m;
+  m.body = "later";
+  m.visible_time = NowMs() + 150;
+  src.v.push_back(m);
+  m.body = "now";
+  m.visible_time = 0;
+  src.v.push_back(m);
+  AppendOptions o;
+  o.create_queue = true;
+  REQUIRE(st->Append(Q("q"), o, src, nullptr).ok());
+  Collect c;
+  REQUIRE(st->Peek(Q("q"), All(), {}, c).ok());
+  CHECK(Bodies(c.got) == std::vector<std::string>{"now"});
+  CHECK(st->StatQueue(Q("q"))->info.delayed == 1);
+  ReadOptions wait;
+  wait.wait_ms = 2000;
+  Collect r1, r2;
+  REQUIRE(st->Receive(Q("q"), Selection(), wait, r1).ok());
+  int64_t before = NowMs();
+  REQUIRE(st->Receive(Q("q"), Selection(), wait, r2).ok());
+  CHECK(Bodies(r2.got) == std::vector<std::string>{"later"});
+  CHECK(r2.got[0].lookup_id > r1.got[0].lookup_id);
+  CHECK(NowMs() - before < 1000);
+  std::vector<std::string> problems;
+  REQUIRE(st->Check(problems).ok());
+  CHECK(problems.empty());
 }
