@@ -1,0 +1,142 @@
+# fish completion for mq-admin. Installed in fish's vendor_completions.d, where
+# fish loads it when mq-admin is first completed. Queue names come from
+# `mq-admin list`, run on the store named by -s/--store on the command line,
+# else on the default store if it exists (a missing default store is not created
+# just to complete a name).
+
+# __mq_store: prints the store named by -s DIR, -sDIR, --store DIR or
+# --store=DIR on the command line before the cursor.
+function __mq_store
+    set -l tokens (commandline -opc)
+    set -e tokens[1]
+    set -l store
+    while set -q tokens[1]
+        switch $tokens[1]
+            case --
+                break
+            case -s --store
+                set -e tokens[1]
+                set -q tokens[1]; and set store $tokens[1]
+            case '--store=*'
+                set store (string replace -- --store= '' $tokens[1])
+            case '-s?*'
+                set store (string sub -s 3 -- $tokens[1])
+        end
+        set -e tokens[1]
+    end
+    string replace -r -- '^~' $HOME $store
+end
+
+# __mq_admin_query ARGS...: runs `mq-admin ARGS` on that store, else on the
+# default store if it exists, with errors silenced.
+function __mq_admin_query
+    set -l store (__mq_store)
+    if test -n "$store"
+        mq-admin --store $store $argv 2>/dev/null
+        return
+    end
+    set -l def $HOME/.local/share/mq
+    if test -n "$MQ_STORE"
+        set def $MQ_STORE
+    else if test -n "$XDG_DATA_HOME"
+        set def $XDG_DATA_HOME/mq
+    end
+    test -e $def/data.mdb; and mq-admin $argv 2>/dev/null
+end
+
+# __mq_queues: prints the queue names of that store.
+function __mq_queues
+    __mq_admin_query list
+end
+
+# __mq_admin_words: prints the command (the first operand) and then the operands
+# after it, one per line, skipping the common options and their values and the
+# options of the commands that take a value.
+function __mq_admin_words
+    set -l tokens (commandline -opc)
+    set -e tokens[1]
+    while set -q tokens[1]
+        set -l t $tokens[1]
+        set -e tokens[1]
+        switch $t
+            case -s --store --group --label --quota --max-message-size --status --format
+                set -e tokens[1]
+            case '-*'
+            case '*'
+                echo $t
+        end
+    end
+end
+
+# __mq_admin_using COMMAND...: true if the command on the line is one of these.
+function __mq_admin_using
+    set -l words (__mq_admin_words)
+    set -q words[1]; and contains -- $words[1] $argv
+end
+
+function __mq_admin_needs_command
+    set -l words (__mq_admin_words)
+    not set -q words[1]
+end
+
+# __mq_admin_needs_operand COMMAND...: true if the command is one of these and
+# its operand has not been given yet.
+function __mq_admin_needs_operand
+    set -l words (__mq_admin_words)
+    set -q words[1]; and not set -q words[2]; and contains -- $words[1] $argv
+end
+
+# __mq_admin_needs_cursor: true when the cursor name of delete-cursor is next.
+function __mq_admin_needs_cursor
+    set -l words (__mq_admin_words)
+    test "$words[1]" = delete-cursor; and set -q words[2]; and not set -q words[3]
+end
+
+# __mq_admin_cursors: the names of the cursors of the queue on the line.
+function __mq_admin_cursors
+    set -l words (__mq_admin_words)
+    for line in (__mq_admin_query cursors)
+        set -l fields (string split \t -- $line)
+        test "$fields[1]" = "$words[2]"; and echo $fields[2]
+    end
+end
+
+complete -c mq-admin -f
+complete -c mq-admin -s h -l help -d 'Print help and exit'
+complete -c mq-admin -l version -d 'Print version and exit'
+complete -c mq-admin -s s -l store -x -a '(__fish_complete_directories (commandline -ct))' -d 'Store directory'
+
+complete -c mq-admin -n __mq_admin_needs_command -a init -d 'Create the store'
+complete -c mq-admin -n __mq_admin_needs_command -a create -d 'Create a queue'
+complete -c mq-admin -n __mq_admin_needs_command -a set -d "Change a queue's settings"
+complete -c mq-admin -n __mq_admin_needs_command -a delete -d 'Delete a queue and everything in it'
+complete -c mq-admin -n __mq_admin_needs_command -a list -d 'List the queues'
+complete -c mq-admin -n __mq_admin_needs_command -a stat -d 'Counts, bytes and oldest message age'
+complete -c mq-admin -n __mq_admin_needs_command -a purge -d 'Remove every message of a queue'
+complete -c mq-admin -n __mq_admin_needs_command -a check -d "Verify the store's indexes and counters"
+complete -c mq-admin -n __mq_admin_needs_command -a backup -d 'Hot, consistent copy of the store'
+complete -c mq-admin -n __mq_admin_needs_command -a export -d 'Print every message of a queue as JSON lines'
+complete -c mq-admin -n __mq_admin_needs_command -a import -d 'Append messages from JSON lines on stdin'
+complete -c mq-admin -n __mq_admin_needs_command -a cursors -d 'List the named cursors'
+complete -c mq-admin -n __mq_admin_needs_command -a delete-cursor -d 'Forget a named cursor'
+complete -c mq-admin -n __mq_admin_needs_command -a sweep -d 'Make due delayed messages visible'
+
+complete -c mq-admin -n '__mq_admin_needs_operand set delete stat purge export import delete-cursor' -a '(__mq_queues)' -d queue
+complete -c mq-admin -n __mq_admin_needs_cursor -a '(__mq_admin_cursors)' -d cursor
+complete -c mq-admin -n '__mq_admin_needs_operand backup' -a '(__fish_complete_directories (commandline -ct))'
+
+complete -c mq-admin -n '__mq_admin_using init' -l group -x -a '(__fish_complete_groups)' -d 'Make the store shared by the members of GROUP'
+complete -c mq-admin -n '__mq_admin_using create' -l label -x -d 'Queue label, at most 124 characters'
+complete -c mq-admin -n '__mq_admin_using create' -l quota -x -d 'Maximum bytes of messages in the queue; 0: no limit'
+complete -c mq-admin -n '__mq_admin_using create' -l max-message-size -x -d 'Largest body accepted (default 4MiB)'
+complete -c mq-admin -n '__mq_admin_using set' -l label -x -d 'Queue label, at most 124 characters'
+complete -c mq-admin -n '__mq_admin_using set' -l quota -x -d 'Maximum bytes of messages in the queue; 0: no limit'
+complete -c mq-admin -n '__mq_admin_using set' -l max-message-size -x -d 'Largest body accepted (default 4MiB)'
+complete -c mq-admin -n '__mq_admin_using set' -l status -x -a 'on off' -d 'on: enabled; off: no sends or receives'
+complete -c mq-admin -n '__mq_admin_using list' -l json -d 'One JSON object per queue'
+complete -c mq-admin -n '__mq_admin_using stat' -l json -d 'One JSON object per queue'
+complete -c mq-admin -n '__mq_admin_using stat' -l format -x -a 'text json prometheus' -d 'Output format'
+complete -c mq-admin -n '__mq_admin_using export' -l format -x -a json -d 'Output format'
+complete -c mq-admin -n '__mq_admin_using import' -l create -d 'Create the queue if it is missing'
+complete -c mq-admin -n '__mq_admin_using import' -l new-ids -d 'Give the messages new ids'
+complete -c mq-admin -n '__mq_admin_using cursors' -l json -d 'One JSON object per cursor'

@@ -1,0 +1,115 @@
+# fish completion for mq-send. Installed in fish's vendor_completions.d, where
+# fish loads it when mq-send is first completed. Queue names come from
+# `mq-admin list`, run on the store named by -s/--store on the command line,
+# else on the default store if it exists (a missing default store is not created
+# just to complete a name).
+
+# __mq_store: prints the store named by -s DIR, -sDIR, --store DIR or
+# --store=DIR on the command line before the cursor.
+function __mq_store
+    set -l tokens (commandline -opc)
+    set -e tokens[1]
+    set -l store
+    while set -q tokens[1]
+        switch $tokens[1]
+            case --
+                break
+            case -s --store
+                set -e tokens[1]
+                set -q tokens[1]; and set store $tokens[1]
+            case '--store=*'
+                set store (string replace -- --store= '' $tokens[1])
+            case '-s?*'
+                set store (string sub -s 3 -- $tokens[1])
+        end
+        set -e tokens[1]
+    end
+    string replace -r -- '^~' $HOME $store
+end
+
+# __mq_admin_query ARGS...: runs `mq-admin ARGS` on that store, else on the
+# default store if it exists, with errors silenced.
+function __mq_admin_query
+    set -l store (__mq_store)
+    if test -n "$store"
+        mq-admin --store $store $argv 2>/dev/null
+        return
+    end
+    set -l def $HOME/.local/share/mq
+    if test -n "$MQ_STORE"
+        set def $MQ_STORE
+    else if test -n "$XDG_DATA_HOME"
+        set def $XDG_DATA_HOME/mq
+    end
+    test -e $def/data.mdb; and mq-admin $argv 2>/dev/null
+end
+
+# __mq_queues: prints the queue names of that store.
+function __mq_queues
+    __mq_admin_query list
+end
+
+# __mq_operands ARGOPT...: prints how many operands precede the cursor, skipping
+# the values of the options ARGOPT (given without their leading dashes, as
+# "s" or "store") and the optional DURATION of -w/--wait, so that completions
+# can tell a queue from a body.
+function __mq_operands
+    set -l tokens (commandline -opc)
+    set -e tokens[1]
+    set -l n 0
+    set -l ended 0
+    while set -q tokens[1]
+        set -l t $tokens[1]
+        set -e tokens[1]
+        if test $ended = 1
+            set n (math $n + 1)
+        else if test "$t" = --
+            set ended 1
+        else if contains -- $t -w --wait
+            # An optional DURATION: the next word, if it is one.
+            string match -qr -- '^([0-9]+(ms|s|m|h|d)?|infinite|INFINITE|-1)$' "$tokens[1]"
+            and set -e tokens[1]
+        else if string match -q -- '--*=*' $t
+            continue
+        else if string match -q -- '--*' $t
+            contains -- (string sub -s 3 -- $t) $argv; and set -e tokens[1]
+        else if string match -qr -- '^-.$' $t
+            contains -- (string sub -s 2 -- $t) $argv; and set -e tokens[1]
+        else if string match -q -- '-?*' $t
+            continue
+        else
+            set n (math $n + 1)
+        end
+    end
+    echo $n
+end
+
+function __mq_send_needs_queue
+    test (__mq_operands s store f file p priority L label c correlation app body-type ttrq ttbr admin-queue ack response-queue delay at) -eq 0
+end
+
+complete -c mq-send -f
+complete -c mq-send -n __mq_send_needs_queue -a '(__mq_queues)' -d queue
+complete -c mq-send -s h -l help -d 'Print help and exit'
+complete -c mq-send -l version -d 'Print version and exit'
+complete -c mq-send -s s -l store -x -a '(__fish_complete_directories (commandline -ct))' -d 'Store directory'
+complete -c mq-send -l create -d 'Create the queue (and a named store) if missing'
+complete -c mq-send -s f -l file -r -F -d 'Read the body from FILE'
+complete -c mq-send -s l -l lines -d 'Send each line of stdin as a message'
+complete -c mq-send -s 0 -l null -d 'Send each NUL-terminated record of stdin'
+complete -c mq-send -s p -l priority -x -a '0 1 2 3 4 5 6 7' -d 'Priority, higher first (default 3)'
+complete -c mq-send -s L -l label -x -d 'Label, at most 250 characters'
+complete -c mq-send -s c -l correlation -x -d 'Correlation id: 40 hex digits or a message id'
+complete -c mq-send -l app -x -d 'Application-specific 32-bit number'
+complete -c mq-send -l body-type -x -a 'bytes text json xml empty' -d 'Body type'
+complete -c mq-send -l ttrq -x -a infinite -d 'Time to reach the queue'
+complete -c mq-send -l ttbr -x -a infinite -d 'Time to be received'
+complete -c mq-send -l journal -d 'Ask for source journaling'
+complete -c mq-send -l deadletter -d 'Ask for dead-lettering'
+complete -c mq-send -l admin-queue -x -a '(__mq_queues)' -d 'Queue for acknowledgements'
+complete -c mq-send -l ack -x -a 'none full-reach-queue full-receive nack-reach-queue nack-receive pos-arrival pos-receive neg-arrival neg-receive' -d 'Acknowledgement level'
+complete -c mq-send -l response-queue -x -a '(__mq_queues)' -d 'Queue for replies'
+complete -c mq-send -l express -d 'Do not wait for the disk'
+complete -c mq-send -l delay -x -d 'Not visible to readers before DURATION'
+complete -c mq-send -l at -x -d 'Not visible to readers before TIME (RFC 3339 or @EPOCH)'
+complete -c mq-send -l print-id -d 'Print the id of each message sent'
