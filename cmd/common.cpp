@@ -26,6 +26,13 @@ int Fail(const Status& status) {
   return ExitCode(status);
 }
 
+void Note(const std::string& subject, const std::string& text) {
+  std::string line = subject.empty() ? fmt::format("{}: {}\n", g_tool, text)
+                                     : fmt::format("{}: {}: {}\n", g_tool, subject, text);
+  ssize_t ignored = ::write(2, line.data(), line.size());
+  (void)ignored;
+}
+
 int Parse(CLI::App& app, int argc, char** argv) {
   std::vector<std::string> args;
   for (int i = 0; i < argc; ++i) {
@@ -95,12 +102,14 @@ void AddSelectOptions(CLI::App& app, SelectArgs& a, bool receive) {
                      ->type_name("N")
                      ->check(CLI::PositiveNumber);
   auto* first = app.add_flag("--first", a.first,
-                             "From the first message of the queue (with --cursor: move the "
-                             "cursor to it)");
+                             receive ? "From the first message of the queue"
+                                     : "From the first message of the queue (with --cursor: "
+                                       "move the cursor to it)");
   auto* last = app.add_flag("--last", a.last, "From the last message, backwards");
   auto* next = app.add_flag("--next", a.next,
-                            "The message(s) after --lookup-id (with --cursor: advance the "
-                            "cursor)");
+                            receive ? "The message(s) after --lookup-id"
+                                    : "The message(s) after --lookup-id (with --cursor: "
+                                      "advance the cursor)");
   auto* prev = app.add_flag("--prev", a.prev, "The message(s) before --lookup-id, backwards");
   auto* current =
       app.add_flag("--current", a.current, "With --cursor: the message at the cursor");
@@ -122,7 +131,12 @@ void AddSelectOptions(CLI::App& app, SelectArgs& a, bool receive) {
   cursor->excludes(lookup)->excludes(id)->excludes(corr)->excludes(last)->excludes(prev)
       ->excludes(all)->excludes(top)->excludes(n);
   app.add_flag("--no-wait-lock", a.no_wait_lock,
-               "Fail (exit 5) instead of waiting when another process is using the cursor");
+               "With --cursor: fail (exit 5) instead of waiting when another process is using "
+               "the cursor");
+  if (!receive)
+    app.add_flag("--locked", a.locked,
+                 "Also show messages Locked by an open transactional receive "
+                 "(AllowPeekWhenLocked)");
   AddWaitOption(app, a.wait,
                 "Wait for a qualifying message, up to DURATION (default: infinite; 0: look "
                 "once)");
@@ -135,6 +149,9 @@ Result<Selection> MakeSelection(const SelectArgs& a) {
     return Status(Code::kInvalidArg, "--next and --prev need --lookup-id (or --cursor)");
   if (a.current && a.cursor.empty())
     return Status(Code::kInvalidArg, "--current needs --cursor");
+  if (a.no_wait_lock && a.cursor.empty())
+    return Status(Code::kInvalidArg, "--no-wait-lock applies to --cursor");
+  s.include_locked = a.locked;
   if (a.next) s.anchor = Anchor::kAfter;
   else if (a.prev) s.anchor = Anchor::kBefore;
   else if (a.last) s.anchor = Anchor::kLast;
@@ -179,6 +196,10 @@ Result<CursorOptions> MakeCursorOptions(const SelectArgs& a, bool receive) {
   if (receive) {
     if (!a.current || actions != 1)
       return Status(Code::kInvalidArg, "a receive at a cursor takes --current");
+    if (!a.wait.empty())
+      return Status(Code::kInvalidArg,
+                    "--wait does not apply to a receive at a cursor: the message is there or "
+                    "not");
   } else if (actions != 1) {
     return Status(Code::kInvalidArg, "--cursor needs one of --first, --current, --next");
   }
@@ -230,7 +251,14 @@ Status OutputSink::Add(const Message& m) {
       out_.Append(sep_);
       break;
     case Mode::kJson:
-      out_.Append(MessageToJsonLine(m));
+      if (lease_token_.empty()) {
+        out_.Append(MessageToJsonLine(m));
+      } else {
+        auto j = MessageToJson(m);
+        j["lease_token"] = lease_token_;
+        j["lease_expires"] = FormatTime(lease_expires_);
+        out_.Append(j.dump() + "\n");
+      }
       break;
     case Mode::kTemplate:
       out_.Append(templ_->Render(m));

@@ -22,6 +22,8 @@ const char* Tool();
 
 // Prints "mq-TOOL: SUBJECT: text (MQ_SYMBOL 0xHEX)" on stderr; returns the exit status.
 int Fail(const Status& status);
+// Prints "mq-TOOL: SUBJECT: text" on stderr: something the user should know, not an error.
+void Note(const std::string& subject, const std::string& text);
 
 // Parses argv. Returns -1 to go on, or the exit status to return at once: 0 after --help or
 // --version, 2 after a usage error (never CLI11's own 100-127). Options that take an
@@ -51,6 +53,7 @@ struct SelectArgs {
   std::string cursor;
   bool current = false;
   bool no_wait_lock = false;
+  bool locked = false;
   std::string wait;  // empty: not given
 };
 // `receive` leaves out what only peeks do (--cursor with --first/--next).
@@ -79,6 +82,10 @@ class OutputSink : public MessageSink {
   static Result<std::unique_ptr<OutputSink>> Make(const OutputArgs& args);
   Status Add(const Message& m) override;
   Status Flush() override;
+  void SetLease(const std::string& token, int64_t expires) override {
+    lease_token_ = token;
+    lease_expires_ = expires;
+  }
 
  private:
   enum class Mode { kRaw, kJson, kTemplate };
@@ -87,6 +94,8 @@ class OutputSink : public MessageSink {
   std::string sep_;
   std::optional<Template> templ_;
   FdWriter out_;
+  std::string lease_token_;
+  int64_t lease_expires_ = 0;
 };
 
 }  // namespace mq::cli

@@ -1,6 +1,9 @@
-// mq-receive: remove messages from a queue and print them.
+// mq-receive: remove messages from a queue and print them, or hand them to a command in a
+// transaction.
 //
 //   mq-receive [options] QUEUE
+//   mq-receive [options] QUEUE --exec CMD [ARG...]
+//   mq-receive [options] QUEUE --lease DURATION
 //
 // Protocol (why nothing is lost): in one write transaction the selected messages are deleted
 // with their index entries, their output is written completely to stdout, and only then is
@@ -8,44 +11,169 @@
 // the messages stay where they were. If the commit itself fails after the output was
 // written, the messages stay too and will be delivered again: at least once, never lost.
 // Many messages (-n, --all, --top) go in batches of up to 1000 per transaction.
+//
+// --exec: each message (or, with --batch, each batch) is Locked in the store under a lease
+// whose lock file this process holds (lib/store.hpp "Locks"); CMD runs with the body on stdin;
+// exit 0 commits (the message is removed), anything else rolls back (it returns to its place,
+// abort count + 1). If mq-receive dies, the lock file is released by the kernel and the next
+// reader returns the message. SIGTERM/SIGINT: the running command finishes, no new one starts.
+//
+// --lease: the messages are Locked under an expiring lease and printed with its token (on
+// stderr, or in the JSON); mq-admin ack/nack TOKEN ends it, expiry rolls it back.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
 #include <csignal>
 
+#include <fmt/format.h>
+
 #include "common.hpp"
+#include "exec.hpp"
+#include "units.hpp"
 
 namespace mq {
 namespace {
 
+int g_stop_pipe[2] = {-1, -1};
+volatile sig_atomic_t g_stop = 0;
+
+void OnSignal(int) {
+  int saved = errno;
+  g_stop = 1;
+  char b = 1;
+  ssize_t ignored = ::write(g_stop_pipe[1], &b, 1);
+  (void)ignored;
+  errno = saved;
+}
+
+int RunExec(Store& store, const QueueRef& ref, Selection sel, ReadOptions ro,
+            const std::vector<std::string>& cmd, bool batch, char sep, bool all) {
+  if (::pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) == 0) {
+    struct sigaction sa {};
+    sa.sa_handler = OnSignal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    ro.stop_fd = g_stop_pipe[0];
+  }
+  uint64_t wanted = all ? UINT64_MAX : sel.limit;
+  uint64_t done = 0;
+  while (done < wanted && !g_stop) {
+    Selection one = sel;
+    one.limit = batch ? (all ? 0 : wanted - done) : 1;
+    auto lease = store.Lock(ref, one, ro, {}, nullptr);
+    if (!lease.ok()) {
+      Status s = lease.status();
+      if (s.code() == Code::kOperationCancelled) break;
+      if (done && (s.code() == Code::kMessageNotFound || s.code() == Code::kIoTimeout)) break;
+      return cli::Fail(s.WithSubject(ref.Full()));
+    }
+    ro.wait_ms = 0;  // only the first message is waited for
+    const auto& msgs = (*lease)->messages();
+    auto ran = cli::RunCommand(cmd, msgs, sep, store.dir());
+    bool commit = ran.ok() && ran->ok();
+    FinishReport report;
+    Status fin = store.Finish(**lease, commit, 0, &report);
+    for (const std::string& note : report.notes) cli::Note(ref.Full(), note);
+    if (!fin.ok()) return cli::Fail(fin.WithSubject(ref.Full()));
+    if (!ran.ok()) return cli::Fail(ran.status().WithSubject(ref.Full()));
+    if (!commit) {
+      std::string what = msgs.size() == 1
+                             ? fmt::format("message {} rolled back", msgs.front().lookup_id)
+                             : fmt::format("{} messages rolled back", msgs.size());
+      return cli::Fail(Status(Code::kExecFailed,
+                              fmt::format("{} {}; {}", cmd.front(), ran->Describe(), what),
+                              ref.Full()));
+    }
+    done += msgs.size();
+  }
+  return 0;
+}
+
 int Run(int argc, char** argv) {
   cli::SetTool("mq-receive");
   std::signal(SIGPIPE, SIG_IGN);
+  std::vector<char*> own;
+  std::vector<std::string> cmd;
+  bool exec = cli::SplitExec(argc, argv, own, cmd);
+
   cli::StoreArgs store_args;
   cli::SelectArgs sel_args;
   cli::OutputArgs out_args;
-  std::string queue;
+  std::string queue, lease;
+  bool batch = false, exec_flag = false;
   CLI::App app("Remove messages from an mq queue and print them", "mq-receive");
   app.set_version_flag("--version", MQ_VERSION);
   cli::AddStoreOption(app, store_args);
   app.add_option("QUEUE", queue, "Queue to receive from")->required();
   cli::AddSelectOptions(app, sel_args, true);
   cli::AddOutputOptions(app, out_args);
-  if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
+  app.add_flag("--exec", exec_flag,
+               "Run CMD [ARG...] (the rest of the command line) for each message in a "
+               "transaction: exit 0 commits, anything else rolls back");
+  app.add_flag("--batch", batch,
+               "With --exec: run CMD once for all the messages (-n, --top, --all), in one "
+               "transaction; bodies separated by newlines (-0: NUL)");
+  app.add_option("--lease", lease,
+                 "Lock the messages for DURATION and print them with a lease token; "
+                 "mq-admin ack/nack TOKEN ends it")
+      ->type_name("DURATION");
+  if (int rc = cli::Parse(app, static_cast<int>(own.size()), own.data()); rc >= 0) return rc;
 
   auto ref = cli::ParseQueueArg(queue);
   if (!ref.ok()) return cli::Fail(ref.status());
+  if (exec && cmd.empty()) return cli::Fail(Status(Code::kInvalidArg, "--exec needs a command"));
+  if (batch && !exec) return cli::Fail(Status(Code::kInvalidArg, "--batch goes with --exec"));
+  if (exec && !lease.empty())
+    return cli::Fail(Status(Code::kInvalidArg, "--exec and --lease do not go together"));
+  if ((exec || !lease.empty()) && !sel_args.cursor.empty())
+    return cli::Fail(
+        Status(Code::kInvalidArg, "--exec and --lease take messages from the head, not a cursor"));
+  if (exec && (out_args.json || !out_args.format.empty() || !out_args.templ.empty() ||
+               (out_args.lines && !batch)))
+    return cli::Fail(Status(Code::kInvalidArg,
+                            "with --exec the messages go to the command: no output options"));
   auto sel = cli::MakeSelection(sel_args);
   if (!sel.ok()) return cli::Fail(sel.status());
-  auto sink = cli::OutputSink::Make(out_args);
-  if (!sink.ok()) return cli::Fail(sink.status());
   auto ro = cli::MakeReadOptions(sel_args);
   if (!ro.ok()) return cli::Fail(ro.status());
+  int64_t lease_ms = 0;
+  if (!lease.empty()) {
+    auto d = ParseDuration(lease);
+    if (!d.ok()) return cli::Fail(d.status());
+    if (*d <= 0) return cli::Fail(Status(Code::kInvalidArg, "--lease needs a finite duration"));
+    lease_ms = *d;
+  }
   std::optional<CursorOptions> co;
   if (!sel_args.cursor.empty()) {
     auto c = cli::MakeCursorOptions(sel_args, true);
     if (!c.ok()) return cli::Fail(c.status());
     co = *c;
   }
+  cli::OutputArgs sink_args = out_args;
+  if (exec) sink_args = cli::OutputArgs();
+  auto sink = cli::OutputSink::Make(sink_args);
+  if (!sink.ok()) return cli::Fail(sink.status());
   auto store = cli::OpenStore(store_args);
   if (!store.ok()) return cli::Fail(store.status());
+
+  if (exec)
+    return RunExec(**store, *ref, *sel, *ro, cmd, batch, out_args.null ? '\0' : '\n',
+                   sel_args.all);
+  if (lease_ms) {
+    LockOptions lo;
+    lo.lease_ms = lease_ms;
+    auto l = (*store)->Lock(*ref, *sel, *ro, lo, sink->get());
+    if (!l.ok()) return cli::Fail(l.status().WithSubject(ref->Full()));
+    if (!out_args.json && out_args.format.empty()) {
+      std::string line = (*l)->token() + "\n";
+      ssize_t ignored = ::write(2, line.data(), line.size());
+      (void)ignored;
+    }
+    return 0;
+  }
   Status s = co ? (*store)->CursorReceive(*ref, *co, *ro, **sink)
                 : (*store)->Receive(*ref, *sel, *ro, **sink);
   if (!s.ok()) return cli::Fail(s.WithSubject(ref->Full()));

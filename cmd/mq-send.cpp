@@ -44,6 +44,8 @@ struct SendArgs {
   bool express = false;
   bool print_id = false;
   std::string delay, at;
+  bool tx = false;
+  std::string dedup;
 };
 
 // Hands a vector of prepared messages to Store::Append.
@@ -93,10 +95,23 @@ class Sender {
   Status Commit() {
     if (batch_.empty()) return {};
     VectorSource src(batch_);
+    return Append(src);
+  }
+
+  // Appends everything `src` gives in one transaction.
+  Status Append(MessageSource& src) {
     AppendOptions o;
     o.create_queue = args_.store.create;
+    o.transactional = args_.tx;
+    o.dedup_key = args_.dedup;
     ids_.clear();
-    Status s = store_.Append(ref_, o, src, args_.print_id ? &ids_ : nullptr);
+    AppendReport report;
+    Status s = store_.Append(ref_, o, src, args_.print_id ? &ids_ : nullptr, &report);
+    if (s.ok() && report.duplicate) {
+      cli::Note(ref_.Full(), fmt::format("duplicate of {} (dedup key '{}'): dropped",
+                                         FormatMessageId(report.original_id), args_.dedup));
+      if (args_.print_id) ids_ = {report.original_id};
+    }
     if (!s.ok()) {
       if (sent_)
         return Status(s.code(),
@@ -124,6 +139,57 @@ class Sender {
   std::vector<std::string> ids_;
   size_t bytes_ = 0;
   uint64_t sent_ = 0;
+};
+
+// The records of stdin for a --tx send: spooled to an unlinked temporary file first, so that
+// one transaction can take them all (and run again if the store's map must grow) without
+// holding them in memory.
+class SpoolSource : public MessageSource {
+ public:
+  SpoolSource(const Message& proto, char sep) : proto_(proto), sep_(sep) {}
+  ~SpoolSource() override {
+    if (f_) fclose(f_);
+    std::free(line_);
+  }
+  Status Spool() {
+    f_ = tmpfile();
+    if (!f_) return ErrnoStatus(errno, "tmpfile", "cannot spool stdin");
+    char buf[65536];
+    for (;;) {
+      ssize_t n = ::read(0, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return ErrnoStatus(errno, "stdin", "read failed");
+      if (n == 0) break;
+      if (fwrite(buf, 1, static_cast<size_t>(n), f_) != static_cast<size_t>(n))
+        return ErrnoStatus(errno, "tmpfile", "cannot spool stdin");
+    }
+    if (fflush(f_) != 0) return ErrnoStatus(errno, "tmpfile", "cannot spool stdin");
+    return {};
+  }
+  Result<bool> Next(Message& m) override {
+    errno = 0;
+    ssize_t n = getdelim(&line_, &cap_, sep_, f_);
+    if (n < 0) {
+      if (errno) return ErrnoStatus(errno, "tmpfile", "read failed");
+      return false;
+    }
+    size_t len = static_cast<size_t>(n);
+    if (len && line_[len - 1] == sep_) --len;
+    m = proto_;
+    m.body.assign(line_, len);
+    return true;
+  }
+  Status Rewind() override {
+    if (fseek(f_, 0, SEEK_SET) != 0) return ErrnoStatus(errno, "tmpfile", "cannot rewind");
+    return {};
+  }
+
+ private:
+  Message proto_;
+  char sep_;
+  FILE* f_ = nullptr;
+  char* line_ = nullptr;
+  size_t cap_ = 0;
 };
 
 // Splits stdin on `sep`, sending records in batches; memory stays bounded by the batch.
@@ -245,6 +311,13 @@ int Run(int argc, char** argv) {
   app.add_option("--response-queue", a.response_queue, "Queue for replies")->type_name("QUEUE");
   app.add_flag("--express", a.express, "Do not wait for the disk (MQMSG_DELIVERY_EXPRESS)");
   app.add_flag("--print-id", a.print_id, "Print the id of each message sent");
+  app.add_flag("--tx", a.tx,
+               "One transaction for everything this invocation sends: all visible at once or "
+               "none (Eod First/Last, transaction id and sequence numbers recorded)");
+  app.add_option("--dedup", a.dedup,
+                 "A second send with KEY within the queue's dedup window is accepted and "
+                 "dropped")
+      ->type_name("KEY");
   auto* delay = app.add_option("--delay", a.delay, "Not visible to readers before DURATION")
                     ->type_name("DURATION");
   app.add_option("--at", a.at, "Not visible to readers before TIME (RFC 3339 or @EPOCH)")
@@ -288,9 +361,16 @@ int Run(int argc, char** argv) {
     Status s = (*store)->SetExpress(true);
     if (!s.ok()) return cli::Fail(s);
   }
+  if (!a.dedup.empty() && (a.lines || a.null) && !a.tx)
+    return cli::Fail(Status(Code::kInvalidArg,
+                            "--dedup with -l or -0 needs --tx (the key names the whole send)"));
   Sender sender(**store, *ref, *proto, a);
   Status s;
-  if (a.lines || a.null) {
+  if (a.tx && (a.lines || a.null)) {
+    SpoolSource src(*proto, a.lines ? '\n' : '\0');
+    s = src.Spool();
+    if (s.ok()) s = sender.Append(src);
+  } else if (a.lines || a.null) {
     s = SendRecords(sender, a.lines ? '\n' : '\0');
   } else {
     sender.Add(std::move(body));

@@ -20,15 +20,28 @@
 //     from its handler, with NEXT on a named cursor; an anonymous cursor follows arrival
 //     order so that no message is reported twice or skipped. It ends on SIGINT or SIGTERM
 //     (exit 0), or when the queue is deleted or disabled (exit 5).
+//
+// --exec CMD [ARG...] makes it an activator (Service Broker ACTIVATION): while the queue has
+// available messages it keeps up to --max-readers receivers running, each
+// `mq-receive QUEUE --all --exec CMD [ARG...]` (the mq-receive beside this program), which
+// takes messages one by one in transactions until none is left. It starts receivers as
+// messages arrive (doorbell) or become due (deadline), never more than there are available
+// messages. SIGTERM/SIGINT: no new receivers; the running ones get SIGTERM, finish their
+// current command (commit or roll back) and exit; then mq-watch exits 0. A queue disabled or
+// deleted: the same, exit 5.
+#include <sys/wait.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <csignal>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "common.hpp"
+#include "exec.hpp"
 #include "units.hpp"
 
 namespace mq {
@@ -44,12 +57,109 @@ void OnSignal(int) {
   errno = saved;
 }
 
+void OnChild(int) {
+  int saved = errno;
+  char b = 2;
+  ssize_t ignored = ::write(g_stop_pipe[1], &b, 1);
+  (void)ignored;
+  errno = saved;
+}
+
+volatile sig_atomic_t g_stopping = 0;
+
+void OnStopSignal(int sig) {
+  g_stopping = 1;
+  OnSignal(sig);
+}
+
+std::string SiblingProgram(const char* name) {
+  char self[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return name;
+  std::string dir(self, static_cast<size_t>(n));
+  return dir.substr(0, dir.rfind('/') + 1) + name;
+}
+
+int Activate(Store& store, const QueueRef& ref, const std::vector<std::string>& cmd,
+             int max_readers) {
+  std::vector<std::string> argv = {SiblingProgram("mq-receive"), "-s", store.dir(), ref.Full(),
+                                   "--all", "--exec"};
+  argv.insert(argv.end(), cmd.begin(), cmd.end());
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+
+  struct sigaction sa {};
+  sa.sa_handler = OnChild;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_NOCLDSTOP;
+  sigaction(SIGCHLD, &sa, nullptr);
+  sa.sa_handler = OnStopSignal;
+  sa.sa_flags = 0;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  std::set<pid_t> children;
+  int rc = 0;
+  bool stopping = false;
+  auto waiter = store.ArmDoorbell(ref);
+  if (!waiter.ok()) return cli::Fail(waiter.status().WithSubject(ref.Full()));
+  for (;;) {
+    int status;
+    pid_t pid;
+    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) children.erase(pid);
+    if (g_stopping && !stopping) {
+      stopping = true;
+      for (pid_t c : children) ::kill(c, SIGTERM);
+    }
+    int64_t deadline = 0;
+    if (!stopping) {
+      auto st = store.StatQueue(ref);
+      if (!st.ok() || !st->info.enabled) {
+        cli::Fail(st.ok() ? Status(Code::kQueueNotActive, "queue was disabled (status OFF)",
+                                   ref.Full())
+                          : Status(Code::kQueueDeleted, "queue was deleted", ref.Full()));
+        rc = 5;
+        stopping = true;
+        for (pid_t c : children) ::kill(c, SIGTERM);
+      } else {
+        const QueueInfo& q = st->info;
+        uint64_t available = q.count - std::min(q.count, q.delayed + q.locked);
+        while (children.size() < static_cast<size_t>(max_readers) && children.size() < available) {
+          pid_t c = ::fork();
+          if (c < 0) return cli::Fail(ErrnoStatus(errno, "fork", "cannot start a receiver"));
+          if (c == 0) {
+            ::signal(SIGCHLD, SIG_DFL);
+            ::signal(SIGINT, SIG_DFL);
+            ::signal(SIGTERM, SIG_DFL);
+            ::execv(cargv[0], cargv.data());
+            ::_exit(127);
+          }
+          children.insert(c);
+        }
+        auto d = store.NextDeadline(ref);
+        if (d.ok()) deadline = *d;
+      }
+    }
+    if (stopping && children.empty()) return rc;
+    auto wake = waiter->Wait(deadline, -1, g_stop_pipe[0]);
+    if (!wake.ok()) return cli::Fail(wake.status());
+    char buf[64];
+    while (::read(g_stop_pipe[0], buf, sizeof buf) > 0) {
+    }
+  }
+}
+
 int Run(int argc, char** argv) {
   cli::SetTool("mq-watch");
   std::signal(SIGPIPE, SIG_IGN);
+  std::vector<char*> own;
+  std::vector<std::string> cmd;
+  bool exec = cli::SplitExec(argc, argv, own, cmd);
   cli::StoreArgs store_args;
   std::string queue, cursor = "first", cursor_name, timeout = "infinite";
-  bool json = false, follow = false, no_wait_lock = false;
+  bool json = false, follow = false, no_wait_lock = false, exec_flag = false;
+  int max_readers = 1;
   CLI::App app("Wait for messages to arrive in an mq queue (EnableNotification)", "mq-watch");
   app.set_version_flag("--version", MQ_VERSION);
   cli::AddStoreOption(app, store_args);
@@ -67,7 +177,21 @@ int Run(int argc, char** argv) {
   app.add_flag("--follow", follow, "Keep watching: one event per message until a signal");
   app.add_flag("--no-wait-lock", no_wait_lock,
                "Fail (exit 5) instead of waiting when another process uses the cursor");
-  if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
+  app.add_flag("--exec", exec_flag,
+               "Activator: receive each arriving message transactionally with CMD [ARG...] "
+               "(the rest of the command line), as mq-receive --exec");
+  app.add_option("--max-readers", max_readers,
+                 "With --exec: up to N receivers at once (MAX_QUEUE_READERS, default 1)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 32767));
+  if (int rc = cli::Parse(app, static_cast<int>(own.size()), own.data()); rc >= 0) return rc;
+  if (exec && cmd.empty()) return cli::Fail(Status(Code::kInvalidArg, "--exec needs a command"));
+  if (!exec && app.count("--max-readers"))
+    return cli::Fail(Status(Code::kInvalidArg, "--max-readers goes with --exec"));
+  if (exec && (follow || json || !cursor_name.empty() || app.count("--timeout")))
+    return cli::Fail(Status(Code::kInvalidArg,
+                            "--exec runs until stopped: no --follow, --json, --cursor-name or "
+                            "--timeout"));
 
   WatchOptions wo;
   if (cursor == "first") wo.action = CursorAction::kFirst;
@@ -108,6 +232,7 @@ int Run(int argc, char** argv) {
 
   if (::pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
     return cli::Fail(ErrnoStatus(errno, "pipe", "cannot set up signal handling"));
+  if (exec) return Activate(**store, *ref, cmd, max_readers);
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
   sigemptyset(&sa.sa_mask);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include "status.hpp"
 
@@ -28,6 +29,8 @@ class FileLock {
   static Result<bool> IsHeld(const std::string& path);
 
   bool held() const { return fd_ >= 0; }
+  // Gives up ownership of the descriptor (which keeps the lock) to the caller.
+  int Detach() { return std::exchange(fd_, -1); }
   void Release();
 
  private:

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "codec.hpp"
 
 namespace mq {
@@ -24,6 +26,14 @@ enum Tag : uint32_t {
   kTagBytes = 9,
   kTagNextLookup = 10,
   kTagDelayed = 11,
+  kTagLocked = 12,
+  kTagTransactional = 13,
+  kTagMaxRetries = 14,
+  kTagPoison = 15,
+  kTagDedupWindow = 16,
+  kTagNextLease = 17,
+  kTagTxSequenceId = 18,
+  kTagTxNextSeq = 19,
 };
 
 }  // namespace
@@ -42,6 +52,14 @@ std::string EncodeQueue(const QueueInfo& q) {
   w.Uint(kTagBytes, q.bytes);
   w.Uint(kTagNextLookup, q.next_lookup);
   w.UintIfNot(kTagDelayed, q.delayed, 0);
+  w.UintIfNot(kTagLocked, q.locked, 0);
+  w.UintIfNot(kTagTransactional, q.transactional ? 1 : 0, 0);
+  w.UintIfNot(kTagMaxRetries, q.max_retries, kDefaultMaxRetries);
+  w.UintIfNot(kTagPoison, static_cast<uint8_t>(q.poison), 0);
+  w.UintIfNot(kTagDedupWindow, static_cast<uint64_t>(q.dedup_window), kDefaultDedupWindow);
+  w.UintIfNot(kTagNextLease, q.next_lease, 1);
+  w.UintIfNot(kTagTxSequenceId, q.tx_sequence_id, 0);
+  w.UintIfNot(kTagTxNextSeq, q.tx_next_seq, 1);
   return out;
 }
 
@@ -65,12 +83,29 @@ Status DecodeQueue(std::string_view record, QueueInfo& q) {
       case kTagBytes: d.bytes = r.uint(); break;
       case kTagNextLookup: d.next_lookup = r.uint(); break;
       case kTagDelayed: d.delayed = r.uint(); break;
+      case kTagLocked: d.locked = r.uint(); break;
+      case kTagTransactional: d.transactional = r.uint() != 0; break;
+      case kTagMaxRetries: d.max_retries = static_cast<uint32_t>(r.uint()); break;
+      case kTagPoison: d.poison = static_cast<PoisonAction>(std::min<uint64_t>(r.uint(), 2)); break;
+      case kTagDedupWindow: d.dedup_window = static_cast<int64_t>(r.uint()); break;
+      case kTagNextLease: d.next_lease = r.uint(); break;
+      case kTagTxSequenceId: d.tx_sequence_id = r.uint(); break;
+      case kTagTxNextSeq: d.tx_next_seq = static_cast<uint32_t>(r.uint()); break;
       default: break;
     }
   }
   if (r.error()) return Status(Code::kCorrupted, "malformed queue record");
   q = std::move(d);
   return {};
+}
+
+const char* PoisonName(PoisonAction a) {
+  switch (a) {
+    case PoisonAction::kSubqueue: return "subqueue";
+    case PoisonAction::kDeadletter: return "deadletter";
+    case PoisonAction::kDisable: return "disable";
+  }
+  return "subqueue";
 }
 
 }  // namespace mq

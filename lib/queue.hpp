@@ -14,6 +14,17 @@
 
 namespace mq {
 
+inline constexpr uint32_t kDefaultMaxRetries = 5;
+inline constexpr int64_t kDefaultDedupWindow = 5 * 60 * 1000;
+
+// What happens to a message rolled back max_retries times.
+enum class PoisonAction : uint8_t {
+  kSubqueue = 0,    // move to QUEUE;poison (MSMQ 4 poison subqueue)
+  kDeadletter = 1,  // move to system;deadletter (system;deadxact for a transactional queue)
+  kDisable = 2,     // Service Broker: set the queue's status OFF
+};
+const char* PoisonName(PoisonAction a);
+
 struct QueueInfo {
   std::string name;  // the key, e.g. "orders" or "orders;poison"
   uint32_t id = 0;
@@ -28,6 +39,16 @@ struct QueueInfo {
   uint64_t bytes = 0;
   uint64_t next_lookup = 1;
   uint64_t delayed = 0;  // of `count`: stored but not visible yet (delayed delivery)
+  uint64_t locked = 0;   // of `count`: held by an open transactional receive or lease
+
+  // Transactions and poison messages.
+  bool transactional = false;  // accepts only transactional sends (--tx)
+  uint32_t max_retries = kDefaultMaxRetries;
+  PoisonAction poison = PoisonAction::kSubqueue;
+  int64_t dedup_window = kDefaultDedupWindow;  // ms
+  uint64_t next_lease = 1;
+  uint64_t tx_sequence_id = 0;  // MS-MQQB TxSequenceID of sends into this queue
+  uint32_t tx_next_seq = 1;     // the next TxSequenceNumber
 
   bool operator==(const QueueInfo&) const = default;
 };

@@ -84,8 +84,72 @@ size_t Utf8Length(std::string_view s) {
 std::mutex g_open_mu;
 std::set<std::string> g_open_dirs;  // one env per directory per process
 
-const char* kDbNames[] = {"meta",  "queues", "queue_ids", "messages", "order",
-                          "by_id", "by_corr", "delays",    "cursors"};
+const char* kDbNames[] = {"meta",    "queues", "queue_ids", "messages", "order",
+                          "by_id",   "by_corr", "delays",   "cursors",  "locked",
+                          "leases",  "dedup",   "dedup_exp"};
+
+std::string LeaseKey(uint32_t qid, uint64_t lease_id) {
+  std::string k = QueueIdKey(qid);
+  PutU64BE(k, lease_id);
+  return k;
+}
+
+// A lease record (the value in `leases`): TLV, tags never reused.
+struct LeaseRecord {
+  bool process = true;
+  int64_t pid = 0;
+  int64_t since = 0;
+  int64_t expires = 0;
+  std::string secret;             // 16 bytes, part of the token of an expiring lease
+  std::vector<std::string> keys;  // order keys of the Locked messages
+};
+
+std::string EncodeLease(const LeaseRecord& r) {
+  std::string out(1, '\x01');
+  TlvWriter w(out);
+  w.Uint(1, r.process ? 1 : 2);
+  w.Uint(2, static_cast<uint64_t>(r.pid));
+  w.Uint(3, static_cast<uint64_t>(r.since));
+  w.UintIfNot(4, static_cast<uint64_t>(r.expires), 0);
+  w.BytesIfNotEmpty(5, r.secret);
+  std::string keys;
+  for (const auto& k : r.keys) keys += k;
+  w.Bytes(6, keys);
+  return out;
+}
+
+bool DecodeLease(std::string_view v, LeaseRecord& r) {
+  if (v.empty() || v[0] != 1) return false;
+  TlvReader rd(v.substr(1));
+  while (rd.Next()) {
+    switch (rd.tag()) {
+      case 1: r.process = rd.uint() == 1; break;
+      case 2: r.pid = static_cast<int64_t>(rd.uint()); break;
+      case 3: r.since = static_cast<int64_t>(rd.uint()); break;
+      case 4: r.expires = static_cast<int64_t>(rd.uint()); break;
+      case 5: r.secret = rd.bytes(); break;
+      case 6:
+        for (size_t i = 0; i + 13 <= rd.bytes().size(); i += 13)
+          r.keys.emplace_back(rd.bytes().substr(i, 13));
+        break;
+      default: break;
+    }
+  }
+  return !rd.error();
+}
+
+std::string DedupKey(uint32_t qid, std::string_view key) {
+  std::string k = QueueIdKey(qid);
+  k += key;
+  return k;
+}
+
+std::string DedupExpKey(uint32_t qid, int64_t expiry, std::string_view key) {
+  std::string k = QueueIdKey(qid);
+  PutU64BE(k, static_cast<uint64_t>(expiry));
+  k += key;
+  return k;
+}
 
 std::string DelayKey(uint32_t qid, int64_t visible, uint64_t lookup) {
   std::string k;
@@ -111,11 +175,13 @@ struct Store::Impl {
   lmdb::Env env;
   Guid guid{};
   unsigned file_mode = 0600;
+  std::set<uint32_t> to_notify;  // doorbells to ring after the current write commits
   lmdb::Dbi meta = 0, queues = 0, queue_ids = 0, messages = 0, order = 0, by_id = 0, by_corr = 0,
-            delays = 0, cursors = 0;
+            delays = 0, cursors = 0, locked = 0, leases = 0, dedup = 0, dedup_exp = 0;
 
-  lmdb::Dbi* DbSlots[9] = {&meta,  &queues,  &queue_ids, &messages, &order,
-                           &by_id, &by_corr, &delays,    &cursors};
+  lmdb::Dbi* DbSlots[13] = {&meta,    &queues,  &queue_ids, &messages, &order,
+                            &by_id,   &by_corr, &delays,    &cursors,  &locked,
+                            &leases,  &dedup,   &dedup_exp};
 
   ~Impl() {
     std::lock_guard<std::mutex> lock(g_open_mu);
@@ -129,7 +195,9 @@ struct Store::Impl {
     for (int attempt = 0;; ++attempt) {
       auto txn = lmdb::Txn::Begin(env, true);
       if (!txn.ok()) return txn.status();
+      to_notify.clear();
       Status s = fn(*txn);
+      if (s.ok() && !txn->active()) return s;  // fn committed itself
       bool from_commit = false;
       if (s.ok()) {
         s = txn->Commit();
@@ -139,6 +207,10 @@ struct Store::Impl {
           return Status(Code::kInsufficientResources, "no space left on the store's disk; "
                         "nothing was written", dir);
         if (!s.ok() && s.code() != Code::kMapFull) return s.WithSubject(dir);
+        if (s.ok()) {
+          for (uint32_t qid : to_notify) Notify(qid);
+          to_notify.clear();
+        }
       }
       if (s.code() != Code::kMapFull) return s;
       txn->Abort();
@@ -247,6 +319,12 @@ struct Store::Impl {
       if (!r.ok()) return r.status();
       if (*r) q.delayed -= std::min<uint64_t>(q.delayed, 1);
     }
+    if (!*r) {
+      // Locked: the lease that holds it skips it when it ends.
+      r = txn.Del(locked, OrderKey(q.id, m.priority, m.lookup_id));
+      if (!r.ok()) return r.status();
+      if (*r) q.locked -= std::min<uint64_t>(q.locked, 1);
+    }
     if (!m.id.empty()) {
       r = txn.Del(by_id, m.id);
       if (!r.ok()) return r.status();
@@ -280,6 +358,13 @@ struct Store::Impl {
     return {};
   }
 
+  // Whether a message is visible to readers: in `order` (not delayed, not Locked), or
+  // Locked when `include_locked`.
+  bool Visible(lmdb::Txn& txn, uint32_t qid, const Message& m, bool include_locked) {
+    std::string key = OrderKey(qid, m.priority, m.lookup_id);
+    return txn.Get(order, key) || (include_locked && txn.Get(locked, key));
+  }
+
   // Collects up to `max_count` messages (and about `max_bytes`) chosen by `sel`, resuming
   // after `resume` if it is not empty.
   Status Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection& sel,
@@ -296,6 +381,7 @@ struct Store::Impl {
       Found f;
       f.walk_key = "id";
       MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(*v, 4), f));
+      if (!Visible(txn, q.id, f.msg, sel.include_locked)) return {};
       out.push_back(std::move(f));
       return {};
     }
@@ -311,6 +397,7 @@ struct Store::Impl {
         Found f;
         f.walk_key = std::string(c.key());
         MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(c.key(), prefix.size() + 1), f));
+        if (!Visible(txn, q.id, f.msg, sel.include_locked)) continue;
         bytes += f.size;
         out.push_back(std::move(f));
       }
@@ -319,46 +406,60 @@ struct Store::Impl {
 
     std::string prefix = QueueIdKey(q.id);
     bool backward = sel.anchor == Anchor::kLast || sel.anchor == Anchor::kBefore;
-    lmdb::Cursor c(txn, order);
-    bool on = false;
+    // Where the walk starts: forwards from `start` (inclusive or not), backwards from before
+    // `start` (the end of the queue if empty).
+    std::string start;
+    bool inclusive = true;
     if (!resume.empty()) {
-      on = backward ? c.SeekLt(resume) : c.SeekGe(resume);
-      if (on && !backward && c.key() == resume) on = c.Next();
+      start = resume;
+      inclusive = false;
     } else {
       switch (sel.anchor) {
         case Anchor::kHead:
-          on = c.SeekGe(prefix);
+          start = prefix;
           break;
         case Anchor::kLast:
-          on = c.SeekLt(QueueIdKey(q.id + 1));
+          start = QueueIdKey(q.id + 1);
           break;
         case Anchor::kAt:
         case Anchor::kAfter:
         case Anchor::kBefore: {
           Found anchor;
-          auto rec = txn.Get(messages, MsgKey(q.id, sel.lookup_id));
-          if (!rec) return {};
+          if (!txn.Get(messages, MsgKey(q.id, sel.lookup_id))) return {};
           MQ_RETURN_IF_ERROR(LoadMessage(txn, q, sel.lookup_id, anchor));
-          std::string key = OrderKey(q.id, anchor.msg.priority, sel.lookup_id);
-          if (sel.anchor == Anchor::kBefore) {
-            on = c.SeekLt(key);
-          } else {
-            on = c.SeekGe(key);
-            if (on && sel.anchor == Anchor::kAfter && c.key() == key) on = c.Next();
-          }
+          start = OrderKey(q.id, anchor.msg.priority, sel.lookup_id);
+          inclusive = sel.anchor == Anchor::kAt;
           break;
         }
         default:
-          break;
+          return {};
       }
     }
-    for (; on && HasPrefix(c.key(), prefix) && !full(); on = backward ? c.Prev() : c.Next()) {
+    // Visible messages are in `order`; with include_locked, Locked ones (in `locked`, under
+    // the same keys) are merged in, in their places.
+    lmdb::Cursor co(txn, order);
+    std::optional<lmdb::Cursor> cl;
+    if (sel.include_locked) cl.emplace(txn, locked);
+    auto position = [&](lmdb::Cursor& c) -> bool {
+      if (backward) return c.SeekLt(start);
+      bool on = c.SeekGe(start);
+      if (on && !inclusive && c.key() == start) on = c.Next();
+      return on;
+    };
+    bool on_o = position(co) && HasPrefix(co.key(), prefix);
+    bool on_l = cl && position(*cl) && HasPrefix(cl->key(), prefix);
+    while ((on_o || on_l) && !full()) {
+      bool take_o = on_o && (!on_l || (backward ? co.key() > cl->key() : co.key() < cl->key()));
+      lmdb::Cursor& c = take_o ? co : *cl;
       if (c.key().size() != 13) return Status(Code::kCorrupted, "bad order index key", q.name);
       Found f;
       f.walk_key = std::string(c.key());
       MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(c.key(), 5), f));
       bytes += f.size;
       out.push_back(std::move(f));
+      bool on = backward ? c.Prev() : c.Next();
+      on = on && HasPrefix(c.key(), prefix);
+      (take_o ? on_o : on_l) = on;
     }
     return {};
   }
@@ -441,9 +542,217 @@ struct Store::Impl {
     }
   }
 
-  // For read-only paths: promotes due messages of the queue `ref` names in a write
-  // transaction of its own, if there are any. Cheap when there are none (one seek).
-  Status PromoteIfDue(const QueueRef& ref) {
+  std::string LeaseLockPath(uint32_t qid, uint64_t lease_id) {
+    return paths.locks_dir() + "/lease." + std::to_string(qid) + "." + std::to_string(lease_id);
+  }
+
+  Result<QueueInfo> LoadOrCreate(lmdb::Txn& txn, const std::string& name) {
+    auto q = LoadQueue(txn, name);
+    if (!q.ok()) return q.status();
+    if (*q) return std::move(**q);
+    return NewQueue(txn, name);
+  }
+
+  // Moves a message of `q` (in any state) to the queue `to_name` (created if missing, as
+  // subqueues and system queues are), keeping its lookup id if `keep_lookup` and it is free
+  // there (MSMQ MoveMessage), else giving it the target's next one.
+  Status MoveMessage(lmdb::Txn& txn, QueueInfo& q, Found& f, const std::string& to_name,
+                     bool keep_lookup, int64_t now) {
+    MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, f.msg, f.size));
+    auto to_r = LoadOrCreate(txn, to_name);
+    if (!to_r.ok()) return to_r.status();
+    QueueInfo& to = to_r.value();
+    Message& m = f.msg;
+    m.move_count++;
+    m.last_move_time = now;
+    m.visible_time = 0;
+    uint64_t lookup = m.lookup_id;
+    if (!keep_lookup || txn.Get(messages, MsgKey(to.id, lookup))) lookup = to.next_lookup;
+    to.next_lookup = std::max(to.next_lookup, lookup + 1);
+    m.lookup_id = lookup;
+    m.queuing_order = lookup;
+    m.queue = to.name;
+    std::string rec = EncodeRecord(m);
+    MQ_RETURN_IF_ERROR(txn.Put(messages, MsgKey(to.id, lookup), rec));
+    MQ_RETURN_IF_ERROR(txn.Put(order, OrderKey(to.id, m.priority, lookup), {}));
+    MQ_RETURN_IF_ERROR(txn.Put(by_id, m.id, MsgKey(to.id, lookup)));
+    if (!m.correlation_id.empty())
+      MQ_RETURN_IF_ERROR(txn.Put(by_corr, CorrKey(m.correlation_id, to.id, m.priority, lookup), {}));
+    to.count++;
+    to.bytes += rec.size();
+    to_notify.insert(to.id);
+    return PutQueue(txn, to);
+  }
+
+  // Rewrites a message's record in place; keeps the queue's byte counter right.
+  Status Rewrite(lmdb::Txn& txn, QueueInfo& q, const Message& m, uint64_t old_size,
+                 uint64_t* new_size = nullptr) {
+    std::string rec = EncodeRecord(m);
+    MQ_RETURN_IF_ERROR(txn.Put(messages, MsgKey(q.id, m.lookup_id), rec));
+    q.bytes = q.bytes - std::min(q.bytes, old_size) + rec.size();
+    if (new_size) *new_size = rec.size();
+    return {};
+  }
+
+  // Ends a lease by removing its messages.
+  Status CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id, const LeaseRecord& rec) {
+    for (const std::string& key : rec.keys) {
+      auto holder = txn.Get(locked, key);
+      if (!holder || holder->size() != 8 || GetU64BE(*holder, 0) != lease_id) continue;
+      Found f;
+      MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(key, 5), f));
+      MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, f.msg, f.size));
+    }
+    auto r = txn.Del(leases, LeaseKey(q.id, lease_id));
+    if (!r.ok()) return r.status();
+    return PutQueue(txn, q);
+  }
+
+  // Ends a lease by returning its messages to their places (after `delay_ms`), abort count
+  // + 1; a message rolled back max_retries times meets the queue's poison action.
+  Status RollbackLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id, const LeaseRecord& rec,
+                       int64_t delay_ms, int64_t now, FinishReport* report) {
+    for (const std::string& key : rec.keys) {
+      auto holder = txn.Get(locked, key);
+      if (!holder || holder->size() != 8 || GetU64BE(*holder, 0) != lease_id) continue;
+      auto r = txn.Del(locked, key);
+      if (!r.ok()) return r.status();
+      q.locked -= std::min<uint64_t>(q.locked, 1);
+      Found f;
+      MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(key, 5), f));
+      Message& m = f.msg;
+      m.abort_count++;
+      bool poison = q.max_retries && m.abort_count >= q.max_retries;
+      if (!poison && delay_ms > 0) {
+        m.visible_time = now + delay_ms;
+        MQ_RETURN_IF_ERROR(Rewrite(txn, q, m, f.size, &f.size));
+        MQ_RETURN_IF_ERROR(txn.Put(delays, DelayKey(q.id, m.visible_time, m.lookup_id), {}));
+        q.delayed++;
+        continue;
+      }
+      m.visible_time = 0;
+      MQ_RETURN_IF_ERROR(Rewrite(txn, q, m, f.size, &f.size));
+      MQ_RETURN_IF_ERROR(txn.Put(order, key, {}));  // the same key: the same place
+      to_notify.insert(q.id);
+      if (!poison) continue;
+      switch (q.poison) {
+        case PoisonAction::kSubqueue: {
+          std::string to = q.name + ";poison";
+          MQ_RETURN_IF_ERROR(MoveMessage(txn, q, f, to, true, now));
+          if (report)
+            report->notes.push_back(fmt::format("message {} rolled back {} times: moved to {}",
+                                                m.lookup_id, m.abort_count, to));
+          break;
+        }
+        case PoisonAction::kDeadletter: {
+          std::string to = q.transactional ? "system;deadxact" : "system;deadletter";
+          uint64_t lookup = m.lookup_id;
+          m.msg_class = 0xC004;  // MQMSG_CLASS_NACK_RECEIVE_REJECTED
+          m.destination_queue = q.name;
+          MQ_RETURN_IF_ERROR(MoveMessage(txn, q, f, to, false, now));
+          if (report)
+            report->notes.push_back(fmt::format("message {} rolled back {} times: moved to {}",
+                                                lookup, m.abort_count, to));
+          break;
+        }
+        case PoisonAction::kDisable:
+          q.enabled = false;
+          q.modified_time = now;
+          if (report)
+            report->notes.push_back(fmt::format(
+                "message {} rolled back {} times: queue disabled (status OFF)", m.lookup_id,
+                m.abort_count));
+          break;
+      }
+    }
+    auto r = txn.Del(leases, LeaseKey(q.id, lease_id));
+    if (!r.ok()) return r.status();
+    to_notify.insert(q.id);
+    return PutQueue(txn, q);
+  }
+
+  // Forgets a dedup key, given its dedup_exp key.
+  Status DropDedup(lmdb::Txn& txn, uint32_t qid, const std::string& exp_key) {
+    std::string key = exp_key.substr(12);
+    auto v = txn.Get(dedup, DedupKey(qid, key));
+    // Only if the dedup entry still has this expiry (a later send may have renewed it).
+    if (v && v->size() >= 8 && GetU64BE(*v, 0) == GetU64BE(exp_key, 4)) {
+      auto r = txn.Del(dedup, DedupKey(qid, key));
+      if (!r.ok()) return r.status();
+    }
+    auto r = txn.Del(dedup_exp, exp_key);
+    return r.ok() ? Status() : r.status();
+  }
+
+  struct LeaseEntry {
+    uint64_t id;
+    LeaseRecord rec;
+  };
+
+  Result<std::vector<LeaseEntry>> LeasesOf(lmdb::Txn& txn, uint32_t qid) {
+    std::vector<LeaseEntry> out;
+    if (qid == 0) return out;
+    std::string prefix = QueueIdKey(qid);
+    lmdb::Cursor c(txn, leases);
+    for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix); on = c.Next()) {
+      LeaseEntry e;
+      e.id = GetU64BE(c.key(), 4);
+      if (!DecodeLease(c.value(), e.rec))
+        return Status(Code::kCorrupted, "malformed lease record", fmt::format("#{}", qid));
+      out.push_back(std::move(e));
+    }
+    return out;
+  }
+
+  // Whether a lease's holder is gone: its lock file is not locked (process lease), or it
+  // expired by `now` (token lease).
+  bool LeaseIsOver(uint32_t qid, const LeaseEntry& e, int64_t now) {
+    if (!e.rec.process) return e.rec.expires <= now;
+    auto held = FileLock::IsHeld(LeaseLockPath(qid, e.id));
+    return held.ok() && !*held;
+  }
+
+  // Returns the messages of dead or expired leases of `q`.
+  Result<uint64_t> RecoverLeases(lmdb::Txn& txn, QueueInfo& q, int64_t now) {
+    auto list = LeasesOf(txn, q.id);
+    if (!list.ok()) return list.status();
+    uint64_t n = 0;
+    for (const LeaseEntry& e : *list) {
+      if (!LeaseIsOver(q.id, e, now)) continue;
+      MQ_RETURN_IF_ERROR(RollbackLease(txn, q, e.id, e.rec, 0, now, nullptr));
+      if (e.rec.process) ::unlink(LeaseLockPath(q.id, e.id).c_str());
+      ++n;
+    }
+    return n;
+  }
+
+  // Promotes due delayed messages and returns what dead or expired leases hold.
+  Result<uint64_t> Maintain(lmdb::Txn& txn, QueueInfo& q, int64_t now) {
+    auto p = PromoteDue(txn, q, now);
+    if (!p.ok()) return p.status();
+    auto r = RecoverLeases(txn, q, now);
+    if (!r.ok()) return r.status();
+    if (*p || *r) {
+      to_notify.insert(q.id);
+      MQ_RETURN_IF_ERROR(PutQueue(txn, q));
+    }
+    return *p + *r;
+  }
+
+  // The next time something in `q` changes by itself: a delayed message becomes visible or a
+  // lease expires. 0: none.
+  int64_t NextDeadline(lmdb::Txn& txn, uint32_t qid) {
+    int64_t d = FirstDelay(txn, qid);
+    auto list = LeasesOf(txn, qid);
+    if (list.ok())
+      for (const LeaseEntry& e : *list)
+        if (!e.rec.process && e.rec.expires && (d == 0 || e.rec.expires < d)) d = e.rec.expires;
+    return d;
+  }
+
+  // For read-only paths: runs Maintain in a write transaction of its own if the queue `ref`
+  // names has anything due. Cheap when it has not: a seek and a look at its leases.
+  Status MaintainIfNeeded(const QueueRef& ref) {
     int64_t now = NowMs();
     {
       auto txn = lmdb::Txn::Begin(env, false);
@@ -451,23 +760,23 @@ struct Store::Impl {
       auto q = LoadQueue(*txn, ref.Full());
       if (!q.ok()) return q.status();
       if (!*q) return {};
-      int64_t first = FirstDelay(*txn, (*q)->id);
-      if (first == 0 || first > now) return {};
+      uint32_t qid = (*q)->id;
+      int64_t first = FirstDelay(*txn, qid);
+      bool due = first != 0 && first <= now;
+      if (!due) {
+        auto list = LeasesOf(*txn, qid);
+        if (!list.ok()) return list.status();
+        for (const LeaseEntry& e : *list) due = due || LeaseIsOver(qid, e, now);
+      }
+      if (!due) return {};
     }
-    uint32_t qid = 0;
-    uint64_t promoted = 0;
-    MQ_RETURN_IF_ERROR(Write([&](lmdb::Txn& txn) -> Status {
+    return Write([&](lmdb::Txn& txn) -> Status {
       auto q = LoadQueue(txn, ref.Full());
       if (!q.ok()) return q.status();
       if (!*q) return {};
-      qid = (*q)->id;
-      auto n = PromoteDue(txn, **q, now);
-      if (!n.ok()) return n.status();
-      promoted = *n;
-      return {};
-    }));
-    if (promoted) Notify(qid);
-    return {};
+      auto n = Maintain(txn, **q, now);
+      return n.ok() ? Status() : n.status();
+    });
   }
 
   // The id of the queue a wait is about, giving a subqueue that was never written a catalog
@@ -603,6 +912,20 @@ Status CheckAccess(const std::string& path, int mode, const char* what) {
   if (err == ENOENT) return {};
   return Status(err == EACCES || err == EPERM || err == EROFS ? Code::kAccessDenied : Code::kIo,
                 fmt::format("{}: {}", what, std::strerror(err)), path);
+}
+
+}  // namespace
+
+namespace {
+
+void ApplySettings(QueueInfo& q, const QueueSettings& s) {
+  if (s.label) q.label = *s.label;
+  if (s.quota) q.quota = *s.quota;
+  if (s.max_message_size) q.max_message_size = *s.max_message_size;
+  if (s.enabled) q.enabled = *s.enabled;
+  if (s.max_retries) q.max_retries = *s.max_retries;
+  if (s.poison) q.poison = *s.poison;
+  if (s.dedup_window) q.dedup_window = *s.dedup_window;
 }
 
 }  // namespace
@@ -768,10 +1091,8 @@ Status Store::CreateQueue(const QueueRef& ref, const QueueSettings& settings) {
     if (*existing) return Status(Code::kQueueExists, "queue already exists", ref.Full());
     auto q = impl_->NewQueue(txn, ref.Full());
     if (!q.ok()) return q.status();
-    if (settings.label) q->label = *settings.label;
-    if (settings.quota) q->quota = *settings.quota;
-    if (settings.max_message_size) q->max_message_size = *settings.max_message_size;
-    if (settings.enabled) q->enabled = *settings.enabled;
+    ApplySettings(*q, settings);
+    if (settings.transactional) q->transactional = *settings.transactional;
     return impl_->PutQueue(txn, *q);
   });
 }
@@ -783,10 +1104,10 @@ Status Store::UpdateQueue(const QueueRef& ref, const QueueSettings& settings) {
     if (!q.ok()) return q.status();
     if (!*q) return Status(Code::kQueueNotFound, "no such queue", ref.Full());
     QueueInfo& info = **q;
-    if (settings.label) info.label = *settings.label;
-    if (settings.quota) info.quota = *settings.quota;
-    if (settings.max_message_size) info.max_message_size = *settings.max_message_size;
-    if (settings.enabled) info.enabled = *settings.enabled;
+    if (settings.transactional && *settings.transactional != info.transactional)
+      return Status(Code::kTransactionUsage,
+                    "whether a queue is transactional is fixed when it is created", info.name);
+    ApplySettings(info, settings);
     info.modified_time = NowMs();
     qid = info.id;
     return impl_->PutQueue(txn, info);
@@ -896,7 +1217,7 @@ Result<uint64_t> Store::Purge(const QueueRef& ref) {
 }
 
 Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageSource& source,
-                     std::vector<std::string>* ids) {
+                     std::vector<std::string>* ids, AppendReport* report) {
   if (ref.IsSub() || ref.IsSystem())
     return Status(Code::kUnsupportedFormatnameOperation,
                   "cannot send to a journal, subqueue or system queue", ref.Full());
@@ -922,7 +1243,46 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
     }
     if (!q.enabled)
       return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q.name);
+    if (q.transactional && !options.transactional)
+      return Status(Code::kTransactionUsage,
+                    "the queue is transactional: send with --tx", q.name);
     qid = q.id;
+    int64_t now = NowMs();
+    if (report) *report = AppendReport();
+    if (!options.dedup_key.empty()) {
+      auto v = txn.Get(impl_->dedup, DedupKey(q.id, options.dedup_key));
+      if (v && v->size() >= 8 && static_cast<int64_t>(GetU64BE(*v, 0)) > now) {
+        if (report) {
+          report->duplicate = true;
+          report->original_id = std::string(v->substr(8));
+        }
+        return {};  // accepted and dropped: nothing changes
+      }
+      // Forget a few expired keys of this queue on the way: the index stays small without
+      // a sweep.
+      std::vector<std::string> expired;
+      {
+        lmdb::Cursor c(txn, impl_->dedup_exp);
+        std::string prefix = QueueIdKey(q.id);
+        for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix) &&
+                                          static_cast<int64_t>(GetU64BE(c.key(), 4)) <= now &&
+                                          expired.size() < 16;
+             on = c.Next())
+          expired.emplace_back(c.key());
+      }
+      for (const std::string& k : expired) MQ_RETURN_IF_ERROR(impl_->DropDedup(txn, q.id, k));
+    }
+    std::string xact_id;
+    if (options.transactional) {
+      xact_id = MakeMessageId(NewGuid(), 0);
+      if (q.tx_sequence_id == 0) {
+        Guid g = NewGuid();
+        q.tx_sequence_id = GetU64BE(GuidBytes(g), 0) | 1;
+      }
+    }
+    std::string first_id;
+    Message last;
+    uint64_t last_size = 0;
     auto id_guid_v = txn.Get(impl_->meta, "id_guid");
     if (!id_guid_v || id_guid_v->size() != 16)
       return Status(Code::kCorrupted, "store has no id GUID", impl_->dir);
@@ -931,7 +1291,6 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
     if (!counter_r.ok()) return counter_r.status();
     uint32_t counter = *counter_r;
     bool ids_used = false;
-    int64_t now = NowMs();
 
     Message m;
     for (;;) {
@@ -982,6 +1341,14 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
       if (m.visible_time && m.visible_time <= now) m.visible_time = 0;
       m.lookup_id = q.next_lookup++;
       m.queuing_order = m.lookup_id;
+      if (options.transactional) {
+        m.xact_id = xact_id;
+        m.eod_first = appended == 0;
+        m.eod_last = false;  // set on the last one below
+        m.tx_sequence_id = q.tx_sequence_id;
+        m.tx_sequence_number = q.tx_next_seq++;
+        m.tx_previous_sequence_number = m.tx_sequence_number - 1;
+      }
       std::string rec = EncodeRecord(m);
       if (q.quota && q.bytes + rec.size() > q.quota)
         return Status(Code::kInsufficientResources,
@@ -1010,9 +1377,34 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
       q.count++;
       q.bytes += rec.size();
       ++appended;
+      if (first_id.empty()) first_id = m.id;
       if (ids) ids->push_back(m.id);
+      if (options.transactional) {
+        last_size = rec.size();
+        last = std::move(m);
+      }
     }
     if (appended == 0) return {};
+    if (options.transactional) {
+      // Eod Last on the last message of the transaction.
+      last.eod_last = true;
+      MQ_RETURN_IF_ERROR(impl_->Rewrite(txn, q, last, last_size));
+    }
+    if (!options.dedup_key.empty()) {
+      int64_t expiry = now + std::max<int64_t>(q.dedup_window, 1);
+      auto old = txn.Get(impl_->dedup, DedupKey(q.id, options.dedup_key));
+      if (old && old->size() >= 8) {
+        auto r = txn.Del(impl_->dedup_exp,
+                         DedupExpKey(q.id, static_cast<int64_t>(GetU64BE(*old, 0)),
+                                     options.dedup_key));
+        if (!r.ok()) return r.status();
+      }
+      std::string v;
+      PutU64BE(v, static_cast<uint64_t>(expiry));
+      v += first_id;
+      MQ_RETURN_IF_ERROR(txn.Put(impl_->dedup, DedupKey(q.id, options.dedup_key), v));
+      MQ_RETURN_IF_ERROR(txn.Put(impl_->dedup_exp, DedupExpKey(q.id, expiry, options.dedup_key), {}));
+    }
     if (ids_used) MQ_RETURN_IF_ERROR(impl_->PutMetaU32(txn, "id_counter", counter));
     return impl_->PutQueue(txn, q);
   });
@@ -1023,7 +1415,7 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
 Status Store::Peek(const QueueRef& ref, const Selection& sel, const ReadOptions& ro,
                    MessageSink& sink) {
   return impl_->WaitLoop(ref, ro, [&](bool waiting, int64_t& deadline) -> Status {
-    MQ_RETURN_IF_ERROR(impl_->PromoteIfDue(ref));
+    MQ_RETURN_IF_ERROR(impl_->MaintainIfNeeded(ref));
     auto txn = lmdb::Txn::Begin(impl_->env, false);
     if (!txn.ok()) return txn.status();
     auto q = impl_->FindQueue(*txn, ref);
@@ -1045,7 +1437,7 @@ Status Store::Peek(const QueueRef& ref, const Selection& sel, const ReadOptions&
       seen += batch.size();
     }
     if (seen) return {};
-    deadline = impl_->FirstDelay(*txn, q->id);
+    deadline = impl_->NextDeadline(*txn, q->id);
     return Status(Code::kMessageNotFound, "no message", ref.Full());
   });
 }
@@ -1057,8 +1449,6 @@ Status Store::Receive(const QueueRef& ref, const Selection& sel, const ReadOptio
     uint64_t received = 0;
     std::string resume;
     std::vector<Impl::Found> batch;
-    uint32_t qid = 0;
-    bool promoted = false;
     while (remaining) {
       bool got = false;
       Status s = impl_->Write(
@@ -1067,18 +1457,14 @@ Status Store::Receive(const QueueRef& ref, const Selection& sel, const ReadOptio
             if (!q.ok()) return q.status();
             if (!q->enabled)
               return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
-            qid = q->id;
-            auto n = impl_->PromoteDue(txn, *q, NowMs());
+            auto n = impl_->Maintain(txn, *q, NowMs());
             if (!n.ok()) return n.status();
-            if (*n) {
-              promoted = true;
-              resume.clear();  // new lookup ids: look from the start again
-            }
+            if (*n) resume.clear();  // returned or promoted messages: look from the start
             MQ_RETURN_IF_ERROR(impl_->Collect(
                 txn, *q, sel, resume, std::min<uint64_t>(remaining, kBatchCount), batch));
             if (batch.empty()) {
-              deadline = impl_->FirstDelay(txn, q->id);
-              return *n ? impl_->PutQueue(txn, *q) : Status();
+              deadline = impl_->NextDeadline(txn, q->id);
+              return {};  // commits what Maintain did
             }
             for (auto& f : batch)
               MQ_RETURN_IF_ERROR(impl_->RemoveMessage(txn, *q, f.msg, f.size));
@@ -1106,7 +1492,6 @@ Status Store::Receive(const QueueRef& ref, const Selection& sel, const ReadOptio
       remaining -= batch.size();
       received += batch.size();
     }
-    if (promoted) impl_->Notify(qid);
     if (!received) return Status(Code::kMessageNotFound, "no message", ref.Full());
     return {};
   });
@@ -1121,14 +1506,14 @@ Status Store::CursorPeek(const QueueRef& ref, const CursorOptions& co, const Rea
                                 co.wait_lock);
   if (!lock.ok()) return lock.status().WithSubject(ref.Full());
   return impl_->WaitLoop(ref, ro, [&](bool waiting, int64_t& deadline) -> Status {
-    MQ_RETURN_IF_ERROR(impl_->PromoteIfDue(ref));
+    MQ_RETURN_IF_ERROR(impl_->MaintainIfNeeded(ref));
     return impl_->Write(
         [&](lmdb::Txn& txn) -> Status {
           auto q = impl_->FindQueue(txn, ref);
           if (!q.ok()) return q.status();
           if (waiting && !q->enabled)
             return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
-          deadline = impl_->FirstDelay(txn, q->id);
+          deadline = impl_->NextDeadline(txn, q->id);
           Impl::CursorState st = impl_->LoadCursor(txn, q->id, co.name);
           std::optional<Impl::Found> found;
           if (co.action == CursorAction::kFirst) {
@@ -1257,7 +1642,7 @@ Status Store::Watch(const QueueRef& ref, const WatchOptions& wo, const ReadOptio
   for (;;) {
     Message event;
     Status s = impl_->WaitLoop(ref, ro, [&](bool waiting, int64_t& deadline) -> Status {
-      MQ_RETURN_IF_ERROR(impl_->PromoteIfDue(ref));
+      MQ_RETURN_IF_ERROR(impl_->MaintainIfNeeded(ref));
       if (!named && wo.follow) {
         // Arrival order: every visible message with a lookup id above the high-water mark.
         // Promoted delayed messages get new, higher lookup ids, so none is skipped.
@@ -1267,7 +1652,7 @@ Status Store::Watch(const QueueRef& ref, const WatchOptions& wo, const ReadOptio
         if (!q.ok()) return q.status();
         if (!q->enabled)
           return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
-        deadline = impl_->FirstDelay(*txn, q->id);
+        deadline = impl_->NextDeadline(*txn, q->id);
         lmdb::Cursor c(*txn, impl_->messages);
         std::string prefix = QueueIdKey(q->id);
         for (bool on = c.SeekGe(MsgKey(q->id, high_water + 1)); on && HasPrefix(c.key(), prefix);
@@ -1290,7 +1675,7 @@ Status Store::Watch(const QueueRef& ref, const WatchOptions& wo, const ReadOptio
         if (!q.ok()) return q.status();
         if (waiting && !q->enabled)
           return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
-        deadline = impl_->FirstDelay(*txn, q->id);
+        deadline = impl_->NextDeadline(*txn, q->id);
         auto f = impl_->NextVisible(*txn, *q, {});
         if (!f.ok()) return f.status();
         if (!*f) return Status(Code::kMessageNotFound, "no message", ref.Full());
@@ -1303,7 +1688,7 @@ Status Store::Watch(const QueueRef& ref, const WatchOptions& wo, const ReadOptio
         if (!q.ok()) return q.status();
         if (waiting && !q->enabled)
           return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
-        deadline = impl_->FirstDelay(txn, q->id);
+        deadline = impl_->NextDeadline(txn, q->id);
         Impl::CursorState st = impl_->LoadCursor(txn, q->id, wo.cursor_name);
         std::optional<Impl::Found> found;
         if (action == CursorAction::kFirst) {
@@ -1342,43 +1727,293 @@ Status Store::Watch(const QueueRef& ref, const WatchOptions& wo, const ReadOptio
   }
 }
 
+Result<Waiter> Store::ArmDoorbell(const QueueRef& ref) {
+  auto qid = impl_->QueueIdForWait(ref, false);
+  if (!qid.ok()) return qid.status();
+  return Waiter::Arm(impl_->paths.notify(*qid), impl_->file_mode);
+}
+
+Result<int64_t> Store::NextDeadline(const QueueRef& ref) {
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  auto q = impl_->FindQueue(*txn, ref);
+  if (!q.ok()) return q.status();
+  return impl_->NextDeadline(*txn, q->id);
+}
+
 Result<uint64_t> Store::Sweep() {
-  // Find the queues with due delayed messages from the delays index alone: one seek per queue
-  // that has delayed messages, none per message, nothing written when nothing is due.
+  // Which queues have anything due, from the delays, leases and dedup indexes alone: one seek
+  // per queue that has entries there, none per message; nothing is written when nothing is due.
   int64_t now = NowMs();
-  std::vector<std::string> due_queues;
+  std::set<uint32_t> due;
   {
     auto txn = lmdb::Txn::Begin(impl_->env, false);
     if (!txn.ok()) return txn.status();
-    lmdb::Cursor c(*txn, impl_->delays);
-    for (bool on = c.First(); on && c.key().size() == 20;) {
-      uint32_t qid = GetU32BE(c.key(), 0);
-      if (static_cast<int64_t>(GetU64BE(c.key(), 4)) <= now) {
-        auto name = txn->Get(impl_->queue_ids, QueueIdKey(qid));
-        if (name) due_queues.emplace_back(*name);
+    for (lmdb::Dbi dbi : {impl_->delays, impl_->leases, impl_->dedup_exp}) {
+      lmdb::Cursor c(*txn, dbi);
+      for (bool on = c.First(); on && c.key().size() >= 12;) {
+        uint32_t qid = GetU32BE(c.key(), 0);
+        bool has_due = dbi == impl_->leases ||
+                       static_cast<int64_t>(GetU64BE(c.key(), 4)) <= now;
+        if (has_due) due.insert(qid);
+        if (qid == UINT32_MAX) break;
+        on = c.SeekGe(QueueIdKey(qid + 1));
       }
-      if (qid == UINT32_MAX) break;
-      on = c.SeekGe(QueueIdKey(qid + 1));
     }
   }
   uint64_t total = 0;
-  for (const std::string& name : due_queues) {
-    uint64_t n = 0;
-    uint32_t qid = 0;
+  for (uint32_t qid : due) {
     MQ_RETURN_IF_ERROR(impl_->Write([&](lmdb::Txn& txn) -> Status {
-      auto q = impl_->LoadQueue(txn, name);
+      auto name = txn.Get(impl_->queue_ids, QueueIdKey(qid));
+      if (!name) return {};
+      auto q = impl_->LoadQueue(txn, std::string(*name));
       if (!q.ok()) return q.status();
       if (!*q) return {};
-      qid = (*q)->id;
-      auto p = impl_->PromoteDue(txn, **q, now);
-      if (!p.ok()) return p.status();
-      n = *p;
+      auto n = impl_->Maintain(txn, **q, now);
+      if (!n.ok()) return n.status();
+      total += *n;
+      // Forget expired dedup keys.
+      std::string prefix = QueueIdKey(qid);
+      std::vector<std::string> expired;
+      {
+        lmdb::Cursor c(txn, impl_->dedup_exp);
+        for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix) &&
+                                          static_cast<int64_t>(GetU64BE(c.key(), 4)) <= now;
+             on = c.Next())
+          expired.emplace_back(c.key());
+      }
+      for (const std::string& k : expired) {
+        MQ_RETURN_IF_ERROR(impl_->DropDedup(txn, qid, k));
+        ++total;
+      }
       return {};
     }));
-    if (n) impl_->Notify(qid);
-    total += n;
   }
   return total;
+}
+
+Result<std::unique_ptr<Lease>> Store::Lock(const QueueRef& ref, const Selection& sel,
+                                           const ReadOptions& ro, const LockOptions& lo,
+                                           MessageSink* sink) {
+  std::unique_ptr<Lease> lease(new Lease());
+  Status s = impl_->WaitLoop(ref, ro, [&](bool, int64_t& deadline) -> Status {
+    bool found = false;
+    Status w = impl_->Write(
+        [&](lmdb::Txn& txn) -> Status {
+          auto q = impl_->FindQueue(txn, ref);
+          if (!q.ok()) return q.status();
+          if (!q->enabled)
+            return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
+          int64_t now = NowMs();
+          auto n = impl_->Maintain(txn, *q, now);
+          if (!n.ok()) return n.status();
+          std::vector<Impl::Found> batch;
+          uint64_t limit = sel.limit ? sel.limit : UINT64_MAX;
+          MQ_RETURN_IF_ERROR(impl_->Collect(txn, *q, sel, {}, std::min<uint64_t>(limit, kBatchCount),
+                                            batch));
+          if (batch.empty()) {
+            deadline = impl_->NextDeadline(txn, q->id);
+            return {};
+          }
+          uint64_t lease_id = q->next_lease++;
+          LeaseRecord rec;
+          rec.pid = ::getpid();
+          rec.since = now;
+          if (lo.lease_ms > 0) {
+            rec.process = false;
+            rec.expires = now + lo.lease_ms;
+            Guid secret = NewGuid();
+            rec.secret = std::string(GuidBytes(secret));
+          } else {
+            // The lock is ours before the lease is visible to anyone.
+            if (lease->lock_fd_ >= 0) ::close(lease->lock_fd_);
+            lease->lock_path_ = impl_->LeaseLockPath(q->id, lease_id);
+            auto l = FileLock::Acquire(lease->lock_path_, impl_->file_mode, false);
+            if (!l.ok()) return l.status();
+            lease->lock_fd_ = l->Detach();
+          }
+          lease->messages_.clear();
+          for (auto& f : batch) {
+            std::string key = OrderKey(q->id, f.msg.priority, f.msg.lookup_id);
+            auto r = txn.Del(impl_->order, key);
+            if (!r.ok()) return r.status();
+            std::string holder;
+            PutU64BE(holder, lease_id);
+            MQ_RETURN_IF_ERROR(txn.Put(impl_->locked, key, holder));
+            f.msg.delivery_count++;
+            MQ_RETURN_IF_ERROR(impl_->Rewrite(txn, *q, f.msg, f.size));
+            q->locked++;
+            rec.keys.push_back(key);
+            lease->messages_.push_back(f.msg);
+          }
+          MQ_RETURN_IF_ERROR(txn.Put(impl_->leases, LeaseKey(q->id, lease_id), EncodeLease(rec)));
+          MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, *q));
+          lease->queue_ = q->name;
+          lease->qid_ = q->id;
+          lease->lease_id_ = lease_id;
+          lease->expires_ = rec.expires;
+          if (!rec.process)
+            lease->token_ = fmt::format("{}.{}.{}", q->id, lease_id, HexEncode(rec.secret));
+          if (sink) {
+            if (!rec.process) sink->SetLease(lease->token_, lease->expires_);
+            for (auto& m : lease->messages_) MQ_RETURN_IF_ERROR(sink->Add(m));
+            MQ_RETURN_IF_ERROR(sink->Flush());
+          }
+          found = true;
+          return {};
+        },
+        /*rerun_after_commit=*/sink == nullptr);
+    if (!w.ok()) return w;
+    if (!found) return Status(Code::kMessageNotFound, "no message", ref.Full());
+    return {};
+  });
+  if (!s.ok()) {
+    if (lease->lock_fd_ >= 0) {
+      ::unlink(lease->lock_path_.c_str());
+      ::close(lease->lock_fd_);
+      lease->lock_fd_ = -1;
+    }
+    return s;
+  }
+  return lease;
+}
+
+Status Store::Finish(Lease& lease, bool commit, int64_t delay_ms, FinishReport* report) {
+  if (lease.finished_) return Status(Code::kTransactionUsage, "lease already ended", lease.queue_);
+  Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
+    auto q = impl_->LoadQueue(txn, lease.queue_);
+    if (!q.ok()) return q.status();
+    if (!*q || (*q)->id != lease.qid_) return {};  // the queue was deleted: nothing to do
+    auto v = txn.Get(impl_->leases, LeaseKey(lease.qid_, lease.lease_id_));
+    LeaseRecord rec;
+    if (!v || !DecodeLease(*v, rec))
+      return Status(Code::kTransactionUsage, "the lease is gone (expired or returned)",
+                    lease.queue_);
+    if (commit) return impl_->CommitLease(txn, **q, lease.lease_id_, rec);
+    return impl_->RollbackLease(txn, **q, lease.lease_id_, rec, delay_ms, NowMs(), report);
+  });
+  if (lease.lock_fd_ >= 0) {
+    if (s.ok()) ::unlink(lease.lock_path_.c_str());
+    ::close(lease.lock_fd_);  // after the commit: until then the lease is ours
+    lease.lock_fd_ = -1;
+  }
+  lease.finished_ = true;
+  return s;
+}
+
+Lease::~Lease() {
+  // Unfinished: closing the lock file hands the messages to the next reader, as a death would.
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+}
+
+Status Store::FinishToken(const std::string& token, bool commit, int64_t delay_ms,
+                          FinishReport* report) {
+  Status unknown(Code::kTransactionUsage, "unknown or expired lease token", token);
+  unsigned long long qid = 0, lease_id = 0;
+  char hex[64] = {0};
+  if (std::sscanf(token.c_str(), "%llu.%llu.%32[0-9a-f]", &qid, &lease_id, hex) != 3 ||
+      std::strlen(hex) != 32 || qid > UINT32_MAX)
+    return Status(Code::kInvalidArg, "invalid lease token", token);
+  auto secret = HexDecode(hex);
+  bool expired = false;
+  std::string queue;
+  Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
+    expired = false;
+    auto name = txn.Get(impl_->queue_ids, QueueIdKey(static_cast<uint32_t>(qid)));
+    if (!name) return unknown;
+    queue = std::string(*name);
+    auto q = impl_->LoadQueue(txn, queue);
+    if (!q.ok()) return q.status();
+    if (!*q) return unknown;
+    auto v = txn.Get(impl_->leases, LeaseKey(static_cast<uint32_t>(qid), lease_id));
+    LeaseRecord rec;
+    if (!v || !DecodeLease(*v, rec) || rec.process || rec.secret != *secret) return unknown;
+    int64_t now = NowMs();
+    if (rec.expires <= now) {
+      // Expired: it rolls back by itself, here if no one did yet; the token changes nothing.
+      expired = true;
+      return impl_->RollbackLease(txn, **q, lease_id, rec, 0, now, report);
+    }
+    if (commit) return impl_->CommitLease(txn, **q, lease_id, rec);
+    return impl_->RollbackLease(txn, **q, lease_id, rec, delay_ms, now, report);
+  });
+  if (!s.ok()) return s;
+  if (expired)
+    return Status(Code::kTransactionUsage, "the lease expired; its messages were returned", token);
+  return {};
+}
+
+Result<std::vector<LeaseInfo>> Store::ListLeases() {
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  std::vector<LeaseInfo> out;
+  int64_t now = NowMs();
+  lmdb::Cursor c(*txn, impl_->leases);
+  for (bool on = c.First(); on; on = c.Next()) {
+    if (c.key().size() != 12) continue;
+    uint32_t qid = GetU32BE(c.key(), 0);
+    Impl::LeaseEntry e;
+    e.id = GetU64BE(c.key(), 4);
+    if (!DecodeLease(c.value(), e.rec)) continue;
+    LeaseInfo li;
+    auto name = txn->Get(impl_->queue_ids, QueueIdKey(qid));
+    li.queue = name ? std::string(*name) : fmt::format("#{}", qid);
+    li.lease_id = e.id;
+    li.process = e.rec.process;
+    li.pid = e.rec.pid;
+    li.since = e.rec.since;
+    li.expires = e.rec.expires;
+    li.alive = !impl_->LeaseIsOver(qid, e, now);
+    for (const auto& k : e.rec.keys) li.lookup_ids.push_back(GetU64BE(k, 5));
+    out.push_back(std::move(li));
+  }
+  return out;
+}
+
+Result<uint64_t> Store::Requeue(const QueueRef& from, const std::string& id) {
+  bool dead_letters = from.IsSystem() && from.sub != "journal";
+  if (!dead_letters && !(from.IsSub() && from.sub != "journal"))
+    return Status(Code::kUnsupportedFormatnameOperation,
+                  "requeue takes a poison subqueue (QUEUE;poison) or a dead-letter queue",
+                  from.Full());
+  uint64_t n = 0;
+  Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
+    n = 0;
+    auto q = impl_->FindQueue(txn, from);
+    if (!q.ok()) return q.status();
+    Selection sel;
+    sel.limit = 0;
+    if (!id.empty()) {
+      sel.anchor = Anchor::kId;
+      sel.id = id;
+    }
+    int64_t now = NowMs();
+    for (;;) {
+      std::vector<Impl::Found> batch;
+      MQ_RETURN_IF_ERROR(impl_->Collect(txn, *q, sel, {}, kBatchCount, batch));
+      if (batch.empty()) break;
+      for (auto& f : batch) {
+        std::string dest = dead_letters ? f.msg.destination_queue : from.base;
+        auto dq = impl_->LoadQueue(txn, dest);
+        if (!dq.ok()) return dq.status();
+        if (dest.empty() || !*dq || !ParseQueueRef(dest).ok() || ParseQueueRef(dest)->IsSub())
+          return Status(Code::kQueueNotFound,
+                        fmt::format("message {} was going to '{}', which does not exist",
+                                    f.msg.lookup_id, dest),
+                        from.Full());
+        f.msg.abort_count = 0;
+        if (dead_letters) f.msg.msg_class = kClassNormal;
+        MQ_RETURN_IF_ERROR(impl_->MoveMessage(txn, *q, f, dest, !dead_letters, now));
+        ++n;
+      }
+      if (!id.empty()) break;
+    }
+    if (!id.empty() && n == 0)
+      return Status(Code::kMessageNotFound, "no such message", from.Full());
+    return q->id ? impl_->PutQueue(txn, *q) : Status();
+  });
+  if (!s.ok()) return s;
+  return n;
 }
 
 Status Store::Check(std::vector<std::string>& problems) {
@@ -1416,7 +2051,7 @@ Status Store::Check(std::vector<std::string>& problems) {
                         by_qid.size()));
 
   struct Tally {
-    uint64_t count = 0, bytes = 0, max_lookup = 0, delayed = 0;
+    uint64_t count = 0, bytes = 0, max_lookup = 0, delayed = 0, locked = 0;
   };
   std::map<uint32_t, Tally> tally;
   uint64_t messages = 0, with_corr = 0;
@@ -1447,10 +2082,12 @@ Status Store::Check(std::vector<std::string>& problems) {
       if (m.priority > 7) problem(where + ": priority out of range");
       bool in_order = t.Get(impl_->order, OrderKey(qid, m.priority, lookup)).has_value();
       bool delayed = m.visible_time && t.Get(impl_->delays, DelayKey(qid, m.visible_time, lookup));
+      bool is_locked = t.Get(impl_->locked, OrderKey(qid, m.priority, lookup)).has_value();
       if (delayed) ty.delayed++;
-      if (in_order == delayed)
-        problem(where + (in_order ? ": both visible and delayed"
-                                  : ": missing from the delivery order index"));
+      if (is_locked) ty.locked++;
+      int states = in_order + delayed + is_locked;
+      if (states == 0) problem(where + ": missing from the delivery order index");
+      if (states > 1) problem(where + ": in more than one of order, delays and locked");
       auto loc = t.Get(impl_->by_id, m.id);
       if (m.id.size() != kIdSize) problem(where + ": bad message id");
       else if (!loc || *loc != MsgKey(qid, lookup))
@@ -1469,6 +2106,9 @@ Status Store::Check(std::vector<std::string>& problems) {
                           ty.count));
     if (ty.bytes != q.bytes)
       problem(fmt::format("queue {}: counter says {} bytes, found {}", q.name, q.bytes, ty.bytes));
+    if (ty.locked != q.locked)
+      problem(fmt::format("queue {}: counter says {} locked, found {}", q.name, q.locked,
+                          ty.locked));
     if (ty.delayed != q.delayed)
       problem(fmt::format("queue {}: counter says {} delayed, found {}", q.name, q.delayed,
                           ty.delayed));
@@ -1494,9 +2134,10 @@ Status Store::Check(std::vector<std::string>& problems) {
                             GetU32BE(c.key(), 0), GetU64BE(c.key(), 5)));
     }
     uint64_t delayed = t.Count(impl_->delays);
-    if (n + delayed != messages)
-      problem(fmt::format("order has {} and delays {} entries for {} messages", n, delayed,
-                          messages));
+    uint64_t locked = t.Count(impl_->locked);
+    if (n + delayed + locked != messages)
+      problem(fmt::format("order has {}, delays {} and locked {} entries for {} messages", n,
+                          delayed, locked, messages));
   }
   {
     lmdb::Cursor c(t, impl_->by_id);

@@ -16,6 +16,20 @@
 //              them due and promotes them: a new lookup id (the arrival in the queue proper)
 //              and an `order` entry, in one write transaction.
 //   cursors    queue id, cursor name -> state byte (0 never moved, 1 positioned), order key
+//   locked     order key -> lease id: Locked messages, out of `order` while a transactional
+//              receive holds them; a rollback puts the same order key back (same place)
+//   leases     queue id, lease id -> lease record: kind (a process holding the lease's lock
+//              file, or an expiring --lease token), pid, times, secret, the order keys held
+//   dedup      queue id, key -> expiry (u64 ms), message id: mq-send --dedup
+//   dedup_exp  queue id, expiry, key -> "": for removing expired dedup keys in order
+//
+// Locks (DESIGN.md "Locks"): a transactional receive takes an exclusive flock on
+// locks/lease.QUEUE-ID.LEASE-ID before the transaction that marks its messages Locked commits,
+// and keeps it until the transaction that ends the lease commits. Every writer that looks at a
+// queue first probes the locks of the queue's process leases: a lock it can take means the
+// owner died, and the messages return to the queue (delivery count kept, abort count + 1) in
+// that writer's transaction. Expiring leases return at their expiry the same way. Nothing
+// depends on time for a process lease, and nothing stays Locked after a SIGKILL.
 // Every index is changed in the same write transaction as the message it describes;
 // `mq-admin check` verifies that they agree.
 //
@@ -36,6 +50,7 @@
 #include "names.hpp"
 #include "queue.hpp"
 #include "status.hpp"
+#include "waiter.hpp"
 
 namespace mq {
 
@@ -64,6 +79,7 @@ struct Selection {
   std::string id;           // 20 bytes, for kId
   std::string correlation;  // 20 bytes, for kCorrelation
   uint64_t limit = 1;       // 0: all
+  bool include_locked = false;  // also Locked messages (AllowPeekWhenLocked), peeks only
 };
 
 struct QueueSettings {
@@ -71,6 +87,10 @@ struct QueueSettings {
   std::optional<uint64_t> quota;
   std::optional<uint64_t> max_message_size;
   std::optional<bool> enabled;
+  std::optional<bool> transactional;  // create only
+  std::optional<uint32_t> max_retries;
+  std::optional<PoisonAction> poison;
+  std::optional<int64_t> dedup_window;
 };
 
 // How a read waits.
@@ -111,6 +131,61 @@ struct QueueStat {
 struct AppendOptions {
   bool create_queue = false;   // make a missing queue
   bool keep_identity = false;  // import: keep id, times and origin as given
+  bool transactional = false;  // --tx: Eod First/Last, xact id, sequence numbers
+  std::string dedup_key;       // --dedup: a second append with this key within the queue's
+                               // window is accepted and dropped
+};
+
+// What an append did beyond storing: a dropped duplicate.
+struct AppendReport {
+  bool duplicate = false;
+  std::string original_id;  // the message the duplicate key belongs to
+};
+
+// A lease, as mq-admin locks shows it.
+struct LeaseInfo {
+  std::string queue;
+  uint64_t lease_id = 0;
+  bool process = true;  // held by a process (lock file); false: an expiring token
+  int64_t pid = 0;
+  int64_t since = 0;
+  int64_t expires = 0;  // 0: none (a process lease)
+  bool alive = true;    // the holder still holds its lock (or the lease has not expired)
+  std::vector<uint64_t> lookup_ids;
+};
+
+// Notes of what a rollback did to poison messages, for the user.
+struct FinishReport {
+  std::vector<std::string> notes;
+};
+
+struct LockOptions {
+  int64_t lease_ms = 0;  // 0: held by this process through a lock file; else a --lease token
+};
+
+// An open transactional receive: its messages are Locked in the store. A process lease holds
+// the lock file for as long as this object lives; destroying it unfinished leaves the
+// messages to be returned by the next reader, exactly as if the process had died.
+class Lease {
+ public:
+  ~Lease();
+  const std::vector<Message>& messages() const { return messages_; }
+  const std::string& token() const { return token_; }
+  int64_t expires() const { return expires_; }
+  uint64_t id() const { return lease_id_; }
+
+ private:
+  friend class Store;
+  Lease() = default;
+  std::string queue_;
+  uint32_t qid_ = 0;
+  uint64_t lease_id_ = 0;
+  std::string token_;
+  int64_t expires_ = 0;
+  std::vector<Message> messages_;
+  std::string lock_path_;
+  int lock_fd_ = -1;
+  bool finished_ = false;
 };
 
 // Supplies messages to Append. Next() fills `m` and returns false at the end; Rewind()
@@ -129,6 +204,11 @@ class MessageSink {
   virtual ~MessageSink() = default;
   virtual Status Add(const Message& m) = 0;
   virtual Status Flush() = 0;
+  // Called before Add() for the messages of a --lease: their token and expiry.
+  virtual void SetLease(const std::string& token, int64_t expires) {
+    (void)token;
+    (void)expires;
+  }
 };
 
 class Store {
@@ -158,7 +238,7 @@ class Store {
   // Appends the messages of `source` to a queue in one transaction: all or none. New ids go
   // to `ids` if it is not null.
   Status Append(const QueueRef& ref, const AppendOptions& options, MessageSource& source,
-                std::vector<std::string>* ids);
+                std::vector<std::string>* ids, AppendReport* report = nullptr);
 
   // Gives the selected messages to `sink` without removing them. Nothing qualifying:
   // MQ_ERROR_MESSAGE_NOT_FOUND when not waiting, MQ_ERROR_IO_TIMEOUT when the wait ran out.
@@ -190,7 +270,32 @@ class Store {
   Status Watch(const QueueRef& ref, const WatchOptions& wo, const ReadOptions& ro,
                const std::function<Status(const Message&)>& on_arrived);
 
-  // Makes due delayed messages visible in every queue; returns how many.
+  // Transactional receive: marks the selected messages Locked (delivery count + 1) in one
+  // transaction and returns them in a Lease. With a `sink` (leases printed by the caller)
+  // the messages are written to it before that transaction commits.
+  Result<std::unique_ptr<Lease>> Lock(const QueueRef& ref, const Selection& sel,
+                                      const ReadOptions& ro, const LockOptions& lo,
+                                      MessageSink* sink);
+  // Ends a lease: commit removes its messages; rollback returns them to their places (after
+  // `delay_ms` if not 0), abort count + 1, and runs the queue's poison action on a message
+  // rolled back max_retries times.
+  Status Finish(Lease& lease, bool commit, int64_t delay_ms, FinishReport* report);
+  // The same for a --lease token. An unknown or expired token is MQ_ERROR_TRANSACTION_USAGE
+  // (exit 5) and changes nothing (an expired lease has rolled back by itself).
+  Status FinishToken(const std::string& token, bool commit, int64_t delay_ms,
+                     FinishReport* report);
+  Result<std::vector<LeaseInfo>> ListLeases();
+  // Moves messages of a poison subqueue or dead-letter queue back to where they were going:
+  // the one with `id` (20 bytes), or all. Returns how many.
+  Result<uint64_t> Requeue(const QueueRef& from, const std::string& id);
+
+  // For activators (mq-watch --exec): the queue's doorbell, armed (lib/waiter.hpp), and the
+  // next time something in the queue becomes due by itself (0: none).
+  Result<Waiter> ArmDoorbell(const QueueRef& ref);
+  Result<int64_t> NextDeadline(const QueueRef& ref);
+
+  // Makes due delayed messages visible, returns leases of dead holders and expired leases,
+  // and forgets expired dedup keys, in every queue; returns how many things it did.
   Result<uint64_t> Sweep();
 
   // Verifies that every index agrees with the messages and the counters. Appends a line per

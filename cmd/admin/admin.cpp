@@ -17,7 +17,7 @@ Result<Store*> Context::Open() {
   return opened_.get();
 }
 
-void AddQueueOptions(CLI::App& app, QueueOptions& o, bool with_status) {
+void AddQueueOptions(CLI::App& app, QueueOptions& o, bool create) {
   app.add_option("--label", o.label, "Queue label, at most 124 characters")->type_name("TEXT");
   app.add_option("--quota", o.quota,
                  "Maximum bytes of messages (records) in the queue; 0: no limit")
@@ -25,16 +25,31 @@ void AddQueueOptions(CLI::App& app, QueueOptions& o, bool with_status) {
   app.add_option("--max-message-size", o.max_message_size,
                  "Largest body accepted (default 4MiB)")
       ->type_name("SIZE");
-  if (with_status)
+  if (!create)
     app.add_option("--status", o.status, "on: enabled; off: no sends or receives")
         ->type_name("on|off")
         ->check(CLI::IsMember({"on", "off"}));
+  if (create)
+    app.add_flag("--transactional", o.transactional,
+                 "Accept only transactional sends (mq-send --tx); fixed at creation");
+  app.add_option("--max-retries", o.max_retries,
+                 "Rollbacks of one message before the poison action runs (default 5; 0: never)")
+      ->type_name("N");
+  app.add_option("--poison", o.poison,
+                 "Poison action: subqueue (QUEUE;poison, default), deadletter, or disable")
+      ->type_name("ACTION")
+      ->check(CLI::IsMember({"subqueue", "deadletter", "disable"}));
+  app.add_option("--dedup-window", o.dedup_window,
+                 "How long mq-send --dedup remembers a key (default 5m)")
+      ->type_name("DURATION");
 }
 
 Result<QueueSettings> MakeSettings(CLI::App& app, const QueueOptions& o) {
   QueueSettings s;
   if (app.count("--label")) {
-    if (o.label.size() > kMaxQueueName)
+    size_t chars = 0;
+    for (char c : o.label) chars += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    if (chars > kMaxQueueName)
       return Status(Code::kLabelTooLong,
                     fmt::format("queue label longer than {} characters", kMaxQueueName));
     s.label = o.label;
@@ -51,6 +66,18 @@ Result<QueueSettings> MakeSettings(CLI::App& app, const QueueOptions& o) {
     s.max_message_size = *m;
   }
   if (!o.status.empty()) s.enabled = o.status == "on";
+  if (o.transactional) s.transactional = true;
+  if (app.count("--max-retries")) s.max_retries = o.max_retries;
+  if (!o.poison.empty())
+    s.poison = o.poison == "deadletter" ? PoisonAction::kDeadletter
+               : o.poison == "disable"  ? PoisonAction::kDisable
+                                        : PoisonAction::kSubqueue;
+  if (!o.dedup_window.empty()) {
+    auto d = ParseDuration(o.dedup_window);
+    if (!d.ok()) return d.status();
+    if (*d <= 0) return Status(Code::kInvalidArg, "--dedup-window must be a positive duration");
+    s.dedup_window = *d;
+  }
   return s;
 }
 

@@ -32,8 +32,13 @@ struct QueueOptions {
   std::string quota;
   std::string max_message_size;
   std::string status;
+  bool transactional = false;
+  uint32_t max_retries = 0;
+  std::string poison;
+  std::string dedup_window;
 };
-void AddQueueOptions(CLI::App& app, QueueOptions& o, bool with_status);
+// `create` adds --transactional (fixed at creation); `set` adds --status.
+void AddQueueOptions(CLI::App& app, QueueOptions& o, bool create);
 Result<QueueSettings> MakeSettings(CLI::App& app, const QueueOptions& o);
 
 Command SetupInit(CLI::App& app, Context& ctx);
@@ -50,5 +55,9 @@ Command SetupImport(CLI::App& app, Context& ctx);
 Command SetupCursors(CLI::App& app, Context& ctx);
 Command SetupDeleteCursor(CLI::App& app, Context& ctx);
 Command SetupSweep(CLI::App& app, Context& ctx);
+Command SetupAck(CLI::App& app, Context& ctx);
+Command SetupNack(CLI::App& app, Context& ctx);
+Command SetupLocks(CLI::App& app, Context& ctx);
+Command SetupRequeue(CLI::App& app, Context& ctx);
 
 }  // namespace mq::admin

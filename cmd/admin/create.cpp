@@ -1,5 +1,7 @@
 // mq-admin create QUEUE [--label TEXT] [--quota SIZE] [--max-message-size SIZE]
-// mq-admin set QUEUE [the same] [--status on|off]
+//   [--transactional] [--max-retries N] [--poison subqueue|deadletter|disable]
+//   [--dedup-window DURATION]
+// mq-admin set QUEUE [the same but --transactional] [--status on|off]
 #include "admin.hpp"
 
 namespace mq::admin {
@@ -16,7 +18,7 @@ Command Setup(CLI::App& app, bool create) {
   auto* sub = app.add_subcommand(create ? "create" : "set",
                                  create ? "Create a queue" : "Change a queue's settings");
   sub->add_option("QUEUE", args->queue, "Queue name")->required();
-  AddQueueOptions(*sub, args->opts, !create);
+  AddQueueOptions(*sub, args->opts, create);
   return {sub, [args, sub, create](Context& ctx) {
             auto ref = cli::ParseQueueArg(args->queue);
             if (!ref.ok()) return cli::Fail(ref.status());

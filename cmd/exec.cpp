@@ -1,0 +1,171 @@
+// exec.cpp: fork, exec and feed a command (see exec.hpp).
+#include "exec.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "ids.hpp"
+#include "units.hpp"
+
+extern char** environ;
+
+namespace mq::cli {
+
+bool SplitExec(int argc, char** argv, std::vector<char*>& own, std::vector<std::string>& cmd) {
+  own.clear();
+  cmd.clear();
+  bool found = false;
+  for (int i = 0; i < argc; ++i) {
+    if (!found && std::strcmp(argv[i], "--exec") == 0) {
+      found = true;
+      continue;
+    }
+    if (found) cmd.emplace_back(argv[i]);
+    else own.push_back(argv[i]);
+  }
+  return found;
+}
+
+bool ExecResult::ok() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+
+std::string ExecResult::Describe() const {
+  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status))
+    return fmt::format("was killed by signal {} ({})", WTERMSIG(status),
+                       strsignal(WTERMSIG(status)));
+  return "ended abnormally";
+}
+
+namespace {
+
+std::vector<std::string> Environment(const std::vector<Message>& msgs, const std::string& store) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    if (std::strncmp(*e, "MQ_", 3) == 0 && std::strncmp(*e, "MQ_STORE=", 9) != 0) continue;
+    if (std::strncmp(*e, "MQ_STORE=", 9) == 0) continue;
+    env.emplace_back(*e);
+  }
+  const Message& m = msgs.front();
+  auto guid = [](const Guid& g) { return IsNil(g) ? std::string() : FormatGuid(g); };
+  auto add = [&](const char* k, const std::string& v) { env.push_back(std::string(k) + "=" + v); };
+  add("MQ_STORE", store);
+  add("MQ_QUEUE", m.queue);
+  add("MQ_ID", FormatMessageId(m.id));
+  add("MQ_LOOKUP_ID", std::to_string(m.lookup_id));
+  add("MQ_LABEL", m.label);
+  add("MQ_PRIORITY", std::to_string(m.priority));
+  add("MQ_CLASS", ClassName(m.msg_class));
+  add("MQ_CORRELATION_ID", m.correlation_id.empty() ? "" : FormatCorrelationId(m.correlation_id));
+  add("MQ_APP_SPECIFIC", std::to_string(m.app_specific));
+  add("MQ_BODY_TYPE", BodyTypeName(m.body_type));
+  add("MQ_RESPONSE_QUEUE", m.response_queue);
+  add("MQ_ADMIN_QUEUE", m.admin_queue);
+  add("MQ_SENT_TIME", m.sent_time ? FormatTime(m.sent_time) : "");
+  add("MQ_ARRIVED_TIME", m.arrived_time ? FormatTime(m.arrived_time) : "");
+  add("MQ_DELIVERY_COUNT", std::to_string(m.delivery_count));
+  add("MQ_ABORT_COUNT", std::to_string(m.abort_count));
+  add("MQ_CONVERSATION_HANDLE", guid(m.conversation_handle));
+  add("MQ_CONVERSATION_GROUP_ID", guid(m.conversation_group_id));
+  add("MQ_MESSAGE_SEQUENCE_NUMBER", std::to_string(m.message_sequence_number));
+  add("MQ_MESSAGE_TYPE_NAME", m.message_type_name);
+  add("MQ_SERVICE_NAME", m.service_name);
+  add("MQ_SERVICE_CONTRACT_NAME", m.service_contract_name);
+  add("MQ_COUNT", std::to_string(msgs.size()));
+  std::string lookups, ids;
+  for (const Message& x : msgs) {
+    lookups += (lookups.empty() ? "" : " ") + std::to_string(x.lookup_id);
+    ids += (ids.empty() ? "" : " ") + FormatMessageId(x.id);
+  }
+  add("MQ_LOOKUP_IDS", lookups);
+  add("MQ_IDS", ids);
+  return env;
+}
+
+}  // namespace
+
+Result<ExecResult> RunCommand(const std::vector<std::string>& cmd,
+                              const std::vector<Message>& messages, char sep,
+                              const std::string& store_dir) {
+  if (cmd.empty()) return Status(Code::kInvalidArg, "--exec needs a command");
+  std::vector<std::string> env = Environment(messages, store_dir);
+  std::vector<char*> argv, envp;
+  for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  std::string input;
+  if (messages.size() == 1) {
+    input = messages.front().body;
+  } else {
+    for (const Message& m : messages) {
+      input += m.body;
+      input += sep;
+    }
+  }
+
+  int in[2], err[2];
+  if (::pipe2(in, O_CLOEXEC) != 0) return ErrnoStatus(errno, "pipe", "cannot run command");
+  // err: the child reports a failed exec through it (closed on a successful exec).
+  if (::pipe2(err, O_CLOEXEC) != 0) {
+    ::close(in[0]);
+    ::close(in[1]);
+    return ErrnoStatus(errno, "pipe", "cannot run command");
+  }
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    int e = errno;
+    for (int fd : {in[0], in[1], err[0], err[1]}) ::close(fd);
+    return ErrnoStatus(e, "fork", "cannot run command");
+  }
+  if (pid == 0) {
+    // The child: only async-signal-safe calls until exec.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    ::signal(SIGPIPE, SIG_DFL);
+    ::dup2(in[0], 0);
+    ::execvpe(argv[0], argv.data(), envp.data());
+    int e = errno;
+    ssize_t ignored = ::write(err[1], &e, sizeof e);
+    (void)ignored;
+    ::_exit(127);
+  }
+  ::close(in[0]);
+  ::close(err[1]);
+  // Feed stdin; a command that does not read its input is fine (EPIPE is ignored).
+  size_t off = 0;
+  while (off < input.size()) {
+    ssize_t n = ::write(in[1], input.data() + off, input.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    off += static_cast<size_t>(n);
+  }
+  ::close(in[1]);
+  int exec_errno = 0;
+  ssize_t got;
+  do {
+    got = ::read(err[0], &exec_errno, sizeof exec_errno);
+  } while (got < 0 && errno == EINTR);
+  ::close(err[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return ErrnoStatus(errno, "waitpid", "lost the command");
+  }
+  if (got == static_cast<ssize_t>(sizeof exec_errno))
+    return Status(exec_errno == ENOENT ? Code::kInvalidArg : Code::kExecFailed,
+                  fmt::format("cannot run '{}': {}", cmd[0], std::strerror(exec_errno)));
+  return ExecResult{status};
+}
+
+}  // namespace mq::cli
