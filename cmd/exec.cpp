@@ -82,8 +82,10 @@ std::vector<std::string> Environment(const std::vector<Message>& msgs, const std
   add("MQ_COUNT", std::to_string(msgs.size()));
   std::string lookups, ids;
   for (const Message& x : msgs) {
-    lookups += (lookups.empty() ? "" : " ") + std::to_string(x.lookup_id);
-    ids += (ids.empty() ? "" : " ") + FormatMessageId(x.id);
+    if (!lookups.empty()) lookups += ' ';
+    lookups += std::to_string(x.lookup_id);
+    if (!ids.empty()) ids += ' ';
+    ids += FormatMessageId(x.id);
   }
   add("MQ_LOOKUP_IDS", lookups);
   add("MQ_IDS", ids);

@@ -327,8 +327,10 @@ std::string AckLevelName(uint8_t ack) {
   std::string out;
   for (const auto& e : kAcks) {
     bool single = e.value && !(e.value & (e.value - 1));
-    if (single && (ack & e.value) && std::string_view(e.name) != "nack-reach-queue")
-      out += (out.empty() ? "" : ",") + std::string(e.name);
+    if (single && (ack & e.value) && std::string_view(e.name) != "nack-reach-queue") {
+      if (!out.empty()) out += ',';
+      out += e.name;
+    }
   }
   return out;
 }

@@ -63,7 +63,10 @@ Command SetupLocks(CLI::App& app, Context&) {
             FdWriter out(1, "stdout");
             for (const LeaseInfo& l : *list) {
               std::string ids;
-              for (uint64_t id : l.lookup_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+              for (uint64_t id : l.lookup_ids) {
+                if (!ids.empty()) ids += ',';
+                ids += std::to_string(id);
+              }
               if (*json) {
                 nlohmann::ordered_json j = {
                     {"queue", l.queue},
