@@ -90,17 +90,17 @@ Result<int64_t> ParseWait(const std::string& wait) {
 void AddSelectOptions(CLI::App& app, SelectArgs& a, bool receive) {
   auto* n = app.add_option("-n,--count", a.count, "Take up to N messages (default 1)")
                 ->type_name("N")
-                ->check(CLI::PositiveNumber);
+                ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 62));
   auto* all = app.add_flag("--all", a.all, "Take every qualifying message");
   auto* top = app.add_option("--top", a.top, "Service Broker TOP(N): at most N messages")
                   ->type_name("N")
-                  ->check(CLI::PositiveNumber);
+                  ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 62));
   n->excludes(all)->excludes(top);
   all->excludes(top);
   auto* lookup = app.add_option("--lookup-id", a.lookup_id,
                                 "Start at the message with this lookup id (PeekByLookupId)")
                      ->type_name("N")
-                     ->check(CLI::PositiveNumber);
+                     ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 62));
   auto* first = app.add_flag("--first", a.first,
                              receive ? "From the first message of the queue"
                                      : "From the first message of the queue (with --cursor: "

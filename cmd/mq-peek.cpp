@@ -36,7 +36,7 @@ int Run(int argc, char** argv) {
   auto ro = cli::MakeReadOptions(sel_args);
   if (!ro.ok()) return cli::Fail(ro.status());
   std::optional<CursorOptions> co;
-  if (!sel_args.cursor.empty()) {
+  if (app.count("--cursor")) {
     auto c = cli::MakeCursorOptions(sel_args, false);
     if (!c.ok()) return cli::Fail(c.status());
     co = *c;

@@ -147,7 +147,7 @@ int Run(int argc, char** argv) {
     lease_ms = *d;
   }
   std::optional<CursorOptions> co;
-  if (!sel_args.cursor.empty()) {
+  if (app.count("--cursor")) {
     auto c = cli::MakeCursorOptions(sel_args, true);
     if (!c.ok()) return cli::Fail(c.status());
     co = *c;

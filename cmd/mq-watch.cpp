@@ -206,7 +206,7 @@ int Run(int argc, char** argv) {
   if (wo.action != CursorAction::kFirst && cursor_name.empty())
     return cli::Fail(Status(Code::kInvalidArg,
                             "--cursor current and next need a named cursor (--cursor-name)"));
-  if (!cursor_name.empty()) {
+  if (app.count("--cursor-name")) {
     Status s = CheckCursorName(cursor_name);
     if (!s.ok()) return cli::Fail(s);
   }

@@ -2,12 +2,16 @@
 #include "filelock.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
+#include <sys/time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <utility>
+
+#include "waiter.hpp"
 
 namespace mq {
 
@@ -28,20 +32,55 @@ void FileLock::Release() {
   fd_ = -1;
 }
 
-Result<FileLock> FileLock::Acquire(const std::string& path, unsigned mode, bool wait) {
+namespace {
+void OnAlarm(int) {}  // only to interrupt flock()
+}  // namespace
+
+Result<FileLock> FileLock::Acquire(const std::string& path, unsigned mode, bool wait,
+                                   int64_t timeout_ms) {
   FileLock l;
   l.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
                  static_cast<mode_t>(mode));
   if (l.fd_ < 0) return ErrnoStatus(errno, path, "cannot open lock file");
   struct stat st;
   if (::fstat(l.fd_, &st) == 0 && (st.st_mode & 0777) != mode) (void)::fchmod(l.fd_, mode);
-  for (;;) {
-    if (::flock(l.fd_, LOCK_EX | (wait ? 0 : LOCK_NB)) == 0) return l;
-    if (errno == EINTR) continue;
-    if (errno == EWOULDBLOCK)
-      return Status(Code::kSharingViolation, "in use by another process", path);
-    return ErrnoStatus(errno, path, "cannot lock");
+  if (::flock(l.fd_, LOCK_EX | LOCK_NB) == 0) return l;
+  if (errno != EWOULDBLOCK) return ErrnoStatus(errno, path, "cannot lock");
+  if (!wait) return Status(Code::kSharingViolation, "in use by another process", path);
+  if (timeout_ms == 0) return Status(Code::kIoTimeout, "in use by another process", path);
+  // Block in flock(); a timeout is a one-shot SIGALRM without SA_RESTART, which makes flock()
+  // return EINTR.
+  struct sigaction sa {}, old {};
+  itimerval timer{}, old_timer{};
+  if (timeout_ms > 0) {
+    sa.sa_handler = OnAlarm;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, &old);
+    timer.it_value.tv_sec = timeout_ms / 1000;
+    timer.it_value.tv_usec = (timeout_ms % 1000) * 1000;
+    setitimer(ITIMER_REAL, &timer, &old_timer);
   }
+  int64_t until = MonotonicMs() + timeout_ms;
+  Status result;
+  for (;;) {
+    if (::flock(l.fd_, LOCK_EX) == 0) break;
+    if (errno == EINTR) {
+      if (timeout_ms > 0 && MonotonicMs() >= until) {
+        result = Status(Code::kIoTimeout, "in use by another process", path);
+        break;
+      }
+      continue;
+    }
+    result = ErrnoStatus(errno, path, "cannot lock");
+    break;
+  }
+  if (timeout_ms > 0) {
+    itimerval off{};
+    setitimer(ITIMER_REAL, &off, nullptr);
+    sigaction(SIGALRM, &old, nullptr);
+  }
+  if (!result.ok()) return result;
+  return l;
 }
 
 Result<bool> FileLock::IsHeld(const std::string& path) {

@@ -24,7 +24,9 @@ class FileLock {
   // Takes an exclusive lock on `path` (created with `mode` if missing). With `wait` false, a
   // lock held by another process is MQ_ERROR_SHARING_VIOLATION (exit 5) at once; with `wait`
   // true, blocks until it is free.
-  static Result<FileLock> Acquire(const std::string& path, unsigned mode, bool wait);
+  // With `wait` and `timeout_ms` >= 0, waits at most that long: MQ_ERROR_IO_TIMEOUT after.
+  static Result<FileLock> Acquire(const std::string& path, unsigned mode, bool wait,
+                                  int64_t timeout_ms = -1);
   // Whether some process holds a lock on `path` now (probing takes and drops it).
   static Result<bool> IsHeld(const std::string& path);
 

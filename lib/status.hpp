@@ -24,8 +24,8 @@ enum class Code : uint32_t {
   kQueueNotFound = 0xC00E0003,
   kQueueNotActive = 0xC00E0004,         // status OFF
   kQueueExists = 0xC00E0005,
-  kInvalidHandle = 0xC00E0007,
-  kOperationCancelled = 0xC00E0008,    // a wait stopped by a signal         // mq-watch: the queue is closed (status OFF)
+  kInvalidHandle = 0xC00E0007,          // mq-watch: the queue is closed (status OFF)
+  kOperationCancelled = 0xC00E0008,    // a wait stopped by a signal
   kSharingViolation = 0xC00E0009,       // a cursor or lock held by another process
   kServiceNotAvailable = 0xC00E000B,    // the store is missing
   kIllegalQueuePathname = 0xC00E0014,

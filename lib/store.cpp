@@ -9,6 +9,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -383,6 +385,24 @@ struct Store::Impl {
       MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(*v, 4), f));
       if (!Visible(txn, q.id, f.msg, sel.include_locked)) return {};
       out.push_back(std::move(f));
+      return {};
+    }
+
+    if (sel.anchor == Anchor::kArrival) {
+      std::string prefix = QueueIdKey(q.id);
+      lmdb::Cursor c(txn, messages);
+      bool on = resume.empty() ? c.SeekGe(prefix) : c.SeekGe(resume);
+      if (on && !resume.empty() && c.key() == resume) on = c.Next();
+      for (; on && HasPrefix(c.key(), prefix) && !full(); on = c.Next()) {
+        Found f;
+        f.walk_key = std::string(c.key());
+        f.msg.lookup_id = GetU64BE(c.key(), 4);
+        f.msg.queue = q.name;
+        f.size = c.value().size();
+        MQ_RETURN_IF_ERROR(DecodeRecord(c.value(), f.msg));
+        bytes += f.size;
+        out.push_back(std::move(f));
+      }
       return {};
     }
 
@@ -831,6 +851,25 @@ struct Store::Impl {
     return paths.locks_dir() + "/cursor." + std::to_string(qid) + "." + name;
   }
 
+  // Takes a named cursor's lock, waiting at most `wait_ms` if above 0, else as long as it
+  // takes. A cursor is stored once it has moved.
+  Result<FileLock> LockCursor(const QueueRef& ref, uint32_t qid, const std::string& name,
+                              bool wait_lock, int64_t wait_ms) {
+    auto l = FileLock::Acquire(CursorLockPath(qid, name), file_mode, wait_lock,
+                               wait_ms > 0 ? wait_ms : -1);
+    if (!l.ok()) {
+      Status s = l.status();
+      if (s.code() == Code::kIoTimeout)
+        return Status(s.code(), fmt::format("timed out waiting for cursor {}, in use by another "
+                                            "process", name), ref.Full());
+      if (s.code() == Code::kSharingViolation)
+        return Status(s.code(), fmt::format("cursor {} is in use by another process", name),
+                      ref.Full());
+      return s;
+    }
+    return l;
+  }
+
   struct CursorState {
     bool positioned = false;
     std::string key;  // order key of the position
@@ -965,7 +1004,7 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   if (!has_data) {
     if (!may_create)
       return Status(Code::kServiceNotAvailable,
-                    "store not found (create it with mq-admin init, or pass --create)", dir);
+                    "store not found; mq-admin init creates it", dir);
     if (exists && !DirIsEmpty(dir))
       return Status(Code::kServiceNotAvailable,
                     "not an mq store (no data.mdb) and not empty; refusing to create one here",
@@ -1444,6 +1483,8 @@ Status Store::Peek(const QueueRef& ref, const Selection& sel, const ReadOptions&
 
 Status Store::Receive(const QueueRef& ref, const Selection& sel, const ReadOptions& ro,
                       MessageSink& sink) {
+  if (sel.anchor == Anchor::kArrival || sel.include_locked)
+    return Status(Code::kInvalidArg, "a receive takes visible messages only", ref.Full());
   return impl_->WaitLoop(ref, ro, [&](bool, int64_t& deadline) -> Status {
     uint64_t remaining = sel.limit ? sel.limit : UINT64_MAX;
     uint64_t received = 0;
@@ -1502,10 +1543,12 @@ Status Store::CursorPeek(const QueueRef& ref, const CursorOptions& co, const Rea
   MQ_RETURN_IF_ERROR(CheckCursorName(co.name));
   auto qid = impl_->QueueIdForWait(ref, false);
   if (!qid.ok()) return qid.status();
-  auto lock = FileLock::Acquire(impl_->CursorLockPath(*qid, co.name), impl_->file_mode,
-                                co.wait_lock);
-  if (!lock.ok()) return lock.status().WithSubject(ref.Full());
-  return impl_->WaitLoop(ref, ro, [&](bool waiting, int64_t& deadline) -> Status {
+  int64_t started = MonotonicMs();
+  auto lock = impl_->LockCursor(ref, *qid, co.name, co.wait_lock, ro.wait_ms);
+  if (!lock.ok()) return lock.status();
+  ReadOptions left = ro;
+  if (ro.wait_ms > 0) left.wait_ms = std::max<int64_t>(1, ro.wait_ms - (MonotonicMs() - started));
+  return impl_->WaitLoop(ref, left, [&](bool waiting, int64_t& deadline) -> Status {
     MQ_RETURN_IF_ERROR(impl_->MaintainIfNeeded(ref));
     return impl_->Write(
         [&](lmdb::Txn& txn) -> Status {
@@ -1556,9 +1599,8 @@ Status Store::CursorReceive(const QueueRef& ref, const CursorOptions& co, const 
   MQ_RETURN_IF_ERROR(CheckCursorName(co.name));
   auto qid = impl_->QueueIdForWait(ref, false);
   if (!qid.ok()) return qid.status();
-  auto lock = FileLock::Acquire(impl_->CursorLockPath(*qid, co.name), impl_->file_mode,
-                                co.wait_lock);
-  if (!lock.ok()) return lock.status().WithSubject(ref.Full());
+  auto lock = impl_->LockCursor(ref, *qid, co.name, co.wait_lock, -1);
+  if (!lock.ok()) return lock.status();
   (void)ro;  // the message at a cursor is there or not: nothing to wait for
   return impl_->Write(
       [&](lmdb::Txn& txn) -> Status {
@@ -1598,7 +1640,7 @@ Result<std::vector<CursorInfo>> Store::ListCursors() {
     auto name = txn->Get(impl_->queue_ids, QueueIdKey(qid));
     ci.queue = name ? std::string(*name) : fmt::format("#{}", qid);
     ci.name = std::string(c.key().substr(4));
-    if (c.value().size() == 14 && c.value()[0] == 1) {
+    if (c.value().size() == 14 && c.value()[0] == 1) {  // else: never moved
       ci.positioned = true;
       ci.priority = static_cast<uint8_t>(7 - static_cast<uint8_t>(c.value()[5]));
       ci.lookup_id = GetU64BE(c.value(), 6);
@@ -1607,6 +1649,32 @@ Result<std::vector<CursorInfo>> Store::ListCursors() {
     ci.holder = held.ok() && *held;
     out.push_back(std::move(ci));
   }
+  // Cursors in use that have not moved yet exist only as held lock files.
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir(impl_->paths.locks_dir().c_str()), closedir);
+  std::vector<CursorInfo> fresh;
+  while (dir) {
+    dirent* e = readdir(dir.get());
+    if (!e) break;
+    unsigned qid = 0;
+    int used = 0;
+    if (std::sscanf(e->d_name, "cursor.%u.%n", &qid, &used) != 1 || used == 0) continue;
+    std::string name = e->d_name + used;
+    if (txn->Get(impl_->cursors, CursorKey(qid, name))) continue;
+    auto held = FileLock::IsHeld(impl_->CursorLockPath(qid, name));
+    if (!held.ok() || !*held) continue;
+    auto qname = txn->Get(impl_->queue_ids, QueueIdKey(qid));
+    if (!qname) continue;
+    CursorInfo ci;
+    ci.queue = std::string(*qname);
+    ci.name = name;
+    ci.holder = true;
+    fresh.push_back(std::move(ci));
+  }
+  std::sort(fresh.begin(), fresh.end(),
+            [](const CursorInfo& a, const CursorInfo& b) {
+              return std::tie(a.queue, a.name) < std::tie(b.queue, b.name);
+            });
+  out.insert(out.end(), fresh.begin(), fresh.end());
   return out;
 }
 
@@ -1632,11 +1700,22 @@ Status Store::Watch(const QueueRef& ref, const WatchOptions& wo, const ReadOptio
     MQ_RETURN_IF_ERROR(CheckCursorName(wo.cursor_name));
     auto qid = impl_->QueueIdForWait(ref, false);
     if (!qid.ok()) return qid.status();
-    auto l = FileLock::Acquire(impl_->CursorLockPath(*qid, wo.cursor_name), impl_->file_mode,
-                               wo.wait_lock);
-    if (!l.ok()) return l.status().WithSubject(ref.Full());
+    int64_t started = MonotonicMs();
+    auto l = impl_->LockCursor(ref, *qid, wo.cursor_name, wo.wait_lock, ro.wait_ms);
+    if (!l.ok()) return l.status();
     lock = std::move(*l);
+    if (ro.wait_ms > 0) {
+      ReadOptions left = ro;
+      left.wait_ms = std::max<int64_t>(1, ro.wait_ms - (MonotonicMs() - started));
+      return WatchLocked(ref, wo, left, on_arrived);
+    }
   }
+  return WatchLocked(ref, wo, ro, on_arrived);
+}
+
+Status Store::WatchLocked(const QueueRef& ref, const WatchOptions& wo, const ReadOptions& ro,
+                          const std::function<Status(const Message&)>& on_arrived) {
+  bool named = !wo.cursor_name.empty();
   CursorAction action = wo.action;
   uint64_t high_water = 0;  // anonymous --follow: the last lookup id reported
   for (;;) {
@@ -1795,6 +1874,8 @@ Result<uint64_t> Store::Sweep() {
 Result<std::unique_ptr<Lease>> Store::Lock(const QueueRef& ref, const Selection& sel,
                                            const ReadOptions& ro, const LockOptions& lo,
                                            MessageSink* sink) {
+  if (sel.anchor == Anchor::kArrival || sel.include_locked)
+    return Status(Code::kInvalidArg, "a receive takes visible messages only", ref.Full());
   std::unique_ptr<Lease> lease(new Lease());
   Status s = impl_->WaitLoop(ref, ro, [&](bool, int64_t& deadline) -> Status {
     bool found = false;
@@ -2171,22 +2252,72 @@ Status Store::Check(std::vector<std::string>& problems) {
   return {};
 }
 
+namespace {
+
+// Gives a directory the mode and group of a store (group -1: keep).
+Status SetDirMode(const std::string& dir, mode_t mode, gid_t gid) {
+  if (gid != static_cast<gid_t>(-1) && ::chown(dir.c_str(), static_cast<uid_t>(-1), gid) != 0)
+    return ErrnoStatus(errno, dir, "cannot set the group");
+  if (::chmod(dir.c_str(), mode) != 0) return ErrnoStatus(errno, dir, "cannot set the mode");
+  return {};
+}
+
+}  // namespace
+
 Status Store::Backup(const std::string& dir) {
+  bool group = impl_->file_mode == 0660;
+  mode_t dir_mode = group ? 02770 : 0700;
+  struct stat src;
+  gid_t gid = static_cast<gid_t>(-1);
+  if (group && ::stat(impl_->dir.c_str(), &src) == 0) gid = src.st_gid;
   struct stat st;
   if (::stat(dir.c_str(), &st) == 0) {
     if (!S_ISDIR(st.st_mode) || !DirIsEmpty(dir))
       return Status(Code::kInvalidArg, "backup target exists and is not an empty directory", dir);
   } else {
     MQ_RETURN_IF_ERROR(MakeParents(dir));
-    MQ_RETURN_IF_ERROR(MakeDir(dir, impl_->file_mode == 0660 ? 02770 : 0700));
+    MQ_RETURN_IF_ERROR(MakeDir(dir, dir_mode));
   }
-  mode_t old_umask = ::umask(impl_->file_mode == 0660 ? 007 : 077);
+  // The copy is a store like its source: same mode, and for a shared store the same group
+  // (the setgid directory passes it on to the files made in it).
+  MQ_RETURN_IF_ERROR(SetDirMode(dir, dir_mode, gid));
+  mode_t old_umask = ::umask(group ? 007 : 077);
   Status copied = impl_->env.CopyTo(dir);
+  StorePaths paths(dir);
+  if (copied.ok()) copied = MakeDir(paths.locks_dir(), dir_mode);
+  if (copied.ok()) copied = MakeDir(paths.notify_dir(), dir_mode);
   ::umask(old_umask);
   MQ_RETURN_IF_ERROR(copied);
-  StorePaths paths(dir);
-  MQ_RETURN_IF_ERROR(MakeDir(paths.locks_dir(), impl_->file_mode == 0660 ? 02770 : 0700));
-  MQ_RETURN_IF_ERROR(MakeDir(paths.notify_dir(), impl_->file_mode == 0660 ? 02770 : 0700));
+  MQ_RETURN_IF_ERROR(SetDirMode(paths.locks_dir(), dir_mode, gid));
+  MQ_RETURN_IF_ERROR(SetDirMode(paths.notify_dir(), dir_mode, gid));
+  if (::chmod(paths.data().c_str(), group ? 0660 : 0600) != 0)
+    return ErrnoStatus(errno, paths.data(), "cannot set the mode");
+  return {};
+}
+
+Status Store::ShareWithGroup(const std::string& group_name) {
+  struct group* g = getgrnam(group_name.c_str());
+  if (!g) return Status(Code::kInvalidArg, fmt::format("no such group '{}'", group_name));
+  gid_t gid = g->gr_gid;
+  const StorePaths& p = impl_->paths;
+  for (const std::string& d : {p.dir(), p.locks_dir(), p.notify_dir()}) {
+    MQ_RETURN_IF_ERROR(SetDirMode(d, 02770, gid));
+    if (d == p.dir()) continue;
+    std::unique_ptr<DIR, int (*)(DIR*)> dh(opendir(d.c_str()), closedir);
+    while (dh && (errno = 0, true)) {
+      dirent* e = readdir(dh.get());
+      if (!e) break;
+      if (e->d_name[0] == '.') continue;
+      std::string f = d + "/" + e->d_name;
+      if (::chown(f.c_str(), static_cast<uid_t>(-1), gid) != 0 || ::chmod(f.c_str(), 0660) != 0)
+        return ErrnoStatus(errno, f, "cannot share");
+    }
+  }
+  for (const std::string& f : {p.data(), p.lock()}) {
+    if (::chown(f.c_str(), static_cast<uid_t>(-1), gid) != 0 || ::chmod(f.c_str(), 0660) != 0)
+      return ErrnoStatus(errno, f, "cannot share");
+  }
+  impl_->file_mode = 0660;
   return {};
 }
 

@@ -71,6 +71,8 @@ enum class Anchor {
   kBefore,       // before lookup id N, backwards
   kId,           // the message with this id
   kCorrelation,  // messages with this correlation id, in delivery order
+  kArrival,      // every message, visible, delayed or Locked, in arrival (lookup id) order:
+                 // for export, peek only
 };
 
 struct Selection {
@@ -301,6 +303,8 @@ class Store {
   // Verifies that every index agrees with the messages and the counters. Appends a line per
   // problem to `problems`.
   Status Check(std::vector<std::string>& problems);
+  // Makes an existing store group-shared: setgid 2770 directories, 0660 files, group `group`.
+  Status ShareWithGroup(const std::string& group);
   // A consistent compacted copy into `dir` (which must not exist, or be empty), taken while
   // other processes keep working.
   Status Backup(const std::string& dir);
@@ -308,6 +312,8 @@ class Store {
   struct Impl;
 
  private:
+  Status WatchLocked(const QueueRef& ref, const WatchOptions& wo, const ReadOptions& ro,
+                     const std::function<Status(const Message&)>& on_arrived);
   explicit Store(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -1,5 +1,6 @@
 // mq-admin export QUEUE [--format json]: every message of a queue as JSON lines (all
-//   properties and the body), in delivery order, without removing anything.
+//   properties and the body), delayed and Locked ones included, in arrival order (so that an
+//   import gives the same order), without removing anything.
 // mq-admin import QUEUE [--create] [--new-ids]: append the messages of such JSON lines from
 //   stdin, in one transaction: all of them or, on any bad line, none. Message ids are kept
 //   unless --new-ids (an id already in the store is an error); lookup ids are new.
@@ -87,6 +88,7 @@ Command SetupExport(CLI::App& app, Context&) {
             auto sink = cli::OutputSink::Make(out);
             if (!sink.ok()) return cli::Fail(sink.status());
             Selection all;
+            all.anchor = Anchor::kArrival;  // every message, delayed and Locked ones too
             all.limit = 0;
             Status s = (*store)->Peek(*ref, all, {}, **sink);
             if (s.ok() || s.code() == Code::kMessageNotFound || s.code() == Code::kBrokenPipe)

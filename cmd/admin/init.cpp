@@ -1,5 +1,6 @@
 // mq-admin init [--group NAME]: create a store (0700), or a group-shared one (setgid 2770,
-// files 0660) that every member of NAME can use. An existing store is left as it is.
+// files 0660) that every member of NAME can use. An existing store is left as it is, except
+// that --group makes it shared with NAME.
 #include "admin.hpp"
 
 namespace mq::admin {
@@ -16,6 +17,11 @@ Command SetupInit(CLI::App& app, Context&) {
             o.group = *group;
             auto s = Store::Open(o);
             if (!s.ok()) return cli::Fail(s.status());
+            // An existing store given --group becomes shared (a new one is made so already).
+            if (!group->empty()) {
+              Status shared = (*s)->ShareWithGroup(*group);
+              if (!shared.ok()) return cli::Fail(shared);
+            }
             return 0;
           }};
 }

@@ -23,7 +23,7 @@ Command SetupList(CLI::App& app, Context&) {
                 out.Append(q.name + "\n");
                 continue;
               }
-              nlohmann::json j = {{"queue", q.name},
+              nlohmann::ordered_json j = {{"queue", q.name},
                                   {"id", q.id},
                                   {"label", q.label},
                                   {"status", q.enabled ? "on" : "off"},
@@ -31,6 +31,10 @@ Command SetupList(CLI::App& app, Context&) {
                                   {"max_message_size", q.max_message_size},
                                   {"messages", q.count},
                                   {"bytes", q.bytes},
+                                  {"transactional", q.transactional},
+                                  {"max_retries", q.max_retries},
+                                  {"poison", PoisonName(q.poison)},
+                                  {"dedup_window_ms", q.dedup_window},
                                   {"created_time", FormatTime(q.created_time)},
                                   {"modified_time", FormatTime(q.modified_time)}};
               out.Append(j.dump() + "\n");

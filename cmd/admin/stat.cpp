@@ -1,6 +1,10 @@
-// mq-admin stat [QUEUE] [--json | --format prometheus]: message counts, bytes and the age of
-// the oldest message, per queue. The prometheus form suits the node exporter's textfile
-// collector: mq-admin stat --format prometheus > /var/lib/node_exporter/mq.prom.$$ && mv ...
+// mq-admin stat [QUEUE] [--json | --format text|json|prometheus]: per queue, the messages
+// (of which delayed and Locked), bytes, and the age of the oldest message. The prometheus
+// form suits the node exporter's textfile collector, e.g. from cron:
+//   mq-admin stat --format prometheus > /var/lib/node_exporter/mq.prom.$$ &&
+//     mv /var/lib/node_exporter/mq.prom.$$ /var/lib/node_exporter/mq.prom
+#include <functional>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -30,6 +34,17 @@ std::string PromEscape(std::string_view s) {
   return out;
 }
 
+struct Row {
+  QueueStat st;
+  int64_t age = 0;
+};
+
+struct Metric {
+  const char* name;
+  const char* help;
+  std::function<std::string(const Row&)> value;
+};
+
 }  // namespace
 
 Command SetupStat(CLI::App& app, Context&) {
@@ -37,14 +52,14 @@ Command SetupStat(CLI::App& app, Context&) {
   auto* sub = app.add_subcommand("stat", "Counts, bytes and oldest message age");
   sub->add_option("QUEUE", args->queue, "Only this queue");
   auto* json = sub->add_flag("--json", args->json, "One JSON object per queue");
-  sub->add_option("--format", args->format, "Output format: json or prometheus")
+  sub->add_option("--format", args->format, "Output format: text (default), json or prometheus")
       ->type_name("NAME")
       ->check(CLI::IsMember({"json", "prometheus", "text"}))
       ->excludes(json);
   return {sub, [args](Context& ctx) {
-            std::vector<QueueRef> refs;
             auto store = ctx.Open();
             if (!store.ok()) return cli::Fail(store.status());
+            std::vector<QueueRef> refs;
             if (!args->queue.empty()) {
               auto ref = cli::ParseQueueArg(args->queue);
               if (!ref.ok()) return cli::Fail(ref.status());
@@ -54,58 +69,73 @@ Command SetupStat(CLI::App& app, Context&) {
               if (!queues.ok()) return cli::Fail(queues.status());
               for (auto& q : *queues) refs.push_back(*ParseQueueRef(q.name));
             }
-            std::string format = args->json ? "json" : args->format.empty() ? "text" : args->format;
             int64_t now = NowMs();
-            FdWriter out(1, "stdout");
-            if (format == "text")
-              out.Append(fmt::format("{:<32} {:>10} {:>8} {:>12} {:>10} {}\n", "QUEUE",
-                                     "MESSAGES", "DELAYED", "BYTES", "OLDEST", "STATUS"));
-            if (format == "prometheus") {
-              for (auto [name, help] :
-                   {std::pair{"mq_queue_messages", "Messages in the queue."},
-                    std::pair{"mq_queue_delayed_messages",
-                              "Messages stored but not visible yet (--delay, --at)."},
-                    std::pair{"mq_queue_bytes", "Bytes of message records in the queue."},
-                    std::pair{"mq_queue_oldest_message_age_seconds",
-                              "Age of the oldest message; 0 when empty."},
-                    std::pair{"mq_queue_enabled", "1 if the queue's status is ON."},
-                    std::pair{"mq_queue_quota_bytes", "Queue quota; 0: none."}})
-                out.Append(fmt::format("# HELP {} {}\n# TYPE {} gauge\n", name, help, name));
-            }
+            std::vector<Row> rows;
             for (const QueueRef& ref : refs) {
               auto st = (*store)->StatQueue(ref);
               if (!st.ok()) return cli::Fail(st.status().WithSubject(ref.Full()));
-              const QueueInfo& q = st->info;
-              int64_t age = st->oldest_arrived ? std::max<int64_t>(0, now - st->oldest_arrived) : 0;
-              if (format == "json") {
-                nlohmann::json j = {
+              Row r{*st, 0};
+              if (st->oldest_arrived) r.age = std::max<int64_t>(0, now - st->oldest_arrived);
+              rows.push_back(std::move(r));
+            }
+            std::string format =
+                args->json ? "json" : args->format.empty() ? "text" : args->format;
+            FdWriter out(1, "stdout");
+            if (format == "text") {
+              out.Append(fmt::format("{:<32} {:>10} {:>8} {:>8} {:>12} {:>10} {}\n", "QUEUE",
+                                     "MESSAGES", "DELAYED", "LOCKED", "BYTES", "OLDEST",
+                                     "STATUS"));
+              for (const Row& r : rows) {
+                const QueueInfo& q = r.st.info;
+                out.Append(fmt::format("{:<32} {:>10} {:>8} {:>8} {:>12} {:>10} {}\n", q.name,
+                                       q.count, q.delayed, q.locked, q.bytes,
+                                       r.st.oldest_arrived ? FormatDuration(r.age / 1000 * 1000)
+                                                           : "-",
+                                       q.enabled ? "on" : "off"));
+              }
+            } else if (format == "json") {
+              for (const Row& r : rows) {
+                const QueueInfo& q = r.st.info;
+                nlohmann::ordered_json j = {
                     {"queue", q.name},
                     {"messages", q.count},
                     {"delayed", q.delayed},
+                    {"locked", q.locked},
                     {"bytes", q.bytes},
-                    {"oldest_age_ms", age},
-                    {"oldest_arrived_time",
-                     st->oldest_arrived ? nlohmann::json(FormatTime(st->oldest_arrived))
-                                        : nlohmann::json(nullptr)},
+                    {"oldest_age_ms", r.age},
+                    {"oldest_arrived_time", r.st.oldest_arrived
+                                                ? nlohmann::ordered_json(FormatTime(r.st.oldest_arrived))
+                                                : nlohmann::ordered_json(nullptr)},
                     {"status", q.enabled ? "on" : "off"},
                     {"quota", q.quota},
                     {"max_message_size", q.max_message_size},
                     {"label", q.label}};
                 out.Append(j.dump() + "\n");
-              } else if (format == "prometheus") {
-                std::string labels = fmt::format("{{store=\"{}\",queue=\"{}\"}}",
-                                                 PromEscape((*store)->dir()), PromEscape(q.name));
-                out.Append(fmt::format("mq_queue_messages{} {}\n", labels, q.count));
-                out.Append(fmt::format("mq_queue_delayed_messages{} {}\n", labels, q.delayed));
-                out.Append(fmt::format("mq_queue_bytes{} {}\n", labels, q.bytes));
-                out.Append(fmt::format("mq_queue_oldest_message_age_seconds{} {:.3f}\n", labels,
-                                       static_cast<double>(age) / 1000.0));
-                out.Append(fmt::format("mq_queue_enabled{} {}\n", labels, q.enabled ? 1 : 0));
-                out.Append(fmt::format("mq_queue_quota_bytes{} {}\n", labels, q.quota));
-              } else {
-                out.Append(fmt::format("{:<32} {:>10} {:>8} {:>12} {:>10} {}\n", q.name, q.count,
-                                       q.delayed, q.bytes, st->oldest_arrived ? FormatDuration(age) : "-",
-                                       q.enabled ? "on" : "off"));
+              }
+            } else {
+              // Prometheus text format: each metric's HELP, TYPE and samples together.
+              std::vector<Metric> metrics = {
+                  {"mq_queue_messages", "Messages in the queue, of any state.",
+                   [](const Row& r) { return std::to_string(r.st.info.count); }},
+                  {"mq_queue_delayed_messages", "Messages not visible yet (--delay, --at).",
+                   [](const Row& r) { return std::to_string(r.st.info.delayed); }},
+                  {"mq_queue_locked_messages", "Messages held by an open transactional receive.",
+                   [](const Row& r) { return std::to_string(r.st.info.locked); }},
+                  {"mq_queue_bytes", "Bytes of message records in the queue.",
+                   [](const Row& r) { return std::to_string(r.st.info.bytes); }},
+                  {"mq_queue_oldest_message_age_seconds", "Age of the oldest message; 0 if empty.",
+                   [](const Row& r) { return fmt::format("{:.3f}", r.age / 1000.0); }},
+                  {"mq_queue_enabled", "1 if the queue's status is ON.",
+                   [](const Row& r) { return std::string(r.st.info.enabled ? "1" : "0"); }},
+                  {"mq_queue_quota_bytes", "The queue's quota; 0: none.",
+                   [](const Row& r) { return std::to_string(r.st.info.quota); }},
+              };
+              for (const Metric& m : metrics) {
+                out.Append(fmt::format("# HELP {} {}\n# TYPE {} gauge\n", m.name, m.help, m.name));
+                for (const Row& r : rows)
+                  out.Append(fmt::format("{}{{store=\"{}\",queue=\"{}\"}} {}\n", m.name,
+                                         PromEscape((*store)->dir()), PromEscape(r.st.info.name),
+                                         m.value(r)));
               }
             }
             Status s = out.Flush();
