@@ -1,7 +1,11 @@
 // common.cpp: diagnostics, argument parsing and output shared by the tools.
 #include "common.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
 
 #include <cstdio>
 
@@ -24,6 +28,38 @@ int Fail(const Status& status) {
   ssize_t ignored = ::write(2, line.data(), line.size());
   (void)ignored;
   return ExitCode(status);
+}
+
+namespace {
+
+int g_stop_pipe[2] = {-1, -1};
+volatile sig_atomic_t g_stopping = 0;
+
+void OnStopSignal(int) {
+  g_stopping = 1;
+  WakeStopPipe();
+}
+
+}  // namespace
+
+void WakeStopPipe() {
+  int saved = errno;
+  char b = 1;
+  ssize_t ignored = ::write(g_stop_pipe[1], &b, 1);
+  (void)ignored;
+  errno = saved;
+}
+
+bool Stopping() { return g_stopping != 0; }
+
+int StopOnSignals() {
+  if (g_stop_pipe[0] < 0 && ::pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return -1;
+  struct sigaction sa {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  return g_stop_pipe[0];
 }
 
 void Note(const std::string& subject, const std::string& text) {

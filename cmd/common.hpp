@@ -38,6 +38,13 @@ struct StoreArgs {
 void AddStoreOption(CLI::App& app, StoreArgs& args);
 Result<std::unique_ptr<Store>> OpenStore(const StoreArgs& args);
 
+// SIGINT and SIGTERM set a flag and make the returned descriptor readable (a self-pipe, for
+// Waiter's stop_fd); -1 if the pipe could not be made. Wake() makes it readable too (for
+// SIGCHLD handlers). Stopping() tells whether a stop signal came.
+int StopOnSignals();
+void WakeStopPipe();
+bool Stopping();
+
 // A queue reference argument, validated at parse time.
 Result<QueueRef> ParseQueueArg(const std::string& text);
 

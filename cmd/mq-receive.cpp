@@ -36,31 +36,12 @@
 namespace mq {
 namespace {
 
-int g_stop_pipe[2] = {-1, -1};
-volatile sig_atomic_t g_stop = 0;
-
-void OnSignal(int) {
-  int saved = errno;
-  g_stop = 1;
-  char b = 1;
-  ssize_t ignored = ::write(g_stop_pipe[1], &b, 1);
-  (void)ignored;
-  errno = saved;
-}
-
 int RunExec(Store& store, const QueueRef& ref, Selection sel, ReadOptions ro,
             const std::vector<std::string>& cmd, bool batch, char sep, bool all) {
-  if (::pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) == 0) {
-    struct sigaction sa {};
-    sa.sa_handler = OnSignal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, nullptr);
-    sigaction(SIGTERM, &sa, nullptr);
-    ro.stop_fd = g_stop_pipe[0];
-  }
+  ro.stop_fd = cli::StopOnSignals();
   uint64_t wanted = all ? UINT64_MAX : sel.limit;
   uint64_t done = 0;
-  while (done < wanted && !g_stop) {
+  while (done < wanted && !cli::Stopping()) {
     Selection one = sel;
     one.limit = batch ? (all ? 0 : wanted - done) : 1;
     auto lease = store.Lock(ref, one, ro, {}, nullptr);

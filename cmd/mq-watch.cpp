@@ -47,30 +47,7 @@
 namespace mq {
 namespace {
 
-int g_stop_pipe[2] = {-1, -1};
-
-void OnSignal(int) {
-  int saved = errno;
-  char b = 1;
-  ssize_t ignored = ::write(g_stop_pipe[1], &b, 1);
-  (void)ignored;
-  errno = saved;
-}
-
-void OnChild(int) {
-  int saved = errno;
-  char b = 2;
-  ssize_t ignored = ::write(g_stop_pipe[1], &b, 1);
-  (void)ignored;
-  errno = saved;
-}
-
-volatile sig_atomic_t g_stopping = 0;
-
-void OnStopSignal(int sig) {
-  g_stopping = 1;
-  OnSignal(sig);
-}
+void OnChild(int) { cli::WakeStopPipe(); }
 
 std::string SiblingProgram(const char* name) {
   char self[PATH_MAX];
@@ -89,15 +66,13 @@ int Activate(Store& store, const QueueRef& ref, const std::vector<std::string>& 
   for (auto& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);
 
+  int stop_fd = cli::StopOnSignals();
+  if (stop_fd < 0) return cli::Fail(ErrnoStatus(errno, "pipe", "cannot set up signal handling"));
   struct sigaction sa {};
   sa.sa_handler = OnChild;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_NOCLDSTOP;
   sigaction(SIGCHLD, &sa, nullptr);
-  sa.sa_handler = OnStopSignal;
-  sa.sa_flags = 0;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
 
   std::set<pid_t> children;
   int rc = 0;
@@ -108,7 +83,7 @@ int Activate(Store& store, const QueueRef& ref, const std::vector<std::string>& 
     int status;
     pid_t pid;
     while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) children.erase(pid);
-    if (g_stopping && !stopping) {
+    if (cli::Stopping() && !stopping) {
       stopping = true;
       for (pid_t c : children) ::kill(c, SIGTERM);
     }
@@ -142,10 +117,10 @@ int Activate(Store& store, const QueueRef& ref, const std::vector<std::string>& 
       }
     }
     if (stopping && children.empty()) return rc;
-    auto wake = waiter->Wait(deadline, -1, g_stop_pipe[0]);
+    auto wake = waiter->Wait(deadline, -1, stop_fd);
     if (!wake.ok()) return cli::Fail(wake.status());
     char buf[64];
-    while (::read(g_stop_pipe[0], buf, sizeof buf) > 0) {
+    while (::read(stop_fd, buf, sizeof buf) > 0) {
     }
   }
 }
@@ -230,15 +205,10 @@ int Run(int argc, char** argv) {
   if (!st->info.enabled && st->info.id != 0)
     return cli::Fail(Status(Code::kInvalidHandle, "queue is closed (status OFF)", ref->Full()));
 
-  if (::pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
-    return cli::Fail(ErrnoStatus(errno, "pipe", "cannot set up signal handling"));
   if (exec) return Activate(**store, *ref, cmd, max_readers);
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  ro.stop_fd = g_stop_pipe[0];
+  ro.stop_fd = cli::StopOnSignals();
+  if (ro.stop_fd < 0)
+    return cli::Fail(ErrnoStatus(errno, "pipe", "cannot set up signal handling"));
 
   FdWriter out(1, "stdout");
   bool reader_gone = false;

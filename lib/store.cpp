@@ -906,6 +906,38 @@ struct Store::Impl {
     return std::optional<Found>(std::move(f));
   }
 
+  // Moves a named cursor of `q` as MSMQ does and saves its new position: kFirst to the head;
+  // kNext past its message; kCurrent stays. kCurrent and kNext on a cursor never moved are
+  // illegal. kCurrent on a message gone since is MQ_ERROR_MESSAGE_ALREADY_RECEIVED, or, for
+  // a notification (`notify`, seed 000), a move to the next suitable message. Nothing there:
+  // MQ_ERROR_MESSAGE_NOT_FOUND (the caller may wait).
+  Result<Found> MoveCursor(lmdb::Txn& txn, const QueueInfo& q, const std::string& name,
+                           CursorAction action, bool notify) {
+    CursorState st = LoadCursor(txn, q.id, name);
+    std::optional<Found> found;
+    if (action != CursorAction::kFirst && !st.positioned)
+      return Status(Code::kIllegalCursorAction,
+                    fmt::format("cursor {} was never moved: move it to the first message first",
+                                name),
+                    q.name);
+    if (action == CursorAction::kCurrent && txn.Get(order, st.key)) {
+      Found f;
+      MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(st.key, 5), f));
+      f.walk_key = st.key;
+      found = std::move(f);
+    } else if (action == CursorAction::kCurrent && !notify) {
+      return Status(Code::kMessageAlreadyReceived,
+                    fmt::format("the message at cursor {} was received or moved", name), q.name);
+    } else {
+      auto f = NextVisible(txn, q, action == CursorAction::kFirst ? std::string() : st.key);
+      if (!f.ok()) return f.status();
+      found = std::move(*f);
+    }
+    if (!found) return Status(Code::kMessageNotFound, "no message", q.name);
+    MQ_RETURN_IF_ERROR(SaveCursor(txn, q.id, name, found->walk_key));
+    return std::move(*found);
+  }
+
   Status OpenDbs(lmdb::Txn& txn, bool create) {
     for (size_t i = 0; i < std::size(kDbNames); ++i) {
       auto dbi = txn.OpenDb(kDbNames[i], create);
@@ -1557,33 +1589,8 @@ Status Store::CursorPeek(const QueueRef& ref, const CursorOptions& co, const Rea
           if (waiting && !q->enabled)
             return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
           deadline = impl_->NextDeadline(txn, q->id);
-          Impl::CursorState st = impl_->LoadCursor(txn, q->id, co.name);
-          std::optional<Impl::Found> found;
-          if (co.action == CursorAction::kFirst) {
-            auto f = impl_->NextVisible(txn, *q, {});
-            if (!f.ok()) return f.status();
-            found = std::move(*f);
-          } else if (!st.positioned) {
-            return Status(Code::kIllegalCursorAction,
-                          fmt::format("cursor {} was never moved: use --first", co.name),
-                          q->name);
-          } else if (co.action == CursorAction::kCurrent) {
-            if (!txn.Get(impl_->order, st.key))
-              return Status(Code::kMessageAlreadyReceived,
-                            fmt::format("the message at cursor {} was received or moved",
-                                        co.name),
-                            q->name);
-            Impl::Found f;
-            MQ_RETURN_IF_ERROR(impl_->LoadMessage(txn, *q, GetU64BE(st.key, 5), f));
-            f.walk_key = st.key;
-            found = std::move(f);
-          } else {
-            auto f = impl_->NextVisible(txn, *q, st.key);
-            if (!f.ok()) return f.status();
-            found = std::move(*f);
-          }
-          if (!found) return Status(Code::kMessageNotFound, "no message", ref.Full());
-          MQ_RETURN_IF_ERROR(impl_->SaveCursor(txn, q->id, co.name, found->walk_key));
+          auto found = impl_->MoveCursor(txn, *q, co.name, co.action, false);
+          if (!found.ok()) return found.status();
           MQ_RETURN_IF_ERROR(sink.Add(found->msg));
           return sink.Flush();
         },
@@ -1768,32 +1775,8 @@ Status Store::WatchLocked(const QueueRef& ref, const WatchOptions& wo, const Rea
         if (waiting && !q->enabled)
           return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
         deadline = impl_->NextDeadline(txn, q->id);
-        Impl::CursorState st = impl_->LoadCursor(txn, q->id, wo.cursor_name);
-        std::optional<Impl::Found> found;
-        if (action == CursorAction::kFirst) {
-          auto f = impl_->NextVisible(txn, *q, {});
-          if (!f.ok()) return f.status();
-          found = std::move(*f);
-        } else if (!st.positioned) {
-          return Status(Code::kIllegalCursorAction,
-                        fmt::format("cursor {} was never moved: use --cursor first",
-                                    wo.cursor_name),
-                        q->name);
-        } else {
-          if (action == CursorAction::kCurrent && txn.Get(impl_->order, st.key)) {
-            Impl::Found f;
-            MQ_RETURN_IF_ERROR(impl_->LoadMessage(txn, *q, GetU64BE(st.key, 5), f));
-            f.walk_key = st.key;
-            found = std::move(f);
-          } else {
-            // NEXT advances; CURRENT on a message gone since advances to a suitable one.
-            auto f = impl_->NextVisible(txn, *q, st.key);
-            if (!f.ok()) return f.status();
-            found = std::move(*f);
-          }
-        }
-        if (!found) return Status(Code::kMessageNotFound, "no message", ref.Full());
-        MQ_RETURN_IF_ERROR(impl_->SaveCursor(txn, q->id, wo.cursor_name, found->walk_key));
+        auto found = impl_->MoveCursor(txn, *q, wo.cursor_name, action, true);
+        if (!found.ok()) return found.status();
         event = std::move(found->msg);
         return {};
       });
