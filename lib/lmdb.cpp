@@ -3,6 +3,8 @@
 
 #include <lmdb.h>
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -71,6 +73,10 @@ Status Env::Open(const std::string& dir, unsigned mode, uint64_t map_size, unsig
     mdb_env_close(env);
     return FromRc(rc, dir);
   }
+  // LMDB opens data.mdb without O_CLOEXEC; a command run by --exec must not inherit it.
+  mdb_filehandle_t fd;
+  if (mdb_env_get_fd(env, &fd) == MDB_SUCCESS && fd >= 0)
+    ::fcntl(fd, F_SETFD, ::fcntl(fd, F_GETFD) | FD_CLOEXEC);
   if (env_) mdb_env_close(env_);
   env_ = env;
   return {};
@@ -84,8 +90,8 @@ uint64_t Env::MapSize() const {
   return info.me_mapsize;
 }
 
-Status Env::SetNoSync(bool on) {
-  return FromRc(mdb_env_set_flags(env_, MDB_NOSYNC, on ? 1 : 0), "env");
+Status Env::SetNoMetaSync(bool on) {
+  return FromRc(mdb_env_set_flags(env_, MDB_NOMETASYNC, on ? 1 : 0), "env");
 }
 
 Status Env::CopyTo(const std::string& dir) {

@@ -48,8 +48,11 @@ class Env {
   // process. 0 adopts the size currently in the file.
   Status SetMapSize(uint64_t size);
   uint64_t MapSize() const;
-  // Switches durable commits off (MDB_NOSYNC) or on for this process's later commits.
-  Status SetNoSync(bool on);
+  // Makes this process's later commits skip the second of LMDB's two syncs (the meta page,
+  // MDB_NOMETASYNC) or not. Integrity is kept either way; without the meta sync a power
+  // loss may undo the last commits. (MDB_NOSYNC is never used: it can corrupt the whole
+  // store on power loss, as the meta page may reach the disk before the data.)
+  Status SetNoMetaSync(bool on);
   // A consistent, compacted copy of the environment into the existing empty directory `dir`,
   // taken under a read transaction so writers continue meanwhile.
   Status CopyTo(const std::string& dir);

@@ -178,6 +178,7 @@ struct Store::Impl {
   Guid guid{};
   unsigned file_mode = 0600;
   std::set<uint32_t> to_notify;  // doorbells to ring after the current write commits
+  bool express = false;          // SetExpress: every commit skips the meta sync
   lmdb::Dbi meta = 0, queues = 0, queue_ids = 0, messages = 0, order = 0, by_id = 0, by_corr = 0,
             delays = 0, cursors = 0, locked = 0, leases = 0, dedup = 0, dedup_exp = 0;
 
@@ -193,6 +194,17 @@ struct Store::Impl {
   // Runs `fn` in a write transaction and commits. A full map is grown and `fn` runs again;
   // `rerun_after_commit` says whether that is allowed when the commit itself hit the limit
   // (not when `fn` has written output that must not be written twice).
+  // A commit that need not reach the disk before the next one (locking for a transactional
+  // receive: losing it to a power cut only means a redelivery). The next durable commit's
+  // fdatasync takes its pages along.
+  Status WriteLight(const std::function<Status(lmdb::Txn&)>& fn, bool rerun_after_commit) {
+    if (express) return Write(fn, rerun_after_commit);
+    MQ_RETURN_IF_ERROR(env.SetNoMetaSync(true));
+    Status s = Write(fn, rerun_after_commit);
+    Status restored = env.SetNoMetaSync(false);
+    return s.ok() ? restored : s;
+  }
+
   Status Write(const std::function<Status(lmdb::Txn&)>& fn, bool rerun_after_commit = true) {
     for (int attempt = 0;; ++attempt) {
       auto txn = lmdb::Txn::Begin(env, true);
@@ -1006,7 +1018,10 @@ Store::~Store() = default;
 
 const std::string& Store::dir() const { return impl_->dir; }
 const Guid& Store::guid() const { return impl_->guid; }
-Status Store::SetExpress(bool on) { return impl_->env.SetNoSync(on); }
+Status Store::SetExpress(bool on) {
+  impl_->express = on;
+  return impl_->env.SetNoMetaSync(on);
+}
 
 Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   std::string dir = options.dir;
@@ -1862,7 +1877,7 @@ Result<std::unique_ptr<Lease>> Store::Lock(const QueueRef& ref, const Selection&
   std::unique_ptr<Lease> lease(new Lease());
   Status s = impl_->WaitLoop(ref, ro, [&](bool, int64_t& deadline) -> Status {
     bool found = false;
-    Status w = impl_->Write(
+    Status w = impl_->WriteLight(
         [&](lmdb::Txn& txn) -> Status {
           auto q = impl_->FindQueue(txn, ref);
           if (!q.ok()) return q.status();

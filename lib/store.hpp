@@ -34,8 +34,10 @@
 // `mq-admin check` verifies that they agree.
 //
 // Durability: a send commits with LMDB's default sync (like write() then fdatasync() of data
-// and meta pages) unless the process chose express delivery, which skips the fsync: the
-// commit survives a crash of the process but not of the machine.
+// and meta pages) unless the process chose express delivery, which skips the meta sync: the
+// commit survives a crash of the process but perhaps not a power loss, which may undo the
+// last commits but never damages the store. Locking messages for a transactional receive
+// commits the same way (a lost lock only means a redelivery); ending it is fully synced.
 #pragma once
 
 #include <cstdint>
@@ -225,7 +227,9 @@ class Store {
 
   const std::string& dir() const;
   const Guid& guid() const;
-  // Express delivery: later commits of this process skip fsync.
+  // Express delivery: later commits of this process do not wait for the meta page to reach
+  // the disk (one fdatasync instead of two). A power loss may undo them; it never damages
+  // the store.
   Status SetExpress(bool on);
 
   Status CreateQueue(const QueueRef& ref, const QueueSettings& settings);

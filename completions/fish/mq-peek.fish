@@ -85,7 +85,26 @@ function __mq_operands
 end
 
 function __mq_read_needs_queue
-    test (__mq_operands s store n count top lookup-id id correlation cursor format template) -eq 0
+    not __mq_exec_seen
+    and test (__mq_operands s store n count top lookup-id id correlation cursor format template lease) -eq 0
+end
+
+# __mq_exec_seen: true if --exec stands before the cursor: the words after it
+# are a command and its arguments.
+function __mq_exec_seen
+    contains -- --exec (commandline -opc)
+end
+
+# __mq_exec_complete: completes the command line that follows --exec, as fish
+# would complete it on its own.
+function __mq_exec_complete
+    set -l tokens (commandline -opc)
+    set -l i (contains -i -- --exec $tokens)
+    set -l rest
+    if test $i -lt (count $tokens)
+        set rest (string escape -- $tokens[(math $i + 1)..-1])
+    end
+    complete -C (string join -- ' ' $rest (commandline -ct))
 end
 
 complete -c mq-peek -f
@@ -106,6 +125,7 @@ complete -c mq-peek -l correlation -x -d 'Messages with this correlation id'
 complete -c mq-peek -l cursor -x -d 'Use this named cursor, kept in the store, with --first, --current or --next'
 complete -c mq-peek -l current -d 'With --cursor: the message at the cursor'
 complete -c mq-peek -l no-wait-lock -d 'Fail (exit 5) instead of waiting when another process is using the cursor'
+complete -c mq-peek -l locked -d 'Also show messages Locked by an open transactional receive (AllowPeekWhenLocked)'
 complete -c mq-peek -s w -l wait -d 'Wait for a qualifying message, up to DURATION (default: infinite)'
 complete -c mq-peek -l json -d 'One JSON object per message'
 complete -c mq-peek -l format -x -a json -d 'Output format'

@@ -85,30 +85,53 @@ function __mq_operands
 end
 
 function __mq_read_needs_queue
-    test (__mq_operands s store n count top lookup-id id correlation cursor format template) -eq 0
+    not __mq_exec_seen
+    and test (__mq_operands s store n count top lookup-id id correlation cursor format template lease) -eq 0
+end
+
+# __mq_exec_seen: true if --exec stands before the cursor: the words after it
+# are a command and its arguments.
+function __mq_exec_seen
+    contains -- --exec (commandline -opc)
+end
+
+# __mq_exec_complete: completes the command line that follows --exec, as fish
+# would complete it on its own.
+function __mq_exec_complete
+    set -l tokens (commandline -opc)
+    set -l i (contains -i -- --exec $tokens)
+    set -l rest
+    if test $i -lt (count $tokens)
+        set rest (string escape -- $tokens[(math $i + 1)..-1])
+    end
+    complete -C (string join -- ' ' $rest (commandline -ct))
 end
 
 complete -c mq-receive -f
 complete -c mq-receive -n __mq_read_needs_queue -a '(__mq_queues)' -d queue
-complete -c mq-receive -s h -l help -d 'Print help and exit'
-complete -c mq-receive -l version -d 'Print version and exit'
-complete -c mq-receive -s s -l store -x -a '(__fish_complete_directories (commandline -ct))' -d 'Store directory'
-complete -c mq-receive -s n -l count -x -d 'Take up to N messages (default 1)'
-complete -c mq-receive -l all -d 'Take every qualifying message'
-complete -c mq-receive -l top -x -d 'Service Broker TOP(N): at most N messages'
-complete -c mq-receive -l first -d 'From the first message of the queue (with --cursor: move the cursor to it)'
-complete -c mq-receive -l last -d 'From the last message, backwards'
-complete -c mq-receive -l lookup-id -x -d 'Start at the message with this lookup id'
-complete -c mq-receive -l next -d 'The messages after --lookup-id (with --cursor: advance the cursor)'
-complete -c mq-receive -l prev -d 'The messages before --lookup-id, backwards'
-complete -c mq-receive -l id -x -d 'The message with this id'
-complete -c mq-receive -l correlation -x -d 'Messages with this correlation id'
-complete -c mq-receive -l cursor -x -d 'Receive the message at this named cursor (with --current)'
-complete -c mq-receive -l current -d 'With --cursor: the message at the cursor'
-complete -c mq-receive -l no-wait-lock -d 'Fail (exit 5) instead of waiting when another process is using the cursor'
-complete -c mq-receive -s w -l wait -d 'Wait for a qualifying message, up to DURATION (default: infinite)'
-complete -c mq-receive -l json -d 'One JSON object per message'
-complete -c mq-receive -l format -x -a json -d 'Output format'
-complete -c mq-receive -l template -x -d 'Print each message through {field} placeholders'
-complete -c mq-receive -s l -l lines -d 'End each raw body with a newline'
-complete -c mq-receive -s 0 -l null -d 'End each raw body with a NUL byte'
+complete -c mq-receive -n 'not __mq_exec_seen' -s h -l help -d 'Print help and exit'
+complete -c mq-receive -n 'not __mq_exec_seen' -l version -d 'Print version and exit'
+complete -c mq-receive -n 'not __mq_exec_seen' -s s -l store -x -a '(__fish_complete_directories (commandline -ct))' -d 'Store directory'
+complete -c mq-receive -n 'not __mq_exec_seen' -s n -l count -x -d 'Take up to N messages (default 1)'
+complete -c mq-receive -n 'not __mq_exec_seen' -l all -d 'Take every qualifying message'
+complete -c mq-receive -n 'not __mq_exec_seen' -l top -x -d 'Service Broker TOP(N): at most N messages'
+complete -c mq-receive -n 'not __mq_exec_seen' -l first -d 'From the first message of the queue (with --cursor: move the cursor to it)'
+complete -c mq-receive -n 'not __mq_exec_seen' -l last -d 'From the last message, backwards'
+complete -c mq-receive -n 'not __mq_exec_seen' -l lookup-id -x -d 'Start at the message with this lookup id'
+complete -c mq-receive -n 'not __mq_exec_seen' -l next -d 'The messages after --lookup-id (with --cursor: advance the cursor)'
+complete -c mq-receive -n 'not __mq_exec_seen' -l prev -d 'The messages before --lookup-id, backwards'
+complete -c mq-receive -n 'not __mq_exec_seen' -l id -x -d 'The message with this id'
+complete -c mq-receive -n 'not __mq_exec_seen' -l correlation -x -d 'Messages with this correlation id'
+complete -c mq-receive -n 'not __mq_exec_seen' -l cursor -x -d 'Receive the message at this named cursor (with --current)'
+complete -c mq-receive -n 'not __mq_exec_seen' -l current -d 'With --cursor: the message at the cursor'
+complete -c mq-receive -n 'not __mq_exec_seen' -l no-wait-lock -d 'Fail (exit 5) instead of waiting when another process is using the cursor'
+complete -c mq-receive -n 'not __mq_exec_seen' -s w -l wait -d 'Wait for a qualifying message, up to DURATION (default: infinite)'
+complete -c mq-receive -n 'not __mq_exec_seen' -l json -d 'One JSON object per message'
+complete -c mq-receive -n 'not __mq_exec_seen' -l format -x -a json -d 'Output format'
+complete -c mq-receive -n 'not __mq_exec_seen' -l template -x -d 'Print each message through {field} placeholders'
+complete -c mq-receive -n 'not __mq_exec_seen' -s l -l lines -d 'End each raw body with a newline'
+complete -c mq-receive -n 'not __mq_exec_seen' -s 0 -l null -d 'End each raw body with a NUL byte'
+complete -c mq-receive -n 'not __mq_exec_seen' -l lease -x -d 'Lock the messages for DURATION and print them with a lease token'
+complete -c mq-receive -n 'not __mq_exec_seen' -l batch -d 'With --exec: run CMD once for all the messages, in one transaction'
+complete -c mq-receive -n 'not __mq_exec_seen' -l exec -d 'Run CMD [ARG...] (the rest of the line) for each message in a transaction'
+complete -c mq-receive -n __mq_exec_seen -a '(__mq_exec_complete)'

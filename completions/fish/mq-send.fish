@@ -85,7 +85,7 @@ function __mq_operands
 end
 
 function __mq_send_needs_queue
-    test (__mq_operands s store f file p priority L label c correlation app body-type ttrq ttbr admin-queue ack response-queue delay at) -eq 0
+    test (__mq_operands s store f file p priority L label c correlation app body-type ttrq ttbr admin-queue ack response-queue delay at dedup) -eq 0
 end
 
 complete -c mq-send -f
@@ -112,4 +112,6 @@ complete -c mq-send -l response-queue -x -a '(__mq_queues)' -d 'Queue for replie
 complete -c mq-send -l express -d 'Do not wait for the disk'
 complete -c mq-send -l delay -x -d 'Not visible to readers before DURATION'
 complete -c mq-send -l at -x -d 'Not visible to readers before TIME (RFC 3339 or @EPOCH)'
+complete -c mq-send -l tx -d 'One transaction for everything this invocation sends'
+complete -c mq-send -l dedup -x -d "A second send with KEY within the queue's dedup window is dropped"
 complete -c mq-send -l print-id -d 'Print the id of each message sent'

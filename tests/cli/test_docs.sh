@@ -24,7 +24,12 @@
 #  (d) `bash -n`, `zsh -n` and `fish --no-execute` accept the completion files
 #      (a shell that is not installed is skipped, with a note on stderr).
 #  (e) Every key that `mq-peek --json` prints is an ".It Va KEY" item of the
-#      MESSAGES section of mq(7), in the order in which mq-peek prints them.
+#      MESSAGES section of mq(7), in the order in which mq-peek prints them;
+#      every key of an `mq-watch --json` event (arrived and error) is an
+#      ".It Va KEY" item of the EVENTS section of mq-watch(1), in the order in
+#      which mq-watch prints them.
+#  (f) Every MQ_* variable that the command of `mq-receive --exec` gets is an
+#      ".It Ev NAME" item of the ENVIRONMENT section of mq-receive(1).
 #
 # The EXAMPLES convention, for whoever writes a page:
 #  - The page is rendered with `mandoc -T ascii`. In its EXAMPLES section, a
@@ -46,7 +51,7 @@
 
 MAN=$MQ_SRC/man
 COMP=$MQ_SRC/completions
-TOOLS="mq-send mq-peek mq-receive mq-admin"
+TOOLS="mq-send mq-peek mq-receive mq-watch mq-admin"
 EXAMPLE_TIMEOUT=120
 
 have() { command -v "$1" >/dev/null 2>&1; }
@@ -386,6 +391,37 @@ done
 sed -n 's/^\.It Va //p' "$T/messages.txt" | grep -Fxf "$T/json-keys.txt" >"$T/doc-keys.txt"
 cmp -s "$T/json-keys.txt" "$T/doc-keys.txt" ||
   fail "MESSAGES in man/mq.7 lists the JSON keys in another order than mq-peek --json prints them"
+
+# The keys of mq-watch's events: an Arrived event (docs-queue has a message) and
+# an ArrivedError event (docs-empty has none), each against EVENTS in mq-watch(1).
+section "$MAN/mq-watch.1" EVENTS >"$T/events.txt"
+mq-admin --store "$T/qstore" create docs-empty || fail "cannot make a queue for the mq-watch check"
+for q in docs-queue docs-empty; do
+  mq-watch --store "$T/qstore" --json -t 0 "$q" >"$T/event.json"
+  grep -Eo '[{,]"[a-z_0-9]+":' "$T/event.json" | tr -d '{,":' >"$T/event-keys.txt"
+  [ -s "$T/event-keys.txt" ] || { fail "mq-watch --json -t 0 $q printed no event"; continue; }
+  for key in $(cat "$T/event-keys.txt"); do
+    grep -qx "\.It Va $key" "$T/events.txt" ||
+      fail "the key '$key' of an mq-watch --json event is not an '.It Va $key' item of EVENTS in man/mq-watch.1"
+  done
+  sed -n 's/^\.It Va //p' "$T/events.txt" | grep -Fxf "$T/event-keys.txt" >"$T/doc-keys.txt"
+  cmp -s "$T/event-keys.txt" "$T/doc-keys.txt" ||
+    fail "EVENTS in man/mq-watch.1 lists the keys of an event of $q in another order than mq-watch --json prints them"
+done
+
+# ---------------------------------------------------------------------------
+# (f) every MQ_* variable of an --exec command is documented in mq-receive(1)
+
+section "$MAN/mq-receive.1" ENVIRONMENT >"$T/environment.txt"
+mq-send --store "$T/qstore" docs-queue y &&
+  mq-receive --store "$T/qstore" docs-queue --exec env >"$T/env.txt" ||
+  fail "cannot run mq-receive --exec env"
+sed -n 's/^\(MQ_[A-Z0-9_]*\)=.*/\1/p' "$T/env.txt" | sort -u >"$T/env-names.txt"
+[ -s "$T/env-names.txt" ] || fail "the command of mq-receive --exec got no MQ_* variables"
+for name in $(cat "$T/env-names.txt"); do
+  grep -qx "\.It Ev $name" "$T/environment.txt" ||
+    fail "$name, in the environment of an mq-receive --exec command, is not an '.It Ev $name' item of ENVIRONMENT in man/mq-receive.1"
+done
 
 # ---------------------------------------------------------------------------
 # (c) the examples run
