@@ -187,6 +187,9 @@ Result<Selection> MakeSelection(const SelectArgs& a) {
     return Status(Code::kInvalidArg, "--current needs --cursor");
   if (a.no_wait_lock && a.cursor.empty())
     return Status(Code::kInvalidArg, "--no-wait-lock applies to --cursor");
+  if (a.locked && !a.cursor.empty())
+    return Status(Code::kInvalidArg,
+                  "--locked applies to plain peeks; a cursor skips Locked messages");
   s.include_locked = a.locked;
   if (a.next) s.anchor = Anchor::kAfter;
   else if (a.prev) s.anchor = Anchor::kBefore;
@@ -227,6 +230,11 @@ Result<CursorOptions> MakeCursorOptions(const SelectArgs& a, bool receive) {
   CursorOptions co;
   co.name = a.cursor;
   co.wait_lock = !a.no_wait_lock;
+  // No --wait: wait for the cursor's lock as long as it takes; --wait D: at most D.
+  if (!a.wait.empty()) {
+    auto w = ParseWait(a.wait);
+    if (w.ok()) co.lock_wait_ms = *w < 0 ? -1 : *w;
+  }
   MQ_RETURN_IF_ERROR(CheckCursorName(a.cursor));
   int actions = a.first + a.current + a.next;
   if (receive) {

@@ -5,10 +5,12 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -32,7 +34,32 @@ bool SplitExec(int argc, char** argv, std::vector<char*>& own, std::vector<std::
     if (found) cmd.emplace_back(argv[i]);
     else own.push_back(argv[i]);
   }
+  if (!cmd.empty() && cmd.front() == "--") cmd.erase(cmd.begin());  // --exec -- CMD ...
   return found;
+}
+
+Status CheckCommand(const std::vector<std::string>& cmd) {
+  if (cmd.empty()) return Status(Code::kInvalidArg, "--exec needs a command");
+  const std::string& name = cmd.front();
+  auto runnable = [](const std::string& path) {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+  };
+  if (name.find('/') != std::string::npos) {
+    if (runnable(name)) return {};
+  } else {
+    const char* path = std::getenv("PATH");
+    std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+    size_t start = 0;
+    while (start <= dirs.size()) {
+      size_t end = dirs.find(':', start);
+      if (end == std::string::npos) end = dirs.size();
+      std::string dir = dirs.substr(start, end - start);
+      if (runnable((dir.empty() ? "." : dir) + "/" + name)) return {};
+      start = end + 1;
+    }
+  }
+  return Status(Code::kInvalidArg, fmt::format("command not found or not executable: {}", name));
 }
 
 bool ExecResult::ok() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
@@ -95,7 +122,7 @@ std::vector<std::string> Environment(const std::vector<Message>& msgs, const std
 }  // namespace
 
 Result<ExecResult> RunCommand(const std::vector<std::string>& cmd,
-                              const std::vector<Message>& messages, char sep,
+                              const std::vector<Message>& messages, bool batch, char sep,
                               const std::string& store_dir) {
   if (cmd.empty()) return Status(Code::kInvalidArg, "--exec needs a command");
   std::vector<std::string> env = Environment(messages, store_dir);
@@ -105,7 +132,7 @@ Result<ExecResult> RunCommand(const std::vector<std::string>& cmd,
   for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
   std::string input;
-  if (messages.size() == 1) {
+  if (!batch) {
     input = messages.front().body;
   } else {
     for (const Message& m : messages) {

@@ -24,11 +24,15 @@ struct ExecResult {
   std::string Describe() const;  // "exited with status 3", "killed by signal 9"
 };
 
+// Whether `cmd` names a program that can run (found in PATH, executable): checked before any
+// message is touched, so that a typo never rolls messages back.
+Status CheckCommand(const std::vector<std::string>& cmd);
+
 // Runs `cmd` with the messages: one message: its body on stdin and its properties in MQ_*;
-// several (--batch): the bodies separated by `sep`, MQ_COUNT, MQ_LOOKUP_IDS, MQ_IDS, and the
-// first message's properties.
+// a --batch: every body followed by `sep` (even a batch of one), MQ_COUNT, MQ_LOOKUP_IDS,
+// MQ_IDS, and the first message's properties.
 Result<ExecResult> RunCommand(const std::vector<std::string>& cmd,
-                              const std::vector<Message>& messages, char sep,
+                              const std::vector<Message>& messages, bool batch, char sep,
                               const std::string& store_dir);
 
 }  // namespace mq::cli

@@ -23,7 +23,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <climits>
+#include <cstdlib>
 #include <cerrno>
 #include <csignal>
 
@@ -38,6 +39,9 @@ namespace {
 
 int RunExec(Store& store, const QueueRef& ref, Selection sel, ReadOptions ro,
             const std::vector<std::string>& cmd, bool batch, char sep, bool all) {
+  // The commands get the store by its absolute path, wherever they cd.
+  char real[PATH_MAX];
+  std::string store_dir = ::realpath(store.dir().c_str(), real) ? real : store.dir();
   ro.stop_fd = cli::StopOnSignals();
   uint64_t wanted = all ? UINT64_MAX : sel.limit;
   uint64_t done = 0;
@@ -53,7 +57,7 @@ int RunExec(Store& store, const QueueRef& ref, Selection sel, ReadOptions ro,
     }
     ro.wait_ms = 0;  // only the first message is waited for
     const auto& msgs = (*lease)->messages();
-    auto ran = cli::RunCommand(cmd, msgs, sep, store.dir());
+    auto ran = cli::RunCommand(cmd, msgs, batch, sep, store_dir);
     bool commit = ran.ok() && ran->ok();
     FinishReport report;
     Status fin = store.Finish(**lease, commit, 0, &report);
@@ -112,8 +116,12 @@ int Run(int argc, char** argv) {
   if ((exec || !lease.empty()) && !sel_args.cursor.empty())
     return cli::Fail(
         Status(Code::kInvalidArg, "--exec and --lease take messages from the head, not a cursor"));
+  if (exec) {
+    Status runnable = cli::CheckCommand(cmd);
+    if (!runnable.ok()) return cli::Fail(runnable);
+  }
   if (exec && (out_args.json || !out_args.format.empty() || !out_args.templ.empty() ||
-               (out_args.lines && !batch)))
+               ((out_args.lines || out_args.null) && !batch)))
     return cli::Fail(Status(Code::kInvalidArg,
                             "with --exec the messages go to the command: no output options"));
   auto sel = cli::MakeSelection(sel_args);

@@ -331,6 +331,9 @@ int Run(int argc, char** argv) {
 
   auto ref = cli::ParseQueueArg(a.queue);
   if (!ref.ok()) return cli::Fail(ref.status());
+  if (!a.dedup.empty() && (a.lines || a.null) && !a.tx)
+    return cli::Fail(Status(Code::kInvalidArg,
+                            "--dedup with -l or -0 needs --tx (the key names the whole send)"));
   auto proto = BuildPrototype(a);
   if (!proto.ok()) return cli::Fail(proto.status().WithSubject(ref->Full()));
 
@@ -361,9 +364,6 @@ int Run(int argc, char** argv) {
     Status s = (*store)->SetExpress(true);
     if (!s.ok()) return cli::Fail(s);
   }
-  if (!a.dedup.empty() && (a.lines || a.null) && !a.tx)
-    return cli::Fail(Status(Code::kInvalidArg,
-                            "--dedup with -l or -0 needs --tx (the key names the whole send)"));
   Sender sender(**store, *ref, *proto, a);
   Status s;
   if (a.tx && (a.lines || a.null)) {

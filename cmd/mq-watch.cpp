@@ -43,6 +43,7 @@
 #include "common.hpp"
 #include "exec.hpp"
 #include "units.hpp"
+#include "waiter.hpp"
 
 namespace mq {
 namespace {
@@ -75,6 +76,8 @@ int Activate(Store& store, const QueueRef& ref, const std::vector<std::string>& 
   sigaction(SIGCHLD, &sa, nullptr);
 
   std::set<pid_t> children;
+  int failures = 0;
+  int64_t hold_until = 0;  // monotonic ms: no new receivers before
   int rc = 0;
   bool stopping = false;
   auto waiter = store.ArmDoorbell(ref);
@@ -82,7 +85,19 @@ int Activate(Store& store, const QueueRef& ref, const std::vector<std::string>& 
   for (;;) {
     int status;
     pid_t pid;
-    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) children.erase(pid);
+    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+      children.erase(pid);
+      // A receiver whose command failed (exit 8): hold off new receivers for a while,
+      // doubling up to 30 s, so that a message that keeps failing (max-retries 0) does not
+      // make a hot loop; a success ends the backoff.
+      if (WIFEXITED(status) && WEXITSTATUS(status) == 8) {
+        failures = std::min(failures + 1, 9);
+        hold_until = MonotonicMs() + std::min<int64_t>(100LL << failures, 30000);
+      } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        failures = 0;
+        hold_until = 0;
+      }
+    }
     if (cli::Stopping() && !stopping) {
       stopping = true;
       for (pid_t c : children) ::kill(c, SIGTERM);
@@ -100,7 +115,9 @@ int Activate(Store& store, const QueueRef& ref, const std::vector<std::string>& 
       } else {
         const QueueInfo& q = st->info;
         uint64_t available = q.count - std::min(q.count, q.delayed + q.locked);
-        while (children.size() < static_cast<size_t>(max_readers) && children.size() < available) {
+        bool held = hold_until && MonotonicMs() < hold_until;
+        while (!held && children.size() < static_cast<size_t>(max_readers) &&
+               children.size() < available) {
           pid_t c = ::fork();
           if (c < 0) return cli::Fail(ErrnoStatus(errno, "fork", "cannot start a receiver"));
           if (c == 0) {
@@ -117,7 +134,8 @@ int Activate(Store& store, const QueueRef& ref, const std::vector<std::string>& 
       }
     }
     if (stopping && children.empty()) return rc;
-    auto wake = waiter->Wait(deadline, -1, stop_fd);
+    int64_t until = hold_until && !stopping ? hold_until : -1;
+    auto wake = waiter->Wait(deadline, until, stop_fd);
     if (!wake.ok()) return cli::Fail(wake.status());
     char buf[64];
     while (::read(stop_fd, buf, sizeof buf) > 0) {
@@ -190,6 +208,7 @@ int Run(int argc, char** argv) {
   wo.cursor_name = cursor_name;
   wo.follow = follow;
   wo.wait_lock = !no_wait_lock;
+  wo.lock_wait_ms = *t;
   ReadOptions ro;
   ro.wait_ms = *t;
 
@@ -205,10 +224,18 @@ int Run(int argc, char** argv) {
   if (!st->info.enabled && st->info.id != 0)
     return cli::Fail(Status(Code::kInvalidHandle, "queue is closed (status OFF)", ref->Full()));
 
-  if (exec) return Activate(**store, *ref, cmd, max_readers);
-  ro.stop_fd = cli::StopOnSignals();
-  if (ro.stop_fd < 0)
-    return cli::Fail(ErrnoStatus(errno, "pipe", "cannot set up signal handling"));
+  if (exec) {
+    Status runnable = cli::CheckCommand(cmd);
+    if (!runnable.ok()) return cli::Fail(runnable);
+    return Activate(**store, *ref, cmd, max_readers);
+  }
+  // Only --follow ends cleanly on a signal (exit 0); a single watch dies by it, so that
+  // `if mq-watch q` never takes an interrupted wait for an arrival.
+  if (follow) {
+    ro.stop_fd = cli::StopOnSignals();
+    if (ro.stop_fd < 0)
+      return cli::Fail(ErrnoStatus(errno, "pipe", "cannot set up signal handling"));
+  }
 
   FdWriter out(1, "stdout");
   bool reader_gone = false;

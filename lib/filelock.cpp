@@ -84,7 +84,8 @@ Result<FileLock> FileLock::Acquire(const std::string& path, unsigned mode, bool 
 }
 
 Result<bool> FileLock::IsHeld(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  // Read-only: closing it raises no IN_CLOSE_WRITE, so probing wakes no waiter (waiter.hpp).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
     if (errno == ENOENT) return false;
     return ErrnoStatus(errno, path, "cannot open lock file");

@@ -815,6 +815,16 @@ struct Store::Impl {
   // entry (and so a doorbell). A missing or (with `need_enabled`) disabled queue is an error.
   Result<uint32_t> QueueIdForWait(const QueueRef& ref, bool need_enabled) {
     uint32_t qid = 0;
+    {
+      // Usually the queue exists: a read transaction is enough.
+      auto txn = lmdb::Txn::Begin(env, false);
+      if (!txn.ok()) return txn.status();
+      auto q = FindQueue(*txn, ref);
+      if (!q.ok()) return q.status();
+      if (need_enabled && !q->enabled)
+        return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
+      if (q->id != 0) return q->id;
+    }
     Status s = Write([&](lmdb::Txn& txn) -> Status {
       auto q = FindQueue(txn, ref);
       if (!q.ok()) return q.status();
@@ -838,10 +848,13 @@ struct Store::Impl {
   Status WaitLoop(const QueueRef& ref, const ReadOptions& ro,
                   const std::function<Status(bool waiting, int64_t& next_deadline)>& attempt) {
     int64_t deadline = 0;
-    if (ro.wait_ms == 0) return attempt(false, deadline);
+    // The first look needs no watch: most reads find something. Only then arm, and look
+    // again before sleeping, so that nothing committed in between is missed.
+    Status first = attempt(ro.wait_ms != 0, deadline);
+    if (ro.wait_ms == 0 || first.code() != Code::kMessageNotFound) return first;
     auto qid = QueueIdForWait(ref, true);
     if (!qid.ok()) return qid.status();
-    auto w = Waiter::Arm(paths.notify(*qid), file_mode);  // before the first look
+    auto w = Waiter::Arm(paths.notify(*qid), file_mode, paths.locks_dir());  // before the first look
     if (!w.ok()) return w.status();
     int64_t until = ro.wait_ms < 0 ? -1 : MonotonicMs() + ro.wait_ms;
     for (;;) {
@@ -863,12 +876,11 @@ struct Store::Impl {
     return paths.locks_dir() + "/cursor." + std::to_string(qid) + "." + name;
   }
 
-  // Takes a named cursor's lock, waiting at most `wait_ms` if above 0, else as long as it
-  // takes. A cursor is stored once it has moved.
+  // Takes a named cursor's lock, waiting at most `wait_ms` (0: not at all; -1: as long as it
+  // takes). A cursor is stored once it has moved.
   Result<FileLock> LockCursor(const QueueRef& ref, uint32_t qid, const std::string& name,
                               bool wait_lock, int64_t wait_ms) {
-    auto l = FileLock::Acquire(CursorLockPath(qid, name), file_mode, wait_lock,
-                               wait_ms > 0 ? wait_ms : -1);
+    auto l = FileLock::Acquire(CursorLockPath(qid, name), file_mode, wait_lock, wait_ms);
     if (!l.ok()) {
       Status s = l.status();
       if (s.code() == Code::kIoTimeout)
@@ -1591,7 +1603,7 @@ Status Store::CursorPeek(const QueueRef& ref, const CursorOptions& co, const Rea
   auto qid = impl_->QueueIdForWait(ref, false);
   if (!qid.ok()) return qid.status();
   int64_t started = MonotonicMs();
-  auto lock = impl_->LockCursor(ref, *qid, co.name, co.wait_lock, ro.wait_ms);
+  auto lock = impl_->LockCursor(ref, *qid, co.name, co.wait_lock, co.lock_wait_ms);
   if (!lock.ok()) return lock.status();
   ReadOptions left = ro;
   if (ro.wait_ms > 0) left.wait_ms = std::max<int64_t>(1, ro.wait_ms - (MonotonicMs() - started));
@@ -1621,7 +1633,7 @@ Status Store::CursorReceive(const QueueRef& ref, const CursorOptions& co, const 
   MQ_RETURN_IF_ERROR(CheckCursorName(co.name));
   auto qid = impl_->QueueIdForWait(ref, false);
   if (!qid.ok()) return qid.status();
-  auto lock = impl_->LockCursor(ref, *qid, co.name, co.wait_lock, -1);
+  auto lock = impl_->LockCursor(ref, *qid, co.name, co.wait_lock, co.lock_wait_ms);
   if (!lock.ok()) return lock.status();
   (void)ro;  // the message at a cursor is there or not: nothing to wait for
   return impl_->Write(
@@ -1723,7 +1735,7 @@ Status Store::Watch(const QueueRef& ref, const WatchOptions& wo, const ReadOptio
     auto qid = impl_->QueueIdForWait(ref, false);
     if (!qid.ok()) return qid.status();
     int64_t started = MonotonicMs();
-    auto l = impl_->LockCursor(ref, *qid, wo.cursor_name, wo.wait_lock, ro.wait_ms);
+    auto l = impl_->LockCursor(ref, *qid, wo.cursor_name, wo.wait_lock, wo.lock_wait_ms);
     if (!l.ok()) return l.status();
     lock = std::move(*l);
     if (ro.wait_ms > 0) {
@@ -1807,7 +1819,7 @@ Status Store::WatchLocked(const QueueRef& ref, const WatchOptions& wo, const Rea
 Result<Waiter> Store::ArmDoorbell(const QueueRef& ref) {
   auto qid = impl_->QueueIdForWait(ref, false);
   if (!qid.ok()) return qid.status();
-  return Waiter::Arm(impl_->paths.notify(*qid), impl_->file_mode);
+  return Waiter::Arm(impl_->paths.notify(*qid), impl_->file_mode, impl_->paths.locks_dir());
 }
 
 Result<int64_t> Store::NextDeadline(const QueueRef& ref) {

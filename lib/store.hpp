@@ -109,6 +109,7 @@ struct CursorOptions {
   std::string name;
   CursorAction action = CursorAction::kFirst;
   bool wait_lock = true;  // false: a cursor in use elsewhere is an error at once
+  int64_t lock_wait_ms = -1;  // how long to wait for the cursor's lock: -1 as long as it takes
 };
 
 struct CursorInfo {
@@ -125,6 +126,7 @@ struct WatchOptions {
   std::string cursor_name;  // empty: an anonymous cursor (FIRST only, or --follow)
   bool follow = false;
   bool wait_lock = true;
+  int64_t lock_wait_ms = -1;  // as in CursorOptions
 };
 
 struct QueueStat {

@@ -36,7 +36,8 @@ Waiter& Waiter::operator=(Waiter&& o) noexcept {
   return *this;
 }
 
-Result<Waiter> Waiter::Arm(const std::string& path, unsigned mode) {
+Result<Waiter> Waiter::Arm(const std::string& path, unsigned mode,
+                           const std::string& locks_dir) {
   int f = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
                  static_cast<mode_t>(mode));
   if (f < 0) return ErrnoStatus(errno, path, "cannot create the queue's doorbell");
@@ -50,6 +51,8 @@ Result<Waiter> Waiter::Arm(const std::string& path, unsigned mode) {
                           IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_DELETE_SELF |
                               IN_MOVE_SELF) < 0)
     return ErrnoStatus(errno, path, "cannot watch the queue's doorbell");
+  if (!locks_dir.empty() && ::inotify_add_watch(w.fd_, locks_dir.c_str(), IN_CLOSE_WRITE) < 0)
+    return ErrnoStatus(errno, locks_dir, "cannot watch the lock files");
   return w;
 }
 

@@ -9,6 +9,8 @@
 //    blocks in poll() until the watch fires, the store's next deadline (a delayed message
 //    becoming visible, a lease expiring) or its own timeout, and then looks again. A wake-up
 //    is only a hint: any event, IN_Q_OVERFLOW or EINTR means "look again".
+//  - A process holding a lease lock file can die without ringing anything; the kernel closes
+//    its files, and the IN_CLOSE_WRITE on the locks directory wakes waiters instead.
 //  - No read transaction is held while blocked.
 #pragma once
 
@@ -31,8 +33,13 @@ class Waiter {
   Waiter(const Waiter&) = delete;
   Waiter& operator=(const Waiter&) = delete;
 
-  // Watches the doorbell file at `path`, creating it (with `mode`) if it is missing.
-  static Result<Waiter> Arm(const std::string& path, unsigned mode);
+  // Watches the doorbell file at `path`, creating it (with `mode`) if it is missing, and, if
+  // `locks_dir` is not empty, the closing of files there that were open for writing: a lock
+  // holder (a transactional receive, a cursor user) that ends, dies included, wakes the
+  // waiter so that it can take back what the holder had Locked. Probes of locks open files
+  // read-only and so wake nobody.
+  static Result<Waiter> Arm(const std::string& path, unsigned mode,
+                            const std::string& locks_dir = {});
 
   enum class Wake { kLook, kTimeout, kStop };
   // Blocks until the doorbell rings or the wall-clock time `deadline_real_ms` passes (0:
