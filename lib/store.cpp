@@ -1851,6 +1851,27 @@ Result<uint64_t> Store::Sweep() {
     }
   }
   uint64_t total = 0;
+  // Lease lock files left by a holder that died after its lease ended but before it removed
+  // the file. Inside a write transaction: a Lock makes its file and commits its lease under
+  // the same writer lock, so no file of a lease being made can be taken for an orphan.
+  MQ_RETURN_IF_ERROR(impl_->Write([&](lmdb::Txn& txn) -> Status {
+    std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir(impl_->paths.locks_dir().c_str()), closedir);
+    while (dir) {
+      dirent* e = readdir(dir.get());
+      if (!e) break;
+      unsigned qid = 0;
+      unsigned long long lease_id = 0;
+      int used = 0;
+      if (std::sscanf(e->d_name, "lease.%u.%llu%n", &qid, &lease_id, &used) != 2 ||
+          e->d_name[used] != '\0')
+        continue;
+      if (txn.Get(impl_->leases, LeaseKey(qid, lease_id))) continue;
+      std::string path = impl_->LeaseLockPath(qid, lease_id);
+      auto held = FileLock::IsHeld(path);
+      if (held.ok() && !*held && ::unlink(path.c_str()) == 0) ++total;
+    }
+    return {};
+  }));
   for (uint32_t qid : due) {
     MQ_RETURN_IF_ERROR(impl_->Write([&](lmdb::Txn& txn) -> Status {
       auto name = txn.Get(impl_->queue_ids, QueueIdKey(qid));
