@@ -1,0 +1,187 @@
+#!/bin/bash
+# mq-admin cursors [--json] lists the named cursors (queue, name, lookup id or unset, in-use or
+# idle); delete-cursor forgets one (a missing one is status 2); deleting a queue forgets its
+# cursors; cursor names follow the queue-name rule; mq-admin check stays clean.
+. "$(dirname "$0")/lib.sh"
+# --- helpers shared by the test_wait/cursor/watch/delay scripts (kept identical in each) ---
+# Background tools: each runs under `timeout -s KILL` so that a hang fails the test instead of
+# hanging CI, and everything started here is killed (by pid, with its children) at exit.
+BG=()
+killtree() {
+  local c
+  kill -STOP "$1" 2>/dev/null
+  for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do killtree "$c"; done
+  kill -KILL "$1" 2>/dev/null
+}
+cleanup() {
+  local p
+  for p in "${BG[@]}"; do killtree "$p"; done
+  rm -rf "$T"
+}
+trap cleanup EXIT
+# start CMD...: runs CMD in the background (killed after $BG_TIMEOUT s, default 60); its pid
+# in $PID, its output in $T/bg.$PID.{out,err}.
+start() {
+  ( exec timeout -s KILL "${BG_TIMEOUT:-60}" "$@" >"$T/bg.$BASHPID.out" 2>"$T/bg.$BASHPID.err" ) &
+  PID=$!
+  BG+=("$PID")
+  printf '%s\n' "$*" >"$T/bg.$PID.cmd"
+}
+# tool_pid PID: the tool running under the timeout wrapper PID.
+tool_pid() {
+  local i c
+  for ((i = 0; i < 1000; i++)); do
+    c=$(cat /proc/"$1"/task/*/children 2>/dev/null)
+    [ -n "$c" ] && { echo $c; return 0; }
+    kill -0 "$1" 2>/dev/null || return 1
+    sleep 0.01
+  done
+  return 1
+}
+# wait_blocked PID WHAT: returns once the tool under PID sleeps in the kernel in WHAT (poll:
+# its wait, after it has looked in the store; lock: on a cursor's lock file); fails after 10 s.
+wait_blocked() {
+  local i p w want=poll_schedule
+  [ "$2" = lock ] && want=lock
+  p=$(tool_pid "$1")
+  for ((i = 0; i < 1000; i++)); do
+    w=$(cat /proc/"$p"/wchan 2>/dev/null)
+    case $w in *"$want"*) return 0 ;; esac
+    kill -0 "$p" 2>/dev/null || { w='(it exited)'; break; }
+    sleep 0.01
+  done
+  fail "'$(cat "$T/bg.$1.cmd")' never blocked in $2 (wchan '$w')"
+  return 1
+}
+# expect_bg N PID: waits for PID, asserts its exit status; its output becomes the last run's.
+expect_bg() {
+  { wait "$2"; } 2>/dev/null  # no "Killed" notice from the shell for a tool killed on purpose
+  RC=$?
+  cp "$T/bg.$2.out" "$T/out"
+  cp "$T/bg.$2.err" "$T/err"
+  [ "$RC" = "$1" ] ||
+    fail "'$(cat "$T/bg.$2.cmd")' exited $RC, expected $1; stderr: $(head -c 300 "$T/err")"
+}
+# wait_lines PID N [S]: returns once the tool under PID has printed N lines (fails after S
+# seconds, default 20).
+wait_lines() {
+  local i n=0
+  for ((i = 0; i < ${3:-20} * 100; i++)); do
+    n=$(cat "$T/bg.$1.out" 2>/dev/null | wc -l)
+    [ "$n" -ge "$2" ] && return 0
+    sleep 0.01
+  done
+  fail "'$(cat "$T/bg.$1.cmd")' printed $n lines in ${3:-20} s, not $2"
+  return 1
+}
+# now_us: sets NOW to the wall-clock time in microseconds (no process started).
+now_us() { NOW=${EPOCHREALTIME//[!0-9]/}; }
+# --- end of helpers ---
+
+expect_rc 0 mq-admin create q
+expect_rc 0 mq-admin create r
+# No cursors: nothing listed.
+expect_rc 0 mq-admin cursors
+expect_out ''
+expect_rc 0 mq-admin cursors --json
+expect_out ''
+
+expect_rc 0 mq-send -l q < <(printf 'a\nb\nc\n')   # lookup ids 1 2 3
+expect_rc 0 mq-send -p 6 r hi                       # r: 1
+expect_rc 0 mq-peek q --cursor c --first
+expect_rc 0 mq-peek q --cursor c --next
+expect_rc 0 mq-peek q --cursor audit.v2 --first
+expect_rc 0 mq-peek r --cursor c --first
+expect_rc 0 mq-watch q --cursor-name watcher -t 0
+expect_out $'arrived q 1\n'
+expect_rc 0 mq-watch q --cursor-name watcher --cursor next -t 0
+expect_out $'arrived q 2\n'
+expect_rc 0 mq-watch q --cursor-name watcher --cursor next -t 0
+expect_out $'arrived q 3\n'
+
+expect_rc 0 mq-admin cursors
+expect_out $'q\taudit.v2\t1\tidle\nq\tc\t2\tidle\nq\twatcher\t3\tidle\nr\tc\t1\tidle\n'
+expect_rc 0 mq-admin cursors --json
+expect_out '{"queue":"q","cursor":"audit.v2","positioned":true,"lookup_id":1,"priority":3,"in_use":false}
+{"queue":"q","cursor":"c","positioned":true,"lookup_id":2,"priority":3,"in_use":false}
+{"queue":"q","cursor":"watcher","positioned":true,"lookup_id":3,"priority":3,"in_use":false}
+{"queue":"r","cursor":"c","positioned":true,"lookup_id":1,"priority":6,"in_use":false}
+'
+# Common options before the subcommand too.
+expect_rc 0 env -u MQ_STORE mq-admin --store "$STORE" cursors
+expect_out $'q\taudit.v2\t1\tidle\nq\tc\t2\tidle\nq\twatcher\t3\tidle\nr\tc\t1\tidle\n'
+
+# In use: a process holding the cursor (waiting at the end of the queue).
+start mq-peek q --cursor watcher --next --wait; holder=$PID
+wait_blocked "$holder" poll
+expect_rc 0 mq-admin cursors
+expect_out $'q\taudit.v2\t1\tidle\nq\tc\t2\tidle\nq\twatcher\t3\tin-use\nr\tc\t1\tidle\n'
+expect_rc 0 mq-admin cursors --json
+grep -q '^{"queue":"q","cursor":"watcher","positioned":true,"lookup_id":3,"priority":3,"in_use":true}$' "$T/out" ||
+  fail "cursors --json does not show watcher in use: $(cat "$T/out")"
+expect_rc 0 mq-send q d                               # 4: the holder takes it and exits
+expect_bg 0 "$holder"
+expect_out d
+expect_rc 0 mq-admin cursors
+expect_out $'q\taudit.v2\t1\tidle\nq\tc\t2\tidle\nq\twatcher\t4\tidle\nr\tc\t1\tidle\n'
+
+# A cursor in use that was never moved is listed as unset (its holder waits for a first
+# message of an empty queue).
+expect_rc 0 mq-admin create empty
+start mq-peek empty --cursor fresh --first --wait; holder=$PID
+wait_blocked "$holder" poll
+expect_rc 0 mq-admin cursors
+grep -q $'^empty\tfresh\tunset\tin-use$' "$T/out" ||
+  fail "a cursor in use but never moved is not listed as 'empty fresh unset in-use': $(cat "$T/out" | tr '\n' '|')"
+kill -TERM "$(tool_pid "$holder")"
+expect_bg 143 "$holder"
+
+# delete-cursor forgets: the cursor is no longer listed and acts as never moved.
+expect_rc 0 mq-admin delete-cursor q c
+expect_out ''
+expect_rc 0 mq-admin cursors
+expect_out $'q\taudit.v2\t1\tidle\nq\twatcher\t4\tidle\nr\tc\t1\tidle\n'
+expect_rc 7 mq-peek q --cursor c --current
+expect_err_match '^mq-peek: q: .*\(MQ_ERROR_ILLEGAL_CURSOR_ACTION 0xC00E001C\)$'
+expect_rc 7 mq-peek q --cursor c --next
+expect_rc 0 mq-peek r --cursor c --current     # same name on another queue: untouched
+expect_out hi
+# A cursor that does not exist: status 2, one line.
+expect_rc 2 mq-admin delete-cursor q c
+expect_err_match '^mq-admin: q: .*\(E_INVALIDARG 0x80070057\)$'
+expect_rc 2 mq-admin delete-cursor q never-was
+expect_err_match '^mq-admin: q: .*never-was.*\(E_INVALIDARG 0x80070057\)$'
+# A missing queue: 3. Names with path characters: 2.
+expect_rc 3 mq-admin delete-cursor nosuch c
+expect_err_match '^mq-admin: nosuch: .*\(MQ_ERROR_QUEUE_NOT_FOUND 0xC00E0003\)$'
+for bad in a/b ../x .hidden '' 'a b' "$(printf 'x%.0s' {1..125})"; do
+  expect_rc 2 mq-admin delete-cursor q "$bad"
+  expect_err_match '\(E_INVALIDARG 0x80070057\)$'
+  expect_out ''
+  expect_rc 2 mq-peek q --cursor "$bad" --first
+  expect_err_match '^mq-peek: .*invalid cursor name.*\(E_INVALIDARG 0x80070057\)$'
+  expect_out ''
+done
+# A 124-character name is fine.
+long=$(printf 'x%.0s' {1..124})
+expect_rc 0 mq-peek q --cursor "$long" --first
+expect_out a
+expect_rc 0 mq-admin delete-cursor q "$long"
+# Nothing of a bad name reached the disk.
+if ls "$STORE/locks" | grep -q -e '\.\.' -e '/'; then fail "a lock file was made for a bad name: $(ls "$STORE/locks")"; fi
+[ -e "$T/x" ] && fail "a cursor name escaped the store"
+
+# Deleting a queue forgets its cursors.
+expect_rc 0 mq-admin delete q
+expect_rc 0 mq-admin cursors
+expect_out $'r\tc\t1\tidle\n'
+expect_rc 0 mq-admin create q
+expect_rc 0 mq-send q new
+expect_rc 7 mq-peek q --cursor watcher --current
+expect_rc 0 mq-admin delete-cursor r c
+expect_rc 0 mq-admin cursors
+expect_out ''
+
+expect_rc 0 mq-admin check
+expect_out ''
+finish

@@ -1,0 +1,168 @@
+#!/bin/bash
+# A queue set to status OFF or deleted ends every wait on it at once with exit 5: mq-receive
+# --wait, mq-peek --wait (plain and at a named cursor), mq-watch (once, --follow, and --follow
+# with a named cursor). A wait on a queue that is already disabled exits 5 at once.
+. "$(dirname "$0")/lib.sh"
+# --- helpers shared by the test_wait/cursor/watch/delay scripts (kept identical in each) ---
+# Background tools: each runs under `timeout -s KILL` so that a hang fails the test instead of
+# hanging CI, and everything started here is killed (by pid, with its children) at exit.
+BG=()
+killtree() {
+  local c
+  kill -STOP "$1" 2>/dev/null
+  for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do killtree "$c"; done
+  kill -KILL "$1" 2>/dev/null
+}
+cleanup() {
+  local p
+  for p in "${BG[@]}"; do killtree "$p"; done
+  rm -rf "$T"
+}
+trap cleanup EXIT
+# start CMD...: runs CMD in the background (killed after $BG_TIMEOUT s, default 60); its pid
+# in $PID, its output in $T/bg.$PID.{out,err}.
+start() {
+  ( exec timeout -s KILL "${BG_TIMEOUT:-60}" "$@" >"$T/bg.$BASHPID.out" 2>"$T/bg.$BASHPID.err" ) &
+  PID=$!
+  BG+=("$PID")
+  printf '%s\n' "$*" >"$T/bg.$PID.cmd"
+}
+# tool_pid PID: the tool running under the timeout wrapper PID.
+tool_pid() {
+  local i c
+  for ((i = 0; i < 1000; i++)); do
+    c=$(cat /proc/"$1"/task/*/children 2>/dev/null)
+    [ -n "$c" ] && { echo $c; return 0; }
+    kill -0 "$1" 2>/dev/null || return 1
+    sleep 0.01
+  done
+  return 1
+}
+# wait_blocked PID WHAT: returns once the tool under PID sleeps in the kernel in WHAT (poll:
+# its wait, after it has looked in the store; lock: on a cursor's lock file); fails after 10 s.
+wait_blocked() {
+  local i p w want=poll_schedule
+  [ "$2" = lock ] && want=lock
+  p=$(tool_pid "$1")
+  for ((i = 0; i < 1000; i++)); do
+    w=$(cat /proc/"$p"/wchan 2>/dev/null)
+    case $w in *"$want"*) return 0 ;; esac
+    kill -0 "$p" 2>/dev/null || { w='(it exited)'; break; }
+    sleep 0.01
+  done
+  fail "'$(cat "$T/bg.$1.cmd")' never blocked in $2 (wchan '$w')"
+  return 1
+}
+# expect_bg N PID: waits for PID, asserts its exit status; its output becomes the last run's.
+expect_bg() {
+  { wait "$2"; } 2>/dev/null  # no "Killed" notice from the shell for a tool killed on purpose
+  RC=$?
+  cp "$T/bg.$2.out" "$T/out"
+  cp "$T/bg.$2.err" "$T/err"
+  [ "$RC" = "$1" ] ||
+    fail "'$(cat "$T/bg.$2.cmd")' exited $RC, expected $1; stderr: $(head -c 300 "$T/err")"
+}
+# wait_lines PID N [S]: returns once the tool under PID has printed N lines (fails after S
+# seconds, default 20).
+wait_lines() {
+  local i n=0
+  for ((i = 0; i < ${3:-20} * 100; i++)); do
+    n=$(cat "$T/bg.$1.out" 2>/dev/null | wc -l)
+    [ "$n" -ge "$2" ] && return 0
+    sleep 0.01
+  done
+  fail "'$(cat "$T/bg.$1.cmd")' printed $n lines in ${3:-20} s, not $2"
+  return 1
+}
+# now_us: sets NOW to the wall-clock time in microseconds (no process started).
+now_us() { NOW=${EPOCHREALTIME//[!0-9]/}; }
+# --- end of helpers ---
+
+WAITERS=(
+  "mq-receive q --wait"
+  "mq-receive q --wait 30s --json"
+  "mq-peek q --wait"
+  "mq-peek q --cursor c --first --wait"
+  "mq-watch q"
+  "mq-watch q --json -t 30s"
+  "mq-watch q --follow"
+  "mq-watch q --cursor-name w --follow"
+)
+
+# run_all EVENT SYMBOL ADMIN...: starts every waiter on the empty queue q, waits until each
+# sleeps, runs ADMIN, and asserts that each waiter exits 5 within 1 s with one line naming
+# SYMBOL on stderr and nothing on stdout.
+run_all() {
+  local event=$1 symbol=$2 i t0 ms tool
+  shift 2
+  local pids=()
+  for i in "${!WAITERS[@]}"; do
+    start ${WAITERS[$i]}
+    pids+=("$PID")
+  done
+  for i in "${!pids[@]}"; do wait_blocked "${pids[$i]}" poll; done
+  now_us; t0=$NOW
+  expect_rc 0 "$@"
+  for i in "${!pids[@]}"; do
+    expect_bg 5 "${pids[$i]}"
+    now_us; ms=$(((NOW - t0) / 1000))
+    tool=${WAITERS[$i]%% *}
+    expect_err_match "^$tool: q: .* \\($symbol 0x[0-9A-F]{8}\\)\$"
+    expect_out ''
+    [ "$ms" -lt 1000 ] || fail "'${WAITERS[$i]}' took $ms ms to end after the queue was $event"
+  done
+}
+
+expect_rc 0 mq-admin create q
+run_all "disabled" MQ_ERROR_QUEUE_NOT_ACTIVE mq-admin set q --status off
+
+# Already disabled: every wait refuses at once.
+for w in "${WAITERS[@]}"; do
+  now_us; t0=$NOW
+  expect_rc 5 timeout -s KILL 10 $w
+  now_us
+  case $w in
+    mq-watch*) expect_err_match "^mq-watch: q: .*\\(MQ_ERROR_INVALID_HANDLE 0xC00E0007\\)\$" ;;
+    *) expect_err_match "^${w%% *}: q: .*\\(MQ_ERROR_QUEUE_NOT_ACTIVE 0x[0-9A-F]{8}\\)\$" ;;
+  esac
+  expect_out ''
+  [ $(((NOW - t0) / 1000)) -lt 1000 ] || fail "'$w' on a disabled queue took $(((NOW - t0) / 1000)) ms"
+done
+
+# Enabled again, waits work again: a message ends one.
+expect_rc 0 mq-admin set q --status on
+start mq-receive q --wait
+wait_blocked "$PID" poll
+expect_rc 0 mq-send q back
+expect_bg 0 "$PID"
+expect_out back
+
+# Deleted while they wait.
+run_all "deleted" MQ_ERROR_QUEUE_DELETED mq-admin delete q
+expect_rc 3 mq-peek q
+expect_err_match '^mq-peek: q: .*\(MQ_ERROR_QUEUE_NOT_FOUND 0xC00E0003\)$'
+
+# A queue re-created under the same name is a new queue: waits on it work.
+expect_rc 0 mq-admin create q
+start mq-watch q
+wait_blocked "$PID" poll
+expect_rc 0 mq-send q again
+expect_bg 0 "$PID"
+expect_out "arrived q 1"$'\n'
+
+# Deleted while waiters wait with a timeout (not just infinite waits).
+expect_rc 0 mq-receive q
+expect_out again
+start mq-receive q --wait 20s; p1=$PID
+start mq-peek q -w 20s; p2=$PID
+wait_blocked "$p1" poll
+wait_blocked "$p2" poll
+expect_rc 0 mq-admin delete q
+expect_bg 5 "$p1"
+expect_err_match '^mq-receive: q: .*\(MQ_ERROR_QUEUE_DELETED 0x[0-9A-F]{8}\)$'
+expect_bg 5 "$p2"
+expect_err_match '^mq-peek: q: .*\(MQ_ERROR_QUEUE_DELETED 0x[0-9A-F]{8}\)$'
+
+expect_rc 0 mq-admin check
+expect_out ''
+finish
