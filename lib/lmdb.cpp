@@ -90,6 +90,14 @@ uint64_t Env::MapSize() const {
   return info.me_mapsize;
 }
 
+uint64_t Env::UsedBytes() const {
+  MDB_envinfo info;
+  MDB_stat st;
+  mdb_env_info(env_, &info);
+  mdb_env_stat(env_, &st);
+  return (static_cast<uint64_t>(info.me_last_pgno) + 1) * st.ms_psize;
+}
+
 Status Env::SetNoMetaSync(bool on) {
   return FromRc(mdb_env_set_flags(env_, MDB_NOMETASYNC, on ? 1 : 0), "env");
 }

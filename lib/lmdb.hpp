@@ -48,6 +48,8 @@ class Env {
   // process. 0 adopts the size currently in the file.
   Status SetMapSize(uint64_t size);
   uint64_t MapSize() const;
+  // Bytes of the map in use (up to the last page written).
+  uint64_t UsedBytes() const;
   // Makes this process's later commits skip the second of LMDB's two syncs (the meta page,
   // MDB_NOMETASYNC) or not. Integrity is kept either way; without the meta sync a power
   // loss may undo the last commits. (MDB_NOSYNC is never used: it can corrupt the whole

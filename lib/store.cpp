@@ -206,6 +206,9 @@ struct Store::Impl {
   }
 
   Status Write(const std::function<Status(lmdb::Txn&)>& fn, bool rerun_after_commit = true) {
+    // Grow before the map is nearly full rather than after: a transaction that must not run
+    // twice (its output is written) would otherwise fail at its commit.
+    if (env.UsedBytes() > env.MapSize() / 8 * 7) MQ_RETURN_IF_ERROR(Grow());
     for (int attempt = 0;; ++attempt) {
       auto txn = lmdb::Txn::Begin(env, true);
       if (!txn.ok()) return txn.status();
