@@ -1,7 +1,7 @@
 /* rep.c: runs a command N times, one after the other, and reports wall-clock time and the
  * peak resident set size of the runs.
  *
- *   rep N [-i FILE] [-o FILE] -- COMMAND [ARG...]
+ *   rep N [-i FILE] [-o FILE] [-s FILE] -- COMMAND [ARG...]
  *
  * Each run is started with posix_spawn (no shell), stdin from FILE (default /dev/null), stdout
  * to FILE (default /dev/null, appended if given), stderr inherited; the clock
@@ -10,8 +10,10 @@
  *
  *   RUNS TOTAL_NS MEDIAN_NS MIN_NS MAX_NS MAXRSS_KB_MEDIAN MAXRSS_KB_MAX
  *
- * (peak RSS per run from wait4's rusage, ru_maxrss, in KiB).
+ * (peak RSS per run from wait4's rusage, ru_maxrss, in KiB). With -s, the time of every run
+ * (ns) is also appended to FILE, one a line, in the order of the runs.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdint.h>
@@ -41,13 +43,14 @@ static uint64_t now_ns(void) {
 }
 
 int main(int argc, char **argv) {
-  const char *in = "/dev/null", *out = NULL;
+  const char *in = "/dev/null", *out = NULL, *samples = NULL;
   if (argc < 4) goto usage;
   long n = strtol(argv[1], NULL, 10);
   int i = 2;
   for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
     if (strcmp(argv[i], "-i") == 0 && i + 1 < argc) in = argv[++i];
     else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) out = argv[++i];
+    else if (strcmp(argv[i], "-s") == 0 && i + 1 < argc) samples = argv[++i];
     else goto usage;
   }
   if (n < 1 || i + 1 >= argc) goto usage;
@@ -87,6 +90,18 @@ int main(int argc, char **argv) {
     rss[r] = ru.ru_maxrss;
     total += ns[r];
   }
+  if (samples) {
+    FILE *f = fopen(samples, "a");
+    if (!f) {
+      fprintf(stderr, "rep: cannot open %s: %s\n", samples, strerror(errno));
+      return 1;
+    }
+    for (long r = 0; r < n; r++) fprintf(f, "%llu\n", (unsigned long long)ns[r]);
+    if (fclose(f) != 0) {
+      fprintf(stderr, "rep: cannot write %s\n", samples);
+      return 1;
+    }
+  }
   qsort(ns, (size_t)n, sizeof *ns, cmp_u64);
   qsort(rss, (size_t)n, sizeof *rss, cmp_long);
   printf("%ld %llu %llu %llu %llu %ld %ld\n", n, (unsigned long long)total,
@@ -94,6 +109,6 @@ int main(int argc, char **argv) {
          (unsigned long long)ns[n - 1], rss[n / 2], rss[n - 1]);
   return 0;
 usage:
-  fprintf(stderr, "usage: rep N [-i FILE] [-o FILE] -- COMMAND [ARG...]\n");
+  fprintf(stderr, "usage: rep N [-i FILE] [-o FILE] [-s FILE] -- COMMAND [ARG...]\n");
   return 2;
 }
