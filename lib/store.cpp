@@ -805,13 +805,16 @@ struct Store::Impl {
       }
       if (!due) return {};
     }
-    return Write([&](lmdb::Txn& txn) -> Status {
-      auto q = LoadQueue(txn, ref.Full());
-      if (!q.ok()) return q.status();
-      if (!*q) return {};
-      auto n = Maintain(txn, **q, now);
-      return n.ok() ? Status() : n.status();
-    });
+    // Promotions and recoveries redo themselves if a power loss undoes them: a light commit.
+    return WriteLight(
+        [&](lmdb::Txn& txn) -> Status {
+          auto q = LoadQueue(txn, ref.Full());
+          if (!q.ok()) return q.status();
+          if (!*q) return {};
+          auto n = Maintain(txn, **q, now);
+          return n.ok() ? Status() : n.status();
+        },
+        true);
   }
 
   // The id of the queue a wait is about, giving a subqueue that was never written a catalog
