@@ -85,6 +85,8 @@ bad 2 mq-peek q --cursor c --lookup-id 1 --first
 bad 2 mq-peek q --cursor c --lookup-id 1 --next
 bad 2 mq-receive q --cursor c --lookup-id 1 --current
 bad 2 mq-peek q --cursor c --first --last
+bad 2 mq-peek q --cursor c --last
+bad 2 mq-peek q --cursor c --prev
 bad 2 mq-peek q --cursor c --first --all
 bad 2 mq-peek q --cursor c --first -n 2
 bad 2 mq-peek q --cursor c --first --id '{00000000-0000-0000-0000-000000000000}\1'

@@ -145,6 +145,13 @@ kill -INT "$(tool_pid "$w")"
 expect_bg 0 "$w"
 [ "$(grep -c '^{"event":"arrived","queue":"q","lookup_id":1[1-4],' "$T/out")" = 4 ] ||
   fail "mq-watch --follow --json printed: $(cat "$T/out")"
+# A single (not --follow) watcher stopped by a signal dies by it, as other tools do.
+expect_rc 0 mq-admin create idle
+start mq-watch idle; w=$PID
+wait_blocked "$w" poll
+kill -TERM "$(tool_pid "$w")"
+expect_bg 143 "$w"
+expect_out ''
 # --follow with a timeout: an idle timeout, ending with the ArrivedError.
 expect_rc 1 timeout -s KILL 10 mq-watch q --follow -t 300ms
 expect_out $'arrived q 11\narrived q 12\narrived q 13\narrived q 14\nerror q MQ_ERROR_IO_TIMEOUT 0xC00E001B\n'
