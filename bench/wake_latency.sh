@@ -66,7 +66,10 @@ done
 WORK=$(mktemp -d "${BENCH_DIR:-/var/tmp}/mq-wake.XXXXXX")
 DRIVER_PID=
 cleanup() {
-  [ -n "$DRIVER_PID" ] && kill "$DRIVER_PID" 2>/dev/null
+  if [ -n "$DRIVER_PID" ]; then
+    kill "$DRIVER_PID" 2>/dev/null || true
+    wait "$DRIVER_PID" 2>/dev/null || true
+  fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -106,6 +109,18 @@ cat >"$WORK/wakelat.c" <<'C_EOF'
 #include <unistd.h>
 
 extern char **environ;
+
+/* Processes to take down if the driver is stopped: the consumer (a process group for the
+ * watch and poll loops), a per-send mq-receive, the send helper. */
+static volatile pid_t g_group = -1, g_receiver = -1, g_helper = -1;
+static void on_signal(int sig) {
+  if (g_group > 0) kill(-g_group, SIGTERM);
+  if (g_receiver > 0) kill(g_receiver, SIGTERM);
+  if (g_helper > 0) kill(g_helper, SIGTERM);
+  while (waitpid(-1, NULL, 0) > 0) {
+  }
+  _exit(128 + sig);
+}
 
 static int64_t now_ns(void) {
   struct timespec ts;
@@ -212,6 +227,8 @@ int main(int argc, char **argv) {
   int inproc = strcmp(sender, "inproc") == 0;
   if (inproc && argc < 7) die("inproc needs SENDHELPER");
   signal(SIGPIPE, SIG_IGN);
+  signal(SIGTERM, on_signal);
+  signal(SIGINT, on_signal);
   srand((unsigned)getpid());
   char mq_send[4096], mq_receive[4096], mq_watch[4096];
   snprintf(mq_send, sizeof mq_send, "%s/mq-send", bindir);
@@ -226,6 +243,7 @@ int main(int argc, char **argv) {
     if (pipe2(p, O_CLOEXEC) != 0) die("pipe");
     char *hargv[] = {argv[6], (char *)queue, argc > 7 ? argv[7] : NULL, NULL};
     helper = spawn(hargv, p[0], -1, 0);
+    g_helper = helper;
     close(p[0]);
     helper_in = p[1];
   }
@@ -237,12 +255,14 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "watch") == 0) {
     char *cargv[] = {mq_watch, (char *)queue, "--follow", "--json", NULL};
     consumer = spawn(cargv, -1, cons[1], 1);
+    g_group = consumer;
   } else if (strcmp(mode, "poll") == 0) {
     char *cargv[] = {"/bin/sh", "-c",
                      "while :; do \"$0\" \"$1\" -w 0 --template '{label}\n' 2>/dev/null; "
                      "sleep 0.01; done",
                      mq_receive, (char *)queue, NULL};
     consumer = spawn(cargv, -1, cons[1], 1);
+    g_group = consumer;
   } else if (!per_send) {
     fprintf(stderr, "wakelat: unknown mode %s\n", mode);
     return 2;
@@ -255,6 +275,7 @@ int main(int argc, char **argv) {
       char *cargv[] = {mq_receive, (char *)queue, "--wait", "10s", "--template", "{label}\n",
                        NULL};
       consumer = spawn(cargv, -1, cons[1], 0);
+      g_receiver = consumer;
     }
     if (strcmp(mode, "poll") == 0) {
       sleep_ns((int64_t)(rand() % 10000) * 1000); /* a random phase of the 10 ms loop */
@@ -416,6 +437,7 @@ run() {
   [ "$(wc -l <"$WORK/$mode.$tag")" = "$N" ] || die "the $mode case gave $(wc -l <"$WORK/$mode.$tag") samples"
 }
 
+LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
 SENDERS=(mq-send)
 [ "$INPROC" = 1 ] && SENDERS+=(in-process in-process-express)
 say "wake_latency: $N sends per case; this takes a while"
@@ -433,6 +455,7 @@ done
 fs=$(df -T "$WORK" | awk 'NR == 2 { print $2 }')
 printf 'wake_latency: %d sends per case; store on %s (%s); Linux %s; %s CPUs\n' \
   "$N" "${BENCH_DIR:-/var/tmp}" "$fs" "$(uname -r)" "$(nproc)"
+printf 'load average before the run: %s (an idle machine is near 0)\n' "$LOAD"
 printf 'latency: from a timestamp just before the send to the consumer'"'"'s line being read\n\n'
 printf '%-20s %-34s %11s %11s %10s\n' sender consumer median p99 poll/this
 for tag in "${SENDERS[@]}"; do
