@@ -851,6 +851,7 @@ struct Store::Impl {
   // The wait protocol of waiter.hpp around `attempt`, which looks once and returns ok (found),
   // MQ_ERROR_MESSAGE_NOT_FOUND (look again later; it may set the store's next deadline), or
   // another error (give up). Without waiting, `attempt` runs once.
+  std::map<uint32_t, Waiter> armed;  // the watches of WaitLoop, by queue id
   Status WaitLoop(const QueueRef& ref, const ReadOptions& ro,
                   const std::function<Status(bool waiting, int64_t& next_deadline)>& attempt) {
     int64_t deadline = 0;
@@ -860,8 +861,15 @@ struct Store::Impl {
     if (ro.wait_ms == 0 || first.code() != Code::kMessageNotFound) return first;
     auto qid = QueueIdForWait(ref, true);
     if (!qid.ok()) return qid.status();
-    auto w = Waiter::Arm(paths.notify(*qid), file_mode, paths.locks_dir());  // before the first look
-    if (!w.ok()) return w.status();
+    // One watch per queue, kept for the life of the store: closing an inotify instance waits
+    // for an SRCU grace period (several ms), which mq-watch would pay before every event.
+    auto it = armed.find(*qid);
+    if (it == armed.end()) {
+      auto a = Waiter::Arm(paths.notify(*qid), file_mode, paths.locks_dir());
+      if (!a.ok()) return a.status();
+      it = armed.emplace(*qid, std::move(*a)).first;
+    }
+    Waiter* w = &it->second;
     int64_t until = ro.wait_ms < 0 ? -1 : MonotonicMs() + ro.wait_ms;
     for (;;) {
       deadline = 0;
