@@ -14,7 +14,8 @@
 #   mq-send             one `mq-send -L STAMP Q x` process per message (durable commit): what
 #                       a script sees end to end, the sender's process start included
 #   in-process          a helper holding the store open appends through libmq (durable commit)
-#   in-process express  the same without fsync: the wake-up path itself
+#   in-process express  the same with express delivery, as `mq-send --express` (the lighter
+#                       commit of mq-send(1)): closest to the wake-up path alone
 #
 # The send timestamp travels in the message label; a small C driver (compiled here) spawns the
 # consumers and senders with posix_spawn, reads the consumer's lines and computes the deltas:
@@ -331,8 +332,8 @@ cat >"$WORK/wakesend.cpp" <<'CXX_EOF'
 // wakesend.cpp: the in-process sender of bench/wake_latency.sh. Opens the store ($MQ_STORE)
 // once; for each line on stdin, takes CLOCK_REALTIME in ns and appends one message to QUEUE
 // whose label is that timestamp, through libmq's Store::Append (a durable commit, or with
-// --express one without fsync, then the queue's doorbell), as mq-send does but without a
-// process start per message.
+// --express the lighter commit of mq-send --express; then the queue's doorbell), as mq-send
+// does but without a process start per message.
 #include <time.h>
 #include <unistd.h>
 
@@ -434,7 +435,9 @@ run() {
   DRIVER_PID=
   grep -v '^send ' "$WORK/raw" >"$WORK/$mode.$tag"
   grep '^send ' "$WORK/raw" | cut -d' ' -f2 >"$WORK/send.$tag" || true
-  [ "$(wc -l <"$WORK/$mode.$tag")" = "$N" ] || die "the $mode case gave $(wc -l <"$WORK/$mode.$tag") samples"
+  local got
+  got=$(wc -l <"$WORK/$mode.$tag")
+  [ "$got" = "$N" ] || die "the $mode case gave $got samples"
 }
 
 LOAD=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -476,13 +479,16 @@ for tag in "${SENDERS[@]}"; do
 done
 if [ -s "$WORK/send.mq-send" ]; then
   read -r med p99 < <(stats "$WORK/send.mq-send")
-  printf '\nmq-send itself (spawn to exit, durable): median %s, p99 %s\n' "$(ms "$med" | tr -s ' ')" "$(ms "$p99" | tr -s ' ')"
+  printf '\nmq-send itself (spawn to exit, durable): median %s, p99 %s\n' \
+    "$(ms "$med" | tr -s ' ')" "$(ms "$p99" | tr -s ' ')"
 fi
-read -r med _ < <(stats "$WORK/receive.${SENDERS[-1]}")
-verdict=met
-awk -v m="$med" 'BEGIN { exit !(m < 1e6) }' || verdict="NOT met"
-printf 'target: median under 1 ms for (a) with the %s sender: %s\n' "${SENDERS[-1]}" "$verdict"
-read -r med _ < <(stats "$WORK/watch.${SENDERS[-1]}")
-verdict=met
-awk -v m="$med" 'BEGIN { exit !(m < 1e6) }' || verdict="NOT met"
-printf 'target: median under 1 ms for (b) with the %s sender: %s\n' "${SENDERS[-1]}" "$verdict"
+# The target (median under 1 ms) is for the wake-up path: the in-process senders, without a
+# process start per message.
+for tag in "${SENDERS[@]:1}"; do
+  for mode in receive watch; do
+    read -r med _ < <(stats "$WORK/$mode.$tag")
+    verdict=met
+    awk -v m="$med" 'BEGIN { exit !(m < 1e6) }' || verdict="NOT met"
+    printf 'target: median under 1 ms, %s sender, %s: %s\n' "$tag" "$mode" "$verdict"
+  done
+done
