@@ -44,6 +44,7 @@ enum Tag : uint32_t {
   kTagMoveCount = 30,
   kTagLastMoveTime = 31,
   kTagVisibleTime = 32,
+  kTagAwaitingArrival = 33,
   kTagConversationHandle = 40,
   kTagConversationGroup = 41,
   kTagMessageSequenceNumber = 42,
@@ -97,6 +98,7 @@ std::string EncodeRecord(const Message& m) {
   w.UintIfNot(kTagMoveCount, m.move_count, 0);
   w.UintIfNot(kTagLastMoveTime, Signed(m.last_move_time), 0);
   w.UintIfNot(kTagVisibleTime, Signed(m.visible_time), 0);
+  w.UintIfNot(kTagAwaitingArrival, m.awaiting_arrival ? 1 : 0, 0);
   if (!IsNil(m.conversation_handle))
     w.Bytes(kTagConversationHandle, GuidBytes(m.conversation_handle));
   if (!IsNil(m.conversation_group_id))
@@ -187,6 +189,7 @@ Status DecodeRecord(std::string_view record, Message& m) {
       case kTagMoveCount: d.move_count = static_cast<uint32_t>(r.uint()); break;
       case kTagLastMoveTime: d.last_move_time = static_cast<int64_t>(r.uint()); break;
       case kTagVisibleTime: d.visible_time = static_cast<int64_t>(r.uint()); break;
+      case kTagAwaitingArrival: d.awaiting_arrival = r.uint() != 0; break;
       case kTagConversationHandle: guid(d.conversation_handle); break;
       case kTagConversationGroup: guid(d.conversation_group_id); break;
       case kTagMessageSequenceNumber: d.message_sequence_number = r.uint(); break;
@@ -252,6 +255,24 @@ constexpr AckEntry kAcks[] = {
 };
 
 }  // namespace
+
+bool AckWanted(uint8_t level, uint16_t cls) {
+  if (cls == kClassAckReachQueue) return level & kAckPosArrival;
+  if (cls == kClassAckReceive) return level & kAckPosReceive;
+  if (!(cls & 0x8000)) return false;
+  return level & ((cls & 0x4000) ? kAckNegReceive : kAckNegArrival);
+}
+
+int64_t ExpiryOf(const Message& m) {
+  if (m.awaiting_arrival && m.ttrq && (m.ttbr == 0 || m.ttrq < m.ttbr)) return m.ttrq;
+  return m.ttbr;
+}
+
+uint16_t ExpiryClass(const Message& m) {
+  if (m.awaiting_arrival && m.ttrq && (m.ttbr == 0 || m.ttrq < m.ttbr))
+    return kClassNackReachQueueTimeout;
+  return kClassNackReceiveTimeout;
+}
 
 const char* ClassName(uint16_t cls) {
   for (const auto& e : kClasses)

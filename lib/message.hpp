@@ -31,6 +31,26 @@ inline constexpr uint64_t kDefaultMaxMessageSize = 4 * 1024 * 1024;
 
 // MQMSG_CLASS_* (REFERENCE.md 2.3).
 inline constexpr uint16_t kClassNormal = 0x0000;
+inline constexpr uint16_t kClassAckReachQueue = 0x0002;
+inline constexpr uint16_t kClassAckReceive = 0x4000;
+inline constexpr uint16_t kClassNackBadDstQ = 0x8000;
+inline constexpr uint16_t kClassNackPurged = 0x8001;
+inline constexpr uint16_t kClassNackReachQueueTimeout = 0x8002;
+inline constexpr uint16_t kClassNackQDeleted = 0xC000;
+inline constexpr uint16_t kClassNackQPurged = 0xC001;
+inline constexpr uint16_t kClassNackReceiveTimeout = 0xC002;
+inline constexpr uint16_t kClassNackReceiveRejected = 0xC004;
+
+// MQMSG_ACKNOWLEDGMENT_* bits (REFERENCE.md 2.4).
+inline constexpr uint8_t kAckPosArrival = 0x01;
+inline constexpr uint8_t kAckPosReceive = 0x02;
+inline constexpr uint8_t kAckNegArrival = 0x04;
+inline constexpr uint8_t kAckNegReceive = 0x08;
+
+// Whether a message sent with acknowledgement level `level` asks for an acknowledgement of
+// class `cls`: ACK_REACH_QUEUE needs POS_ARRIVAL, ACK_RECEIVE POS_RECEIVE, a NACK with the
+// receive bit (0xC000) NEG_RECEIVE, any other NACK NEG_ARRIVAL.
+bool AckWanted(uint8_t level, uint16_t cls);
 
 // VARTYPE-style body types. json and xml have no VARTYPE; they use values above 0xFFFF.
 inline constexpr uint32_t kBodyEmpty = 0;        // VT_EMPTY: the sender did not say
@@ -80,6 +100,7 @@ struct Message {
   uint32_t move_count = 0;     // PROPID_M_MOVE_COUNT
   int64_t last_move_time = 0;  // PROPID_M_LAST_MOVE_TIME
   int64_t visible_time = 0;    // not deliverable before (delayed delivery); 0: at once
+  bool awaiting_arrival = false;  // sent with a delay and not visible yet: ttrq still applies
 
   // Service Broker columns (seed 001, REFERENCE.md 3.1).
   Guid conversation_handle{};
@@ -96,6 +117,11 @@ struct Message {
 
   bool operator==(const Message&) const = default;
 };
+
+// When a message expires (0: never): its ttrq while it has not reached its queue (sent with a
+// delay and not visible yet), else its ttbr; and the class that reports the expiry.
+int64_t ExpiryOf(const Message& m);
+uint16_t ExpiryClass(const Message& m);
 
 // The record value for `m` (everything but lookup_id and queue, which live in the key and the
 // catalog).

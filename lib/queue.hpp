@@ -50,6 +50,13 @@ struct QueueInfo {
   uint64_t tx_sequence_id = 0;  // MS-MQQB TxSequenceID of sends into this queue
   uint32_t tx_next_seq = 1;     // the next TxSequenceNumber
 
+  // Journals (target journaling): a copy of each received message goes to NAME;journal, up
+  // to journal_quota bytes there (0: no limit); copies left out because it was full are
+  // counted in journal_dropped.
+  bool journal = false;
+  uint64_t journal_quota = 0;
+  uint64_t journal_dropped = 0;
+
   bool operator==(const QueueInfo&) const = default;
 };
 

@@ -88,7 +88,7 @@ std::set<std::string> g_open_dirs;  // one env per directory per process
 
 const char* kDbNames[] = {"meta",    "queues", "queue_ids", "messages", "order",
                           "by_id",   "by_corr", "delays",   "cursors",  "locked",
-                          "leases",  "dedup",   "dedup_exp"};
+                          "leases",  "dedup",   "dedup_exp", "deadlines"};
 
 std::string LeaseKey(uint32_t qid, uint64_t lease_id) {
   std::string k = QueueIdKey(qid);
@@ -162,6 +162,33 @@ std::string DelayKey(uint32_t qid, int64_t visible, uint64_t lookup) {
   return k;
 }
 
+// deadlines: queue id, expiry (u64 ms), lookup id.
+std::string DeadlineKey(uint32_t qid, int64_t at, uint64_t lookup) {
+  return DelayKey(qid, at, lookup);
+}
+
+// Journals (QUEUE;journal, system;journal) hold copies; dead-letter queues hold messages that
+// already failed. Neither expires, acknowledges or dead-letters again: only messages in
+// other queues are "live".
+bool IsJournalName(std::string_view name) {
+  constexpr std::string_view kSuffix = ";journal";
+  return name.size() > kSuffix.size() && name.substr(name.size() - kSuffix.size()) == kSuffix;
+}
+
+bool IsDeadLetterName(std::string_view name) {
+  return name == "system;deadletter" || name == "system;deadxact";
+}
+
+bool IsLive(const QueueInfo& q) { return !IsJournalName(q.name) && !IsDeadLetterName(q.name); }
+
+// The by_id key of a message of `q`: its id, or for a journal copy (which shares the id of
+// the message it copies) the id and the journal's queue id.
+std::string IdKey(const QueueInfo& q, std::string_view id) {
+  std::string k(id);
+  if (IsJournalName(q.name)) PutU32BE(k, q.id);
+  return k;
+}
+
 std::string CursorKey(uint32_t qid, std::string_view name) {
   std::string k = QueueIdKey(qid);
   k += name;
@@ -180,11 +207,47 @@ struct Store::Impl {
   std::set<uint32_t> to_notify;  // doorbells to ring after the current write commits
   bool express = false;          // SetExpress: every commit skips the meta sync
   lmdb::Dbi meta = 0, queues = 0, queue_ids = 0, messages = 0, order = 0, by_id = 0, by_corr = 0,
-            delays = 0, cursors = 0, locked = 0, leases = 0, dedup = 0, dedup_exp = 0;
+            delays = 0, cursors = 0, locked = 0, leases = 0, dedup = 0, dedup_exp = 0,
+            deadlines = 0;
 
-  lmdb::Dbi* DbSlots[13] = {&meta,    &queues,  &queue_ids, &messages, &order,
+  lmdb::Dbi* DbSlots[14] = {&meta,    &queues,  &queue_ids, &messages, &order,
                             &by_id,   &by_corr, &delays,    &cursors,  &locked,
-                            &leases,  &dedup,   &dedup_exp};
+                            &leases,  &dedup,   &dedup_exp, &deadlines};
+
+  // The source of message ids in the current write transaction: loaded from `meta` on first
+  // use, written back once before the commit (Write does it).
+  struct IdSource {
+    bool loaded = false;
+    bool dirty = false;
+    Guid guid{};
+    uint32_t counter = 0;
+  } id_source;
+
+  Result<std::string> NewMessageId(lmdb::Txn& txn) {
+    if (!id_source.loaded) {
+      auto g = txn.Get(meta, "id_guid");
+      if (!g || g->size() != 16) return Status(Code::kCorrupted, "store has no id GUID", dir);
+      id_source.guid = GuidFromBytes(*g);
+      auto c = MetaU32(txn, "id_counter", 0);
+      if (!c.ok()) return c.status();
+      id_source.counter = *c;
+      id_source.loaded = true;
+    }
+    if (id_source.counter == UINT32_MAX) {
+      // The 4-byte counter is spent: continue under a fresh GUID, as ids stay unique.
+      id_source.guid = NewGuid();
+      MQ_RETURN_IF_ERROR(txn.Put(meta, "id_guid", GuidBytes(id_source.guid)));
+      id_source.counter = 0;
+    }
+    id_source.dirty = true;
+    return MakeMessageId(id_source.guid, ++id_source.counter);
+  }
+
+  Status SaveIdSource(lmdb::Txn& txn) {
+    if (!id_source.dirty) return {};
+    id_source.dirty = false;
+    return PutMetaU32(txn, "id_counter", id_source.counter);
+  }
 
   ~Impl() {
     std::lock_guard<std::mutex> lock(g_open_mu);
@@ -213,8 +276,10 @@ struct Store::Impl {
       auto txn = lmdb::Txn::Begin(env, true);
       if (!txn.ok()) return txn.status();
       to_notify.clear();
+      id_source = IdSource();
       Status s = fn(*txn);
       if (s.ok() && !txn->active()) return s;  // fn committed itself
+      if (s.ok()) s = SaveIdSource(*txn);
       bool from_commit = false;
       if (s.ok()) {
         s = txn->Commit();
@@ -343,11 +408,15 @@ struct Store::Impl {
       if (*r) q.locked -= std::min<uint64_t>(q.locked, 1);
     }
     if (!m.id.empty()) {
-      r = txn.Del(by_id, m.id);
+      r = txn.Del(by_id, IdKey(q, m.id));
       if (!r.ok()) return r.status();
     }
     if (!m.correlation_id.empty()) {
       r = txn.Del(by_corr, CorrKey(m.correlation_id, q.id, m.priority, m.lookup_id));
+      if (!r.ok()) return r.status();
+    }
+    if (int64_t at = ExpiryOf(m)) {
+      r = txn.Del(deadlines, DeadlineKey(q.id, at, m.lookup_id));
       if (!r.ok()) return r.status();
     }
     q.count -= std::min<uint64_t>(q.count, 1);
@@ -389,6 +458,7 @@ struct Store::Impl {
     out.clear();
     if (q.id == 0 || max_count == 0) return {};
     size_t bytes = 0;
+    int64_t now = NowMs();
     auto full = [&] { return out.size() >= max_count || bytes >= kBatchBytes; };
 
     if (sel.anchor == Anchor::kId) {
@@ -398,7 +468,7 @@ struct Store::Impl {
       Found f;
       f.walk_key = "id";
       MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(*v, 4), f));
-      if (!Visible(txn, q.id, f.msg, sel.include_locked)) return {};
+      if (!Visible(txn, q.id, f.msg, sel.include_locked) || Expired(q, f.msg, now)) return {};
       out.push_back(std::move(f));
       return {};
     }
@@ -432,7 +502,7 @@ struct Store::Impl {
         Found f;
         f.walk_key = std::string(c.key());
         MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(c.key(), prefix.size() + 1), f));
-        if (!Visible(txn, q.id, f.msg, sel.include_locked)) continue;
+        if (!Visible(txn, q.id, f.msg, sel.include_locked) || Expired(q, f.msg, now)) continue;
         bytes += f.size;
         out.push_back(std::move(f));
       }
@@ -490,13 +560,218 @@ struct Store::Impl {
       Found f;
       f.walk_key = std::string(c.key());
       MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(c.key(), 5), f));
-      bytes += f.size;
-      out.push_back(std::move(f));
+      if (!Expired(q, f.msg, now)) {
+        bytes += f.size;
+        out.push_back(std::move(f));
+      }
       bool on = backward ? c.Prev() : c.Next();
       on = on && HasPrefix(c.key(), prefix);
       (take_o ? on_o : on_l) = on;
     }
     return {};
+  }
+
+  // Stores `m` as a new message of `q`: its record, the delivery order (or `delays`), the id,
+  // correlation and deadline indexes, and the counters. The lookup id is `lookup` if not 0 (a
+  // move that keeps it), else the queue's next. With `quota` not 0, a message that would take
+  // the queue's bytes above it is refused (MQ_ERROR_INSUFFICIENT_RESOURCES) before anything
+  // changes. The caller saves `q`.
+  Status InsertMessage(lmdb::Txn& txn, QueueInfo& q, Message& m, uint64_t quota,
+                       uint64_t lookup = 0) {
+    m.lookup_id = lookup ? lookup : q.next_lookup;
+    m.queuing_order = m.lookup_id;
+    m.queue = q.name;
+    std::string rec = EncodeRecord(m);
+    if (quota && q.bytes + rec.size() > quota)
+      return Status(Code::kInsufficientResources,
+                    fmt::format("queue quota of {} bytes would be exceeded ({} used, {} more)",
+                                quota, q.bytes, rec.size()),
+                    q.name);
+    std::string loc = MsgKey(q.id, m.lookup_id);
+    auto fresh = txn.PutNew(by_id, IdKey(q, m.id), loc);
+    if (!fresh.ok()) return fresh.status();
+    if (!*fresh)
+      return Status(Code::kIllegalPropertyValue,
+                    fmt::format("message id {} is already in the store", FormatMessageId(m.id)),
+                    q.name);
+    q.next_lookup = std::max(q.next_lookup, m.lookup_id + 1);
+    MQ_RETURN_IF_ERROR(txn.Put(messages, loc, rec));
+    if (m.visible_time) {
+      MQ_RETURN_IF_ERROR(txn.Put(delays, DelayKey(q.id, m.visible_time, m.lookup_id), {}));
+      q.delayed++;
+    } else {
+      MQ_RETURN_IF_ERROR(txn.Put(order, OrderKey(q.id, m.priority, m.lookup_id), {}));
+      to_notify.insert(q.id);
+    }
+    if (!m.correlation_id.empty())
+      MQ_RETURN_IF_ERROR(
+          txn.Put(by_corr, CorrKey(m.correlation_id, q.id, m.priority, m.lookup_id), {}));
+    if (int64_t at = ExpiryOf(m); at && IsLive(q))
+      MQ_RETURN_IF_ERROR(txn.Put(deadlines, DeadlineKey(q.id, at, m.lookup_id), {}));
+    q.count++;
+    q.bytes += rec.size();
+    return {};
+  }
+
+  // Sends the acknowledgement of class `cls` for `orig`, a message of `cur`, to its admin
+  // queue if it asked for that class (MSMQ: the ack has no body, the original's label, and
+  // correlation id = the original's id). An admin queue that is missing, disabled or full
+  // gets nothing: the operation that caused the ack never fails because of it.
+  Status EmitAck(lmdb::Txn& txn, QueueInfo& cur, const Message& orig, uint16_t cls, int64_t now) {
+    if (orig.admin_queue.empty() || !AckWanted(orig.ack, cls) || !IsLive(cur)) return {};
+    Message a;
+    a.msg_class = cls;
+    a.label = orig.label;
+    a.correlation_id = orig.id;
+    a.priority = orig.priority;
+    a.destination_queue = orig.admin_queue;
+    a.sent_time = a.arrived_time = a.message_enqueue_time = now;
+    a.source_qm_guid = guid;
+    auto id = NewMessageId(txn);
+    if (!id.ok()) return id.status();
+    a.id = *id;
+    if (orig.admin_queue == cur.name) {
+      Status s = InsertMessage(txn, cur, a, cur.quota);
+      return s.code() == Code::kInsufficientResources ? Status() : s;
+    }
+    auto aq = LoadQueue(txn, orig.admin_queue);
+    if (!aq.ok()) return aq.status();
+    if (!*aq || !(*aq)->enabled) return {};
+    Status s = InsertMessage(txn, **aq, a, (*aq)->quota);
+    if (s.code() == Code::kInsufficientResources) return {};
+    MQ_RETURN_IF_ERROR(s);
+    return PutQueue(txn, **aq);
+  }
+
+  // Puts a copy of `m` in the journal `jname` (made on first use). With `own_quota` the
+  // journal's own quota applies (system;journal), else `quota`. A full journal takes nothing
+  // and sets `*dropped`.
+  Status JournalCopy(lmdb::Txn& txn, const std::string& jname, const Message& m, bool own_quota,
+                     uint64_t quota, bool* dropped) {
+    auto jq = LoadOrCreate(txn, jname);
+    if (!jq.ok()) return jq.status();
+    Message c = m;
+    c.visible_time = 0;
+    c.awaiting_arrival = false;
+    Status s = InsertMessage(txn, *jq, c, own_quota ? jq->quota : quota);
+    if (s.code() == Code::kInsufficientResources) {
+      *dropped = true;
+      if (own_quota) {
+        jq->journal_dropped++;
+        return PutQueue(txn, *jq);
+      }
+      return {};
+    }
+    MQ_RETURN_IF_ERROR(s);
+    return PutQueue(txn, *jq);
+  }
+
+  // `m` has reached `q` (sent, or a delayed message made visible): ACK_REACH_QUEUE if asked
+  // for, and source journaling (a copy in system;journal) if the message asked for it.
+  Status Arrived(lmdb::Txn& txn, QueueInfo& q, const Message& m, int64_t now) {
+    MQ_RETURN_IF_ERROR(EmitAck(txn, q, m, kClassAckReachQueue, now));
+    if (!m.journal || !IsLive(q)) return {};
+    bool dropped = false;
+    return JournalCopy(txn, "system;journal", m, true, 0, &dropped);
+  }
+
+  // `m` was received from `q` (and is removed in this transaction): ACK_RECEIVE if asked for,
+  // and target journaling (a copy in QUEUE;journal) if the queue keeps a journal. The caller
+  // saves `q`.
+  Status Received(lmdb::Txn& txn, QueueInfo& q, const Message& m, int64_t now) {
+    MQ_RETURN_IF_ERROR(EmitAck(txn, q, m, kClassAckReceive, now));
+    if (!q.journal || !IsLive(q)) return {};
+    bool dropped = false;
+    MQ_RETURN_IF_ERROR(JournalCopy(txn, q.name + ";journal", m, false, q.journal_quota, &dropped));
+    if (dropped) q.journal_dropped++;
+    return {};
+  }
+
+  // A message of `q` that failed for the reason `cls` (expiry, purge, deletion): the NACK if
+  // asked for, then to the dead-letter queue (system;deadxact for a transactional message)
+  // with the reason as its class if it asked for dead-lettering, else discarded.
+  Status DeadLetterOrDrop(lmdb::Txn& txn, QueueInfo& q, Found& f, uint16_t cls, int64_t now) {
+    MQ_RETURN_IF_ERROR(EmitAck(txn, q, f.msg, cls, now));
+    if (!f.msg.deadletter || !IsLive(q)) return RemoveMessage(txn, q, f.msg, f.size);
+    std::string to =
+        f.msg.xact_id.empty() && !q.transactional ? "system;deadletter" : "system;deadxact";
+    f.msg.msg_class = cls;
+    if (f.msg.destination_queue.empty()) f.msg.destination_queue = q.name;
+    return MoveMessage(txn, q, f, to, false, now);
+  }
+
+  // The earliest expiry among `q`'s messages; 0 if none.
+  int64_t FirstExpiry(lmdb::Txn& txn, uint32_t qid) {
+    if (qid == 0) return 0;
+    std::string prefix = QueueIdKey(qid);
+    lmdb::Cursor c(txn, deadlines);
+    if (!c.SeekGe(prefix) || !HasPrefix(c.key(), prefix)) return 0;
+    return static_cast<int64_t>(GetU64BE(c.key(), 4));
+  }
+
+  // Handles the messages of `q` whose deadline is past by `now`, walking the deadline index
+  // from its start: never the queue. A Locked message waits for its transaction to end.
+  Result<uint64_t> ExpireDue(lmdb::Txn& txn, QueueInfo& q, int64_t now) {
+    uint64_t n = 0;
+    if (q.id == 0 || !IsLive(q)) return n;
+    std::string prefix = QueueIdKey(q.id);
+    std::string resume;
+    for (;;) {
+      std::vector<std::string> keys;
+      {
+        lmdb::Cursor c(txn, deadlines);
+        bool on = resume.empty() ? c.SeekGe(prefix) : c.SeekGe(resume);
+        if (on && !resume.empty() && c.key() == resume) on = c.Next();
+        for (; on && HasPrefix(c.key(), prefix) &&
+               static_cast<int64_t>(GetU64BE(c.key(), 4)) <= now && keys.size() < kBatchCount;
+             on = c.Next())
+          keys.emplace_back(c.key());
+      }
+      if (keys.empty()) return n;
+      for (const std::string& key : keys) {
+        Found f;
+        MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(key, 12), f));
+        if (txn.Get(locked, OrderKey(q.id, f.msg.priority, f.msg.lookup_id))) continue;
+        MQ_RETURN_IF_ERROR(DeadLetterOrDrop(txn, q, f, ExpiryClass(f.msg), now));
+        ++n;
+      }
+      resume = keys.back();
+    }
+  }
+
+  // Whether `m`, a message of `q`, is past its deadline at `now` (and so never delivered,
+  // even before a writer removes it).
+  static bool Expired(const QueueInfo& q, const Message& m, int64_t now) {
+    int64_t at = ExpiryOf(m);
+    return at && at <= now && IsLive(q);
+  }
+
+  // Removes every message of `q` for the reason `reached` (`awaiting`: for delayed messages
+  // that had not reached it yet), with NACKs and dead-lettering as the messages asked.
+  Status DrainQueue(lmdb::Txn& txn, QueueInfo& q, uint16_t reached, uint16_t awaiting,
+                    int64_t now) {
+    if (q.id == 0) return {};
+    if (!IsLive(q)) return RemoveAll(txn, q);
+    std::string prefix = QueueIdKey(q.id);
+    for (;;) {
+      std::vector<Found> batch;
+      {
+        lmdb::Cursor c(txn, messages);
+        for (bool on = c.SeekGe(prefix);
+             on && HasPrefix(c.key(), prefix) && batch.size() < kBatchCount; on = c.Next()) {
+          Found f;
+          f.msg.lookup_id = GetU64BE(c.key(), 4);
+          f.msg.queue = q.name;
+          f.size = c.value().size();
+          MQ_RETURN_IF_ERROR(DecodeRecord(c.value(), f.msg));
+          batch.push_back(std::move(f));
+        }
+      }
+      if (batch.empty()) return {};
+      for (auto& f : batch)
+        MQ_RETURN_IF_ERROR(
+            DeadLetterOrDrop(txn, q, f, f.msg.awaiting_arrival ? awaiting : reached, now));
+    }
   }
 
   // Removes every message of `q`, visible or delayed.
@@ -552,25 +827,17 @@ struct Store::Impl {
         Found f;
         MQ_RETURN_IF_ERROR(LoadMessage(txn, q, lookup, f));
         Message& m = f.msg;
-        auto r = txn.Del(delays, DelayKey(q.id, m.visible_time, lookup));
-        if (!r.ok()) return r.status();
-        r = txn.Del(messages, MsgKey(q.id, lookup));
-        if (!r.ok()) return r.status();
-        if (!m.correlation_id.empty()) {
-          r = txn.Del(by_corr, CorrKey(m.correlation_id, q.id, m.priority, lookup));
-          if (!r.ok()) return r.status();
+        bool arriving = m.awaiting_arrival;
+        if (arriving && Expired(q, m, m.visible_time)) {
+          // Its ttrq (or ttbr) ran out before it could become visible: it never arrives.
+          MQ_RETURN_IF_ERROR(DeadLetterOrDrop(txn, q, f, ExpiryClass(m), now));
+          continue;
         }
-        m.lookup_id = q.next_lookup++;
-        m.queuing_order = m.lookup_id;
-        std::string rec = EncodeRecord(m);
-        MQ_RETURN_IF_ERROR(txn.Put(messages, MsgKey(q.id, m.lookup_id), rec));
-        MQ_RETURN_IF_ERROR(txn.Put(order, OrderKey(q.id, m.priority, m.lookup_id), {}));
-        MQ_RETURN_IF_ERROR(txn.Put(by_id, m.id, MsgKey(q.id, m.lookup_id)));
-        if (!m.correlation_id.empty())
-          MQ_RETURN_IF_ERROR(
-              txn.Put(by_corr, CorrKey(m.correlation_id, q.id, m.priority, m.lookup_id), {}));
-        q.bytes = q.bytes - std::min(q.bytes, f.size) + rec.size();
-        q.delayed -= std::min<uint64_t>(q.delayed, 1);
+        MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, m, f.size));
+        m.visible_time = 0;
+        m.awaiting_arrival = false;
+        MQ_RETURN_IF_ERROR(InsertMessage(txn, q, m, 0));
+        if (arriving) MQ_RETURN_IF_ERROR(Arrived(txn, q, m, now));
         ++n;
       }
       MQ_RETURN_IF_ERROR(PutQueue(txn, q));
@@ -601,21 +868,10 @@ struct Store::Impl {
     m.move_count++;
     m.last_move_time = now;
     m.visible_time = 0;
+    m.awaiting_arrival = false;
     uint64_t lookup = m.lookup_id;
-    if (!keep_lookup || txn.Get(messages, MsgKey(to.id, lookup))) lookup = to.next_lookup;
-    to.next_lookup = std::max(to.next_lookup, lookup + 1);
-    m.lookup_id = lookup;
-    m.queuing_order = lookup;
-    m.queue = to.name;
-    std::string rec = EncodeRecord(m);
-    MQ_RETURN_IF_ERROR(txn.Put(messages, MsgKey(to.id, lookup), rec));
-    MQ_RETURN_IF_ERROR(txn.Put(order, OrderKey(to.id, m.priority, lookup), {}));
-    MQ_RETURN_IF_ERROR(txn.Put(by_id, m.id, MsgKey(to.id, lookup)));
-    if (!m.correlation_id.empty())
-      MQ_RETURN_IF_ERROR(txn.Put(by_corr, CorrKey(m.correlation_id, to.id, m.priority, lookup), {}));
-    to.count++;
-    to.bytes += rec.size();
-    to_notify.insert(to.id);
+    if (!keep_lookup || txn.Get(messages, MsgKey(to.id, lookup))) lookup = 0;
+    MQ_RETURN_IF_ERROR(InsertMessage(txn, to, m, 0, lookup));
     return PutQueue(txn, to);
   }
 
@@ -636,6 +892,7 @@ struct Store::Impl {
       if (!holder || holder->size() != 8 || GetU64BE(*holder, 0) != lease_id) continue;
       Found f;
       MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(key, 5), f));
+      MQ_RETURN_IF_ERROR(Received(txn, q, f.msg, NowMs()));
       MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, f.msg, f.size));
     }
     auto r = txn.Del(leases, LeaseKey(q.id, lease_id));
@@ -767,11 +1024,11 @@ struct Store::Impl {
     if (!p.ok()) return p.status();
     auto r = RecoverLeases(txn, q, now);
     if (!r.ok()) return r.status();
-    if (*p || *r) {
-      to_notify.insert(q.id);
-      MQ_RETURN_IF_ERROR(PutQueue(txn, q));
-    }
-    return *p + *r;
+    auto e = ExpireDue(txn, q, now);
+    if (!e.ok()) return e.status();
+    if (*p || *r) to_notify.insert(q.id);
+    if (*p || *r || *e) MQ_RETURN_IF_ERROR(PutQueue(txn, q));
+    return *p + *r + *e;
   }
 
   // The next time something in `q` changes by itself: a delayed message becomes visible or a
@@ -797,7 +1054,8 @@ struct Store::Impl {
       if (!*q) return {};
       uint32_t qid = (*q)->id;
       int64_t first = FirstDelay(*txn, qid);
-      bool due = first != 0 && first <= now;
+      int64_t expiry = FirstExpiry(*txn, qid);
+      bool due = (first != 0 && first <= now) || (expiry != 0 && expiry <= now);
       if (!due) {
         auto list = LeasesOf(*txn, qid);
         if (!list.ok()) return list.status();
@@ -934,14 +1192,17 @@ struct Store::Impl {
   Result<std::optional<Found>> NextVisible(lmdb::Txn& txn, const QueueInfo& q,
                                            const std::string& after) {
     std::string prefix = QueueIdKey(q.id);
+    int64_t now = NowMs();
     lmdb::Cursor c(txn, order);
     bool on = after.empty() ? c.SeekGe(prefix) : c.SeekGe(after);
     if (on && !after.empty() && c.key() == after) on = c.Next();
-    if (!on || !HasPrefix(c.key(), prefix)) return std::optional<Found>();
-    Found f;
-    f.walk_key = std::string(c.key());
-    MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(c.key(), 5), f));
-    return std::optional<Found>(std::move(f));
+    for (; on && HasPrefix(c.key(), prefix); on = c.Next()) {
+      Found f;
+      f.walk_key = std::string(c.key());
+      MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(c.key(), 5), f));
+      if (!Expired(q, f.msg, now)) return std::optional<Found>(std::move(f));
+    }
+    return std::optional<Found>();
   }
 
   // Moves a named cursor of `q` as MSMQ does and saves its new position: kFirst to the head;
@@ -1249,8 +1510,14 @@ Status Store::DeleteQueue(const QueueRef& ref) {
         victims.push_back(std::move(q));
       }
     }
+    int64_t now = NowMs();
     for (QueueInfo& q : victims) {
-      MQ_RETURN_IF_ERROR(impl_->RemoveAll(txn, q));
+      // The queue's current record: acknowledgements of an earlier victim may have gone to it.
+      auto fresh = impl_->LoadQueue(txn, q.name);
+      if (!fresh.ok()) return fresh.status();
+      if (*fresh) q = std::move(**fresh);
+      MQ_RETURN_IF_ERROR(
+          impl_->DrainQueue(txn, q, kClassNackQDeleted, kClassNackBadDstQ, now));
       std::vector<std::string> cursor_keys;
       {
         lmdb::Cursor c(txn, impl_->cursors);
@@ -1320,8 +1587,12 @@ Result<uint64_t> Store::Purge(const QueueRef& ref) {
     if (!q.ok()) return q.status();
     if (q->id == 0) return {};
     n = q->count;
-    MQ_RETURN_IF_ERROR(impl_->RemoveAll(txn, *q));
-    q->modified_time = NowMs();
+    int64_t now = NowMs();
+    // MSMQ: purged in the destination queue (NACK_Q_PURGED), or, for a delayed message that
+    // had not reached it yet, before reaching it (NACK_PURGED).
+    MQ_RETURN_IF_ERROR(
+        impl_->DrainQueue(txn, *q, kClassNackQPurged, kClassNackPurged, now));
+    q->modified_time = now;
     return impl_->PutQueue(txn, *q);
   });
   if (!s.ok()) return s;
@@ -1394,15 +1665,6 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
     }
     std::string first_id;
     Message last;
-    uint64_t last_size = 0;
-    auto id_guid_v = txn.Get(impl_->meta, "id_guid");
-    if (!id_guid_v || id_guid_v->size() != 16)
-      return Status(Code::kCorrupted, "store has no id GUID", impl_->dir);
-    Guid id_guid = GuidFromBytes(*id_guid_v);
-    auto counter_r = impl_->MetaU32(txn, "id_counter", 0);
-    if (!counter_r.ok()) return counter_r.status();
-    uint32_t counter = *counter_r;
-    bool ids_used = false;
 
     Message m;
     for (;;) {
@@ -1427,14 +1689,9 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
       if (!m.correlation_id.empty() && m.correlation_id.size() != kIdSize)
         return Status(Code::kIllegalPropertyValue, "correlation id must be 20 bytes", q.name);
       if (!options.keep_identity || m.id.size() != kIdSize) {
-        if (counter == UINT32_MAX) {
-          // The 4-byte counter is spent: continue under a fresh GUID, as ids stay unique.
-          id_guid = NewGuid();
-          MQ_RETURN_IF_ERROR(txn.Put(impl_->meta, "id_guid", GuidBytes(id_guid)));
-          counter = 0;
-        }
-        m.id = MakeMessageId(id_guid, ++counter);
-        ids_used = true;
+        auto id = impl_->NewMessageId(txn);
+        if (!id.ok()) return id.status();
+        m.id = std::move(*id);
       }
       if (!options.keep_identity) {
         m.sent_time = m.sent_time ? m.sent_time : now;
@@ -1451,8 +1708,7 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
       // visible at once (so that watchers, which scan delays only up to their clock, never
       // miss one).
       if (m.visible_time && m.visible_time <= now) m.visible_time = 0;
-      m.lookup_id = q.next_lookup++;
-      m.queuing_order = m.lookup_id;
+      m.awaiting_arrival = m.visible_time != 0;
       if (options.transactional) {
         m.xact_id = xact_id;
         m.eod_first = appended == 0;
@@ -1461,46 +1717,22 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
         m.tx_sequence_number = q.tx_next_seq++;
         m.tx_previous_sequence_number = m.tx_sequence_number - 1;
       }
-      std::string rec = EncodeRecord(m);
-      if (q.quota && q.bytes + rec.size() > q.quota)
-        return Status(Code::kInsufficientResources,
-                      fmt::format("queue quota of {} bytes would be exceeded ({} used, {} more)",
-                                  q.quota, q.bytes, rec.size()),
-                      q.name);
-      MQ_RETURN_IF_ERROR(txn.Put(impl_->messages, MsgKey(q.id, m.lookup_id), rec));
-      if (m.visible_time) {
-        MQ_RETURN_IF_ERROR(
-            txn.Put(impl_->delays, DelayKey(q.id, m.visible_time, m.lookup_id), {}));
-        q.delayed++;
-      } else {
-        MQ_RETURN_IF_ERROR(
-            txn.Put(impl_->order, OrderKey(q.id, m.priority, m.lookup_id), {}));
-      }
-      std::string loc = MsgKey(q.id, m.lookup_id);
-      auto fresh = txn.PutNew(impl_->by_id, m.id, loc);
-      if (!fresh.ok()) return fresh.status();
-      if (!*fresh)
-        return Status(Code::kIllegalPropertyValue,
-                      fmt::format("message id {} is already in the store", FormatMessageId(m.id)),
-                      q.name);
-      if (!m.correlation_id.empty())
-        MQ_RETURN_IF_ERROR(txn.Put(
-            impl_->by_corr, CorrKey(m.correlation_id, q.id, m.priority, m.lookup_id), {}));
-      q.count++;
-      q.bytes += rec.size();
+      MQ_RETURN_IF_ERROR(impl_->InsertMessage(txn, q, m, q.quota));
+      // An import restores messages that arrived once already: no acks, no journal copies.
+      if (!m.awaiting_arrival && !options.keep_identity)
+        MQ_RETURN_IF_ERROR(impl_->Arrived(txn, q, m, now));
       ++appended;
       if (first_id.empty()) first_id = m.id;
       if (ids) ids->push_back(m.id);
-      if (options.transactional) {
-        last_size = rec.size();
-        last = std::move(m);
-      }
+      if (options.transactional) last = std::move(m);
     }
     if (appended == 0) return {};
     if (options.transactional) {
       // Eod Last on the last message of the transaction.
       last.eod_last = true;
-      MQ_RETURN_IF_ERROR(impl_->Rewrite(txn, q, last, last_size));
+      auto rec = txn.Get(impl_->messages, MsgKey(q.id, last.lookup_id));
+      if (!rec) return Status(Code::kCorrupted, "the last message of the transaction is gone", q.name);
+      MQ_RETURN_IF_ERROR(impl_->Rewrite(txn, q, last, rec->size()));
     }
     if (!options.dedup_key.empty()) {
       int64_t expiry = now + std::max<int64_t>(q.dedup_window, 1);
@@ -1517,7 +1749,6 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
       MQ_RETURN_IF_ERROR(txn.Put(impl_->dedup, DedupKey(q.id, options.dedup_key), v));
       MQ_RETURN_IF_ERROR(txn.Put(impl_->dedup_exp, DedupExpKey(q.id, expiry, options.dedup_key), {}));
     }
-    if (ids_used) MQ_RETURN_IF_ERROR(impl_->PutMetaU32(txn, "id_counter", counter));
     return impl_->PutQueue(txn, q);
   });
   if (s.ok() && appended) impl_->Notify(qid);
@@ -1580,8 +1811,11 @@ Status Store::Receive(const QueueRef& ref, const Selection& sel, const ReadOptio
               deadline = impl_->NextDeadline(txn, q->id);
               return {};  // commits what Maintain did
             }
-            for (auto& f : batch)
+            int64_t now = NowMs();
+            for (auto& f : batch) {
+              MQ_RETURN_IF_ERROR(impl_->Received(txn, *q, f.msg, now));
               MQ_RETURN_IF_ERROR(impl_->RemoveMessage(txn, *q, f.msg, f.size));
+            }
             MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, *q));
             // Output last: nothing may fail after it but the commit.
             for (auto& f : batch) MQ_RETURN_IF_ERROR(sink.Add(f.msg));
@@ -1656,6 +1890,9 @@ Status Store::CursorReceive(const QueueRef& ref, const CursorOptions& co, const 
         if (!q.ok()) return q.status();
         if (!q->enabled)
           return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
+        int64_t now = NowMs();
+        auto maintained = impl_->Maintain(txn, *q, now);
+        if (!maintained.ok()) return maintained.status();
         Impl::CursorState st = impl_->LoadCursor(txn, q->id, co.name);
         if (!st.positioned)
           return Status(Code::kIllegalCursorAction,
@@ -1668,6 +1905,7 @@ Status Store::CursorReceive(const QueueRef& ref, const CursorOptions& co, const 
                         q->name);
         Impl::Found f;
         MQ_RETURN_IF_ERROR(impl_->LoadMessage(txn, *q, GetU64BE(st.key, 5), f));
+        MQ_RETURN_IF_ERROR(impl_->Received(txn, *q, f.msg, now));
         MQ_RETURN_IF_ERROR(impl_->RemoveMessage(txn, *q, f.msg, f.size));
         MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, *q));
         MQ_RETURN_IF_ERROR(sink.Add(f.msg));
@@ -1845,14 +2083,15 @@ Result<int64_t> Store::NextDeadline(const QueueRef& ref) {
 }
 
 Result<uint64_t> Store::Sweep() {
-  // Which queues have anything due, from the delays, leases and dedup indexes alone: one seek
-  // per queue that has entries there, none per message; nothing is written when nothing is due.
+  // Which queues have anything due, from the delays, leases, dedup and deadline indexes alone:
+  // one seek per queue that has entries there, none per message; nothing is written when
+  // nothing is due.
   int64_t now = NowMs();
   std::set<uint32_t> due;
   {
     auto txn = lmdb::Txn::Begin(impl_->env, false);
     if (!txn.ok()) return txn.status();
-    for (lmdb::Dbi dbi : {impl_->delays, impl_->leases, impl_->dedup_exp}) {
+    for (lmdb::Dbi dbi : {impl_->delays, impl_->leases, impl_->dedup_exp, impl_->deadlines}) {
       lmdb::Cursor c(*txn, dbi);
       for (bool on = c.First(); on && c.key().size() >= 12;) {
         uint32_t qid = GetU32BE(c.key(), 0);
@@ -2180,7 +2419,7 @@ Status Store::Check(std::vector<std::string>& problems) {
     uint64_t count = 0, bytes = 0, max_lookup = 0, delayed = 0, locked = 0;
   };
   std::map<uint32_t, Tally> tally;
-  uint64_t messages = 0, with_corr = 0;
+  uint64_t messages = 0, with_corr = 0, with_deadline = 0;
   {
     lmdb::Cursor c(t, impl_->messages);
     for (bool on = c.First(); on; on = c.Next()) {
@@ -2214,10 +2453,18 @@ Status Store::Check(std::vector<std::string>& problems) {
       int states = in_order + delayed + is_locked;
       if (states == 0) problem(where + ": missing from the delivery order index");
       if (states > 1) problem(where + ": in more than one of order, delays and locked");
-      auto loc = t.Get(impl_->by_id, m.id);
+      QueueInfo owner;
+      owner.name = qname;
+      owner.id = qid;
+      auto loc = t.Get(impl_->by_id, IdKey(owner, m.id));
       if (m.id.size() != kIdSize) problem(where + ": bad message id");
       else if (!loc || *loc != MsgKey(qid, lookup))
         problem(where + ": message id index does not point to it");
+      if (int64_t at = ExpiryOf(m); at && IsLive(owner)) {
+        ++with_deadline;
+        if (!t.Get(impl_->deadlines, DeadlineKey(qid, at, lookup)))
+          problem(where + ": missing from the deadline index");
+      }
       if (!m.correlation_id.empty()) {
         ++with_corr;
         if (!t.Get(impl_->by_corr, CorrKey(m.correlation_id, qid, m.priority, lookup)))
@@ -2271,7 +2518,8 @@ Status Store::Check(std::vector<std::string>& problems) {
     for (bool on = c.First(); on; on = c.Next()) {
       ++n;
       if (c.value().size() != 12 || !t.Get(impl_->messages, c.value()))
-        problem(fmt::format("by_id: {} points to no message", FormatMessageId(c.key())));
+        problem(fmt::format("by_id: {} points to no message",
+                            FormatMessageId(c.key().substr(0, kIdSize))));
     }
     if (n != messages) problem(fmt::format("by_id has {} entries for {} messages", n, messages));
   }
@@ -2294,6 +2542,9 @@ Status Store::Check(std::vector<std::string>& problems) {
       problem(fmt::format("by_corr has {} entries for {} messages with a correlation id", n,
                           with_corr));
   }
+  if (uint64_t n = t.Count(impl_->deadlines); n != with_deadline)
+    problem(fmt::format("deadlines has {} entries for {} messages with a deadline", n,
+                        with_deadline));
   return {};
 }
 
