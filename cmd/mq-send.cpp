@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -46,7 +47,53 @@ struct SendArgs {
   std::string delay, at;
   bool tx = false;
   std::string dedup;
+  std::string reply_to;
+  bool reply_to_env = false;
 };
+
+// Where a reply goes (--reply-to, --reply-to-env): the request's response queue, with the
+// request's id as correlation id.
+struct ReplyTarget {
+  std::string queue;
+  std::string request_id;  // 20 bytes
+};
+
+// --reply-to-env: the request as mq-receive --exec describes it in MQ_ID and
+// MQ_RESPONSE_QUEUE.
+Result<ReplyTarget> ReplyFromEnv() {
+  const char* id_text = std::getenv("MQ_ID");
+  if (!id_text || !*id_text)
+    return Status(Code::kInvalidArg,
+                  "--reply-to-env: MQ_ID is not set (use it in a command run by mq-receive "
+                  "--exec or mq-watch --exec)");
+  auto id = ParseMessageId(id_text);
+  if (!id) return Status(Code::kInvalidArg, "--reply-to-env: MQ_ID is not a message id", id_text);
+  const char* queue = std::getenv("MQ_RESPONSE_QUEUE");
+  if (!queue || !*queue)
+    return Status(Code::kInvalidArg, "the request names no response queue (MQ_RESPONSE_QUEUE "
+                  "is empty): there is nowhere to reply", id_text);
+  return ReplyTarget{queue, *id};
+}
+
+// --reply-to MSGID: the request as the store holds it (still in its queue, Locked by the
+// receive that is answering it, or as a journal copy).
+Result<ReplyTarget> ReplyFromStore(Store& store, const std::string& text) {
+  auto id = ParseMessageId(text);
+  if (!id) return Status(Code::kInvalidArg, "--reply-to: not a message id", text);
+  auto m = store.FindMessage(*id);
+  if (!m.ok()) {
+    if (m.status().code() == Code::kMessageNotFound)
+      return Status(Code::kMessageNotFound,
+                    "--reply-to: the request is no longer in the store (inside --exec use "
+                    "--reply-to-env)",
+                    text);
+    return m.status();
+  }
+  if (m->response_queue.empty())
+    return Status(Code::kInvalidArg,
+                  "the request names no response queue: there is nowhere to reply", text);
+  return ReplyTarget{m->response_queue, *id};
+}
 
 // Hands a vector of prepared messages to Store::Append.
 class VectorSource : public MessageSource {
@@ -107,6 +154,8 @@ class Sender {
     ids_.clear();
     AppendReport report;
     Status s = store_.Append(ref_, o, src, args_.print_id ? &ids_ : nullptr, &report);
+    for (const std::string& note : report.notes)
+      if (s.ok() && noted_.insert(note).second) cli::Note(ref_.Full(), note);
     if (s.ok() && report.duplicate) {
       cli::Note(ref_.Full(), fmt::format("duplicate of {} (dedup key '{}'): dropped",
                                          FormatMessageId(report.original_id), args_.dedup));
@@ -137,6 +186,7 @@ class Sender {
   const SendArgs& args_;
   std::vector<Message> batch_;
   std::vector<std::string> ids_;
+  std::set<std::string> noted_;  // notes already given (one per admin queue, not per batch)
   size_t bytes_ = 0;
   uint64_t sent_ = 0;
 };
@@ -279,7 +329,7 @@ int Run(int argc, char** argv) {
   CLI::App app("Send messages to an mq queue", "mq-send");
   app.set_version_flag("--version", MQ_VERSION);
   cli::AddStoreOption(app, a.store);
-  app.add_option("QUEUE", a.queue, "Queue to send to")->required();
+  app.add_option("QUEUE", a.queue, "Queue to send to (none with --reply-to)");
   app.add_option("BODY", a.body, "Message body (else -f FILE, else stdin)");
   auto* file = app.add_option("-f,--file", a.file, "Read the body from FILE")->type_name("FILE");
   auto* lines = app.add_flag("-l,--lines", a.lines, "Send each line of stdin as a message");
@@ -324,11 +374,53 @@ int Run(int argc, char** argv) {
       ->type_name("TIME")
       ->excludes(delay);
   app.add_flag("--create", a.store.create, "Create the queue (and a named store) if missing");
+  auto* reply_to =
+      app.add_option("--reply-to", a.reply_to,
+                     "Reply to request MSGID: send to its response queue with correlation id "
+                     "MSGID")
+          ->type_name("MSGID");
+  app.add_flag("--reply-to-env", a.reply_to_env,
+               "Reply to the request described by MQ_ID and MQ_RESPONSE_QUEUE (inside --exec)")
+      ->excludes(reply_to);
   if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
   a.has_body = app.count("BODY") > 0;
+  bool replying = !a.reply_to.empty() || a.reply_to_env;
+  if (replying) {
+    // The queue is the request's response queue: a lone argument is the body.
+    if (app.count("BODY"))
+      return cli::Fail(Status(Code::kInvalidArg,
+                              "with --reply-to the queue is the request's response queue: give "
+                              "only a body"));
+    if (!a.queue.empty()) {
+      a.body = std::move(a.queue);
+      a.queue.clear();
+      a.has_body = true;
+    }
+    if (!a.correlation.empty())
+      return cli::Fail(Status(Code::kInvalidArg,
+                              "--correlation and --reply-to both set the correlation id"));
+  } else if (a.queue.empty()) {
+    return cli::Fail(Status(Code::kInvalidArg, "QUEUE is required"));
+  }
   if (a.has_body && (!a.file.empty() || a.lines || a.null))
     return cli::Fail(Status(Code::kInvalidArg, "give the body as an argument, -f, or on stdin"));
 
+  std::unique_ptr<Store> opened;
+  std::string reply_correlation;
+  if (replying) {
+    Result<ReplyTarget> target = ReplyTarget{};
+    if (a.reply_to_env) {
+      target = ReplyFromEnv();
+    } else {
+      auto st = cli::OpenStore(a.store);
+      if (!st.ok()) return cli::Fail(st.status());
+      opened = std::move(*st);
+      target = ReplyFromStore(*opened, a.reply_to);
+    }
+    if (!target.ok()) return cli::Fail(target.status());
+    a.queue = target->queue;
+    reply_correlation = target->request_id;
+  }
   auto ref = cli::ParseQueueArg(a.queue);
   if (!ref.ok()) return cli::Fail(ref.status());
   if (!a.dedup.empty() && (a.lines || a.null) && !a.tx)
@@ -336,6 +428,7 @@ int Run(int argc, char** argv) {
                             "--dedup with -l or -0 needs --tx (the key names the whole send)"));
   auto proto = BuildPrototype(a);
   if (!proto.ok()) return cli::Fail(proto.status().WithSubject(ref->Full()));
+  if (!reply_correlation.empty()) proto->correlation_id = reply_correlation;
 
   // Read a single body before touching the store, so that a bad file changes nothing.
   std::string body;
@@ -358,7 +451,7 @@ int Run(int argc, char** argv) {
     }
   }
 
-  auto store = cli::OpenStore(a.store);
+  auto store = opened ? Result<std::unique_ptr<Store>>(std::move(opened)) : cli::OpenStore(a.store);
   if (!store.ok()) return cli::Fail(store.status());
   if (a.express) {
     Status s = (*store)->SetExpress(true);

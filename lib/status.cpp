@@ -37,6 +37,8 @@ const char* CodeSymbol(Code code) {
     case Code::kLabelTooLong: return "MQ_ERROR_LABEL_TOO_LONG";
     case Code::kMessageNotFound: return "MQ_ERROR_MESSAGE_NOT_FOUND";
     case Code::kBadXmlFormat: return "MQ_ERROR_BAD_XML_FORMAT";
+    case Code::kMessageLockedUnderTransaction:
+      return "MQ_ERROR_MESSAGE_LOCKED_UNDER_TRANSACTION";
     case Code::kCorrupted: return "MQ_CORRUPTED_STORE";
     case Code::kBrokenPipe: return "MQ_BROKEN_PIPE";
     case Code::kMapFull: return "MQ_MAP_FULL";
@@ -81,6 +83,7 @@ int ExitCode(const Status& status) {
     case Code::kQueueDeleted:
     case Code::kQueueExists:
     case Code::kTransactionUsage:
+    case Code::kMessageLockedUnderTransaction:
       return 5;
     case Code::kInsufficientResources:
     case Code::kMapFull:

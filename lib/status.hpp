@@ -43,6 +43,7 @@ enum class Code : uint32_t {
   kLabelTooLong = 0xC00E005D,
   kMessageNotFound = 0xC00E0088,
   kBadXmlFormat = 0xC00E0092,
+  kMessageLockedUnderTransaction = 0xC00E009C,  // held by an open transactional receive
   // mq's own codes (customer bit set, facility 0x0E).
   kCorrupted = 0xE00E0001,              // the store fails a consistency check
   kBrokenPipe = 0xE00E0002,             // stdout closed by the reader

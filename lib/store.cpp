@@ -271,7 +271,11 @@ struct Store::Impl {
   Status Write(const std::function<Status(lmdb::Txn&)>& fn, bool rerun_after_commit = true) {
     // Grow before the map is nearly full rather than after: a transaction that must not run
     // twice (its output is written) would otherwise fail at its commit.
-    if (env.UsedBytes() > env.MapSize() / 8 * 7) MQ_RETURN_IF_ERROR(Grow());
+    // At the store's size limit the transaction still runs: it may fit.
+    if (env.UsedBytes() > env.MapSize() / 8 * 7) {
+      Status grown = Grow();
+      if (!grown.ok() && grown.code() != Code::kInsufficientResources) return grown;
+    }
     for (int attempt = 0;; ++attempt) {
       auto txn = lmdb::Txn::Begin(env, true);
       if (!txn.ok()) return txn.status();
@@ -296,9 +300,10 @@ struct Store::Impl {
       }
       if (s.code() != Code::kMapFull) return s;
       txn->Abort();
+      Status grown = Grow();
+      if (!grown.ok()) return grown;
       if (from_commit && !rerun_after_commit)
         return Status(Code::kInsufficientResources, "store map full at commit; retry", dir);
-      MQ_RETURN_IF_ERROR(Grow());
       if (attempt > 40) return Status(Code::kInsufficientResources, "store is full", dir);
     }
   }
@@ -309,12 +314,26 @@ struct Store::Impl {
     return static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize < (1u << 20);
   }
 
+  // The size limit of the store (SetMaxSize), read when needed: another process may set it.
+  uint64_t MaxMapSize() {
+    auto txn = lmdb::Txn::Begin(env, false);
+    if (!txn.ok()) return kMaxMapSize;
+    auto v = txn->Get(meta, "max_size");
+    if (!v || v->size() != 8) return kMaxMapSize;
+    uint64_t limit = GetU64BE(*v, 0);
+    return limit ? std::min(limit, kMaxMapSize) : kMaxMapSize;
+  }
+
   Status Grow() {
     uint64_t cur = env.MapSize();
-    if (cur >= kMaxMapSize)
+    uint64_t limit = MaxMapSize();
+    if (cur >= limit)
       return Status(Code::kInsufficientResources,
-                    fmt::format("store reached its maximum size of {} bytes", kMaxMapSize), dir);
-    return env.SetMapSize(std::min(cur * 2, kMaxMapSize));
+                    fmt::format("store is full: it reached its maximum size of {} bytes "
+                                "(mq-admin init --max-store-size raises it)",
+                                limit),
+                    dir);
+    return env.SetMapSize(std::min(cur * 2, limit));
   }
 
   void Notify(uint32_t qid) {
@@ -1296,6 +1315,8 @@ void ApplySettings(QueueInfo& q, const QueueSettings& s) {
   if (s.max_retries) q.max_retries = *s.max_retries;
   if (s.poison) q.poison = *s.poison;
   if (s.dedup_window) q.dedup_window = *s.dedup_window;
+  if (s.journal) q.journal = *s.journal;
+  if (s.journal_quota) q.journal_quota = *s.journal_quota;
 }
 
 }  // namespace
@@ -1560,6 +1581,8 @@ Result<std::vector<QueueInfo>> Store::ListQueues() {
 }
 
 Result<QueueStat> Store::StatQueue(const QueueRef& ref) {
+  // Expired messages and returned leases are not counted as available.
+  MQ_RETURN_IF_ERROR(impl_->MaintainIfNeeded(ref));
   auto txn = lmdb::Txn::Begin(impl_->env, false);
   if (!txn.ok()) return txn.status();
   auto q = impl_->FindQueue(*txn, ref);
@@ -1588,6 +1611,19 @@ Result<uint64_t> Store::Purge(const QueueRef& ref) {
     if (q->id == 0) return {};
     n = q->count;
     int64_t now = NowMs();
+    // A purged journal has room again: journaling resumes, and stat stops calling it full.
+    if (IsJournalName(q->name)) {
+      if (q->name == "system;journal") {
+        q->journal_dropped = 0;
+      } else {
+        auto base = impl_->LoadQueue(txn, ref.base);
+        if (!base.ok()) return base.status();
+        if (*base && (*base)->journal_dropped) {
+          (*base)->journal_dropped = 0;
+          MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, **base));
+        }
+      }
+    }
     // MSMQ: purged in the destination queue (NACK_Q_PURGED), or, for a delayed message that
     // had not reached it yet, before reaching it (NACK_PURGED).
     MQ_RETURN_IF_ERROR(
@@ -1716,6 +1752,14 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
         m.tx_sequence_id = q.tx_sequence_id;
         m.tx_sequence_number = q.tx_next_seq++;
         m.tx_previous_sequence_number = m.tx_sequence_number - 1;
+      }
+      if (report && !m.admin_queue.empty() && m.ack && m.admin_queue != q.name &&
+          !txn.Get(impl_->queues, m.admin_queue)) {
+        std::string note = fmt::format(
+            "admin queue {} does not exist: its acknowledgements will not be sent",
+            m.admin_queue);
+        if (std::find(report->notes.begin(), report->notes.end(), note) == report->notes.end())
+          report->notes.push_back(std::move(note));
       }
       MQ_RETURN_IF_ERROR(impl_->InsertMessage(txn, q, m, q.quota));
       // An import restores messages that arrived once already: no acks, no journal copies.
@@ -2335,7 +2379,8 @@ Result<std::vector<LeaseInfo>> Store::ListLeases() {
   return out;
 }
 
-Result<uint64_t> Store::Requeue(const QueueRef& from, const std::string& id) {
+Result<uint64_t> Store::Requeue(const QueueRef& from, const std::string& id,
+                                std::optional<int64_t> ttbr_ms) {
   bool dead_letters = from.IsSystem() && from.sub != "journal";
   if (!dead_letters && !(from.IsSub() && from.sub != "journal"))
     return Status(Code::kUnsupportedFormatnameOperation,
@@ -2367,7 +2412,15 @@ Result<uint64_t> Store::Requeue(const QueueRef& from, const std::string& id) {
                                     f.msg.lookup_id, dest),
                         from.Full());
         f.msg.abort_count = 0;
-        if (dead_letters) f.msg.msg_class = kClassNormal;
+        if (dead_letters) {
+          f.msg.msg_class = kClassNormal;
+          // Fresh deadlines: the one given, or the time to be received it was sent with.
+          if (ttbr_ms) f.msg.ttbr = *ttbr_ms < 0 ? 0 : now + *ttbr_ms;
+          else if (f.msg.ttbr) f.msg.ttbr = now + std::max<int64_t>(f.msg.ttbr - f.msg.sent_time, 0);
+          f.msg.ttrq = 0;
+        } else if (ttbr_ms) {
+          f.msg.ttbr = *ttbr_ms < 0 ? 0 : now + *ttbr_ms;
+        }
         MQ_RETURN_IF_ERROR(impl_->MoveMessage(txn, *q, f, dest, !dead_letters, now));
         ++n;
       }
@@ -2379,6 +2432,84 @@ Result<uint64_t> Store::Requeue(const QueueRef& from, const std::string& id) {
   });
   if (!s.ok()) return s;
   return n;
+}
+
+Status Store::MoveToSubqueue(const QueueRef& from, uint64_t lookup_id, const QueueRef& to) {
+  if (from.IsSystem() || to.IsSystem() || from.sub == "journal")
+    return Status(Code::kUnsupportedFormatnameOperation,
+                  "move works between a queue and its subqueues (not system queues or journals)",
+                  from.Full());
+  if (!to.IsSub() || to.base != from.base || to.sub == "journal" || to.sub == from.sub)
+    return Status(Code::kUnsupportedFormatnameOperation,
+                  fmt::format("--to must name another subqueue of {} (e.g. {};retry), not a "
+                              "journal",
+                              from.base, from.base),
+                  to.Full());
+  return impl_->Write([&](lmdb::Txn& txn) -> Status {
+    auto base = impl_->LoadQueue(txn, from.base);
+    if (!base.ok()) return base.status();
+    if (!*base) return Status(Code::kQueueNotFound, "no such queue", from.base);
+    auto q = impl_->FindQueue(txn, from);
+    if (!q.ok()) return q.status();
+    Status missing(Code::kMessageNotFound, fmt::format("no message with lookup id {}", lookup_id),
+                   from.Full());
+    if (q->id == 0 || !txn.Get(impl_->messages, MsgKey(q->id, lookup_id))) return missing;
+    Impl::Found f;
+    MQ_RETURN_IF_ERROR(impl_->LoadMessage(txn, *q, lookup_id, f));
+    std::string key = OrderKey(q->id, f.msg.priority, lookup_id);
+    if (txn.Get(impl_->locked, key))
+      return Status(Code::kMessageLockedUnderTransaction,
+                    fmt::format("message {} is held by an open transactional receive", lookup_id),
+                    from.Full());
+    if (!txn.Get(impl_->order, key))
+      return Status(Code::kMessageNotFound,
+                    fmt::format("message {} is delayed: it can be moved once it is visible",
+                                lookup_id),
+                    from.Full());
+    if (Impl::Expired(*q, f.msg, NowMs())) return missing;
+    MQ_RETURN_IF_ERROR(impl_->MoveMessage(txn, *q, f, to.Full(), true, NowMs()));
+    return impl_->PutQueue(txn, *q);
+  });
+}
+
+Result<Message> Store::FindMessage(const std::string& id) {
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  // The message itself (key = the id), else a journal copy (key = id + journal queue id).
+  lmdb::Cursor c(*txn, impl_->by_id);
+  if (id.size() != kIdSize || !c.SeekGe(id) || !HasPrefix(c.key(), id) || c.value().size() != 12)
+    return Status(Code::kMessageNotFound, "no message with this id in the store",
+                  FormatMessageId(id));
+  uint32_t qid = GetU32BE(c.value(), 0);
+  auto name = txn->Get(impl_->queue_ids, QueueIdKey(qid));
+  if (!name) return Status(Code::kCorrupted, "message of an unknown queue", FormatMessageId(id));
+  QueueInfo q;
+  q.name = std::string(*name);
+  q.id = qid;
+  Impl::Found f;
+  MQ_RETURN_IF_ERROR(impl_->LoadMessage(*txn, q, GetU64BE(c.value(), 4), f));
+  return std::move(f.msg);
+}
+
+Status Store::SetMaxSize(uint64_t bytes) {
+  if (bytes && bytes < impl_->env.UsedBytes())
+    return Status(Code::kInvalidArg,
+                  fmt::format("the store already uses {} bytes, more than {}",
+                              impl_->env.UsedBytes(), bytes),
+                  impl_->dir);
+  return impl_->Write([&](lmdb::Txn& txn) -> Status {
+    std::string v;
+    PutU64BE(v, bytes);
+    return txn.Put(impl_->meta, "max_size", v);
+  });
+}
+
+Result<uint64_t> Store::MaxSize() {
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  auto v = txn->Get(impl_->meta, "max_size");
+  if (!v || v->size() != 8) return uint64_t{0};
+  return GetU64BE(*v, 0);
 }
 
 Status Store::Check(std::vector<std::string>& problems) {

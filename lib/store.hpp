@@ -22,6 +22,23 @@
 //              file, or an expiring --lease token), pid, times, secret, the order keys held
 //   dedup      queue id, key -> expiry (u64 ms), message id: mq-send --dedup
 //   dedup_exp  queue id, expiry, key -> "": for removing expired dedup keys in order
+//   deadlines  queue id, expiry (u64 ms), lookup id -> "": when each message of a live queue
+//              expires (message.hpp ExpiryOf: ttrq until it reaches the queue, then ttbr).
+//              Readers and sweep walk it from its start, so finding what expired is a seek.
+//
+// Journal copies (QUEUE;journal, system;journal) keep the id of the message they copy; their
+// by_id key is that id followed by the journal's queue id. Journals and the dead-letter
+// queues are not "live": their messages do not expire, acknowledge or dead-letter again.
+//
+// The message lifecycle (seed 002, DESIGN.md "Delivery semantics"), each step in the same
+// write transaction as the operation that causes it:
+//   - arrival (a send, or a delayed message becoming visible): ACK_REACH_QUEUE to the admin
+//     queue if asked for; a copy in system;journal if the message asked for source journaling;
+//   - receive (committed): ACK_RECEIVE if asked for; a copy in QUEUE;journal if the queue
+//     keeps a journal (up to its journal quota; then copies are counted as dropped);
+//   - failure (expiry, purge, queue deletion, rejection as poison): the NACK of that class if
+//     asked for; the message moves to system;deadletter (system;deadxact if transactional)
+//     with the class as its reason if it asked for dead-lettering, else it is discarded.
 //
 // Locks (DESIGN.md "Locks"): a transactional receive takes an exclusive flock on
 // locks/lease.QUEUE-ID.LEASE-ID before the transaction that marks its messages Locked commits,
@@ -95,6 +112,8 @@ struct QueueSettings {
   std::optional<uint32_t> max_retries;
   std::optional<PoisonAction> poison;
   std::optional<int64_t> dedup_window;
+  std::optional<bool> journal;             // target journaling into NAME;journal
+  std::optional<uint64_t> journal_quota;   // bytes of NAME;journal; 0: no limit
 };
 
 // How a read waits.
@@ -146,6 +165,7 @@ struct AppendOptions {
 struct AppendReport {
   bool duplicate = false;
   std::string original_id;  // the message the duplicate key belongs to
+  std::vector<std::string> notes;  // what the sender should know: e.g. a missing admin queue
 };
 
 // A lease, as mq-admin locks shows it.
@@ -294,8 +314,21 @@ class Store {
                      FinishReport* report);
   Result<std::vector<LeaseInfo>> ListLeases();
   // Moves messages of a poison subqueue or dead-letter queue back to where they were going:
-  // the one with `id` (20 bytes), or all. Returns how many.
-  Result<uint64_t> Requeue(const QueueRef& from, const std::string& id);
+  // the one with `id` (20 bytes), or all. Returns how many. Messages from a dead-letter queue
+  // get a fresh ttbr: `ttbr_ms` from now if given, else the time they were first given
+  // (ttbr - sent time), from now.
+  Result<uint64_t> Requeue(const QueueRef& from, const std::string& id,
+                           std::optional<int64_t> ttbr_ms = std::nullopt);
+  // MSMQ MoveMessage: moves the message with `lookup_id` from a queue (or one of its
+  // subqueues) to a subqueue of the same queue, keeping its lookup id. A Locked message is
+  // MQ_ERROR_MESSAGE_LOCKED_UNDER_TRANSACTION, a delayed one MQ_ERROR_MESSAGE_NOT_FOUND.
+  Status MoveToSubqueue(const QueueRef& from, uint64_t lookup_id, const QueueRef& to);
+  // The message with `id` (20 bytes) wherever it is (a queue, or else a journal copy), for
+  // replies. Missing: MQ_ERROR_MESSAGE_NOT_FOUND.
+  Result<Message> FindMessage(const std::string& id);
+  // The store's size limit: the map grows by itself up to it. 0: the built-in 1 TiB.
+  Status SetMaxSize(uint64_t bytes);
+  Result<uint64_t> MaxSize();
 
   // For activators (mq-watch --exec): the queue's doorbell, armed (lib/waiter.hpp), and the
   // next time something in the queue becomes due by itself (0: none).

@@ -42,6 +42,13 @@ void AddQueueOptions(CLI::App& app, QueueOptions& o, bool create) {
   app.add_option("--dedup-window", o.dedup_window,
                  "How long mq-send --dedup remembers a key (default 5m)")
       ->type_name("DURATION");
+  auto* journal = app.add_flag("--journal", o.journal,
+                               "Keep a copy of every received message in QUEUE;journal");
+  if (!create)
+    app.add_flag("--no-journal", o.no_journal, "Stop keeping journal copies")->excludes(journal);
+  app.add_option("--journal-quota", o.journal_quota,
+                 "Maximum bytes of QUEUE;journal; when full, journaling stops (0: no limit)")
+      ->type_name("SIZE");
 }
 
 Result<QueueSettings> MakeSettings(CLI::App& app, const QueueOptions& o) {
@@ -77,6 +84,13 @@ Result<QueueSettings> MakeSettings(CLI::App& app, const QueueOptions& o) {
     if (!d.ok()) return d.status();
     if (*d <= 0) return Status(Code::kInvalidArg, "--dedup-window must be a positive duration");
     s.dedup_window = *d;
+  }
+  if (o.journal) s.journal = true;
+  if (o.no_journal) s.journal = false;
+  if (app.count("--journal-quota")) {
+    auto q = ParseSize(o.journal_quota);
+    if (!q.ok()) return q.status();
+    s.journal_quota = *q;
   }
   return s;
 }

@@ -36,6 +36,9 @@ struct QueueOptions {
   uint32_t max_retries = 0;
   std::string poison;
   std::string dedup_window;
+  bool journal = false;
+  bool no_journal = false;
+  std::string journal_quota;
 };
 // `create` adds --transactional (fixed at creation); `set` adds --status.
 void AddQueueOptions(CLI::App& app, QueueOptions& o, bool create);
@@ -59,5 +62,6 @@ Command SetupAck(CLI::App& app, Context& ctx);
 Command SetupNack(CLI::App& app, Context& ctx);
 Command SetupLocks(CLI::App& app, Context& ctx);
 Command SetupRequeue(CLI::App& app, Context& ctx);
+Command SetupMove(CLI::App& app, Context& ctx);
 
 }  // namespace mq::admin

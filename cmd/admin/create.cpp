@@ -1,7 +1,7 @@
 // mq-admin create QUEUE [--label TEXT] [--quota SIZE] [--max-message-size SIZE]
 //   [--transactional] [--max-retries N] [--poison subqueue|deadletter|disable]
-//   [--dedup-window DURATION]
-// mq-admin set QUEUE [the same but --transactional] [--status on|off]
+//   [--dedup-window DURATION] [--journal] [--journal-quota SIZE]
+// mq-admin set QUEUE [the same but --transactional] [--status on|off] [--no-journal]
 #include "admin.hpp"
 
 namespace mq::admin {

@@ -1,16 +1,28 @@
-// mq-admin init [--group NAME]: create a store (0700), or a group-shared one (setgid 2770,
-// files 0660) that every member of NAME can use. An existing store is left as it is, except
-// that --group makes it shared with NAME.
+// mq-admin init [--group NAME] [--max-store-size SIZE]: create a store (0700), or a
+// group-shared one (setgid 2770, files 0660) that every member of NAME can use. An existing
+// store is left as it is, except that --group makes it shared with NAME and
+// --max-store-size sets the size up to which it grows by itself (0: no limit of its own).
 #include "admin.hpp"
+#include "units.hpp"
 
 namespace mq::admin {
 
 Command SetupInit(CLI::App& app, Context&) {
   auto* sub = app.add_subcommand("init", "Create the store");
   auto group = std::make_shared<std::string>();
+  auto max_size = std::make_shared<std::string>();
   sub->add_option("--group", *group, "Make the store shared by the members of GROUP")
       ->type_name("GROUP");
-  return {sub, [group](Context& c) {
+  sub->add_option("--max-store-size", *max_size,
+                  "Let the store grow by itself up to SIZE (0: no limit but 1TiB)")
+      ->type_name("SIZE");
+  return {sub, [group, max_size](Context& c) {
+            std::optional<uint64_t> limit;
+            if (!max_size->empty()) {
+              auto l = ParseSize(*max_size);
+              if (!l.ok()) return cli::Fail(l.status());
+              limit = *l;
+            }
             OpenOptions o;
             o.dir = c.store.dir;
             o.create = true;
@@ -21,6 +33,10 @@ Command SetupInit(CLI::App& app, Context&) {
             if (!group->empty()) {
               Status shared = (*s)->ShareWithGroup(*group);
               if (!shared.ok()) return cli::Fail(shared);
+            }
+            if (limit) {
+              Status set = (*s)->SetMaxSize(*limit);
+              if (!set.ok()) return cli::Fail(set);
             }
             return 0;
           }};

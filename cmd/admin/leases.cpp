@@ -3,7 +3,7 @@
 //   An unknown or expired token is exit 5 and changes nothing.
 // mq-admin locks [--json]: the open leases: queue, lease id, holder (pid, or the expiry of a
 //   token), since when, whether the holder is still there, and the lookup ids it holds.
-// mq-admin requeue QUEUE [--id MSGID | --all]: move messages of a poison subqueue
+// mq-admin requeue QUEUE [--id MSGID | --all] [--ttbr DURATION]: move messages of a poison subqueue
 //   (QUEUE;poison) or a dead-letter queue back to the queue they were going to.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -93,7 +93,7 @@ Command SetupLocks(CLI::App& app, Context&) {
 
 Command SetupRequeue(CLI::App& app, Context&) {
   struct Args {
-    std::string queue, id;
+    std::string queue, id, ttbr;
     bool all = false;
   };
   auto args = std::make_shared<Args>();
@@ -103,6 +103,10 @@ Command SetupRequeue(CLI::App& app, Context&) {
       ->required();
   auto* id = sub->add_option("--id", args->id, "Only this message")->type_name("MSGID");
   sub->add_flag("--all", args->all, "Every message (the default)")->excludes(id);
+  sub->add_option("--ttbr", args->ttbr,
+                  "New time to be received, from now (default: the one each was sent with; "
+                  "infinite: none)")
+      ->type_name("DURATION");
   return {sub, [args](Context& ctx) {
             auto ref = cli::ParseQueueArg(args->queue);
             if (!ref.ok()) return cli::Fail(ref.status());
@@ -113,9 +117,15 @@ Command SetupRequeue(CLI::App& app, Context&) {
                 return cli::Fail(Status(Code::kInvalidArg, "invalid message id", args->id));
               raw = *id;
             }
+            std::optional<int64_t> ttbr;
+            if (!args->ttbr.empty()) {
+              auto d = ParseDuration(args->ttbr);
+              if (!d.ok()) return cli::Fail(d.status());
+              ttbr = *d == kInfinite ? -1 : *d;
+            }
             auto store = ctx.Open();
             if (!store.ok()) return cli::Fail(store.status());
-            auto n = (*store)->Requeue(*ref, raw);
+            auto n = (*store)->Requeue(*ref, raw, ttbr);
             if (!n.ok()) return cli::Fail(n.status().WithSubject(ref->Full()));
             return 0;
           }};

@@ -34,6 +34,13 @@ std::string PromEscape(std::string_view s) {
   return out;
 }
 
+// "on" or "off", and ",journal-full" once journal copies were dropped for lack of room.
+std::string StatusText(const QueueInfo& q) {
+  std::string s = q.enabled ? "on" : "off";
+  if (q.journal_dropped) s += ",journal-full";
+  return s;
+}
+
 struct Row {
   QueueStat st;
   int64_t age = 0;
@@ -91,7 +98,7 @@ Command SetupStat(CLI::App& app, Context&) {
                                        q.count, q.delayed, q.locked, q.bytes,
                                        r.st.oldest_arrived ? FormatDuration(r.age / 1000 * 1000)
                                                            : "-",
-                                       q.enabled ? "on" : "off"));
+                                       StatusText(q)));
               }
             } else if (format == "json") {
               for (const Row& r : rows) {
@@ -109,7 +116,11 @@ Command SetupStat(CLI::App& app, Context&) {
                     {"status", q.enabled ? "on" : "off"},
                     {"quota", q.quota},
                     {"max_message_size", q.max_message_size},
-                    {"label", q.label}};
+                    {"label", q.label},
+                    {"journal", q.journal},
+                    {"journal_quota", q.journal_quota},
+                    {"journal_full", q.journal_dropped != 0},
+                    {"journal_dropped", q.journal_dropped}};
                 out.Append(j.dump() + "\n");
               }
             } else {
@@ -129,6 +140,8 @@ Command SetupStat(CLI::App& app, Context&) {
                    [](const Row& r) { return std::string(r.st.info.enabled ? "1" : "0"); }},
                   {"mq_queue_quota_bytes", "The queue's quota; 0: none.",
                    [](const Row& r) { return std::to_string(r.st.info.quota); }},
+                  {"mq_queue_journal_dropped", "Journal copies not kept: the journal was full.",
+                   [](const Row& r) { return std::to_string(r.st.info.journal_dropped); }},
               };
               for (const Metric& m : metrics) {
                 out.Append(fmt::format("# HELP {} {}\n# TYPE {} gauge\n", m.name, m.help, m.name));
