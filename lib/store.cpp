@@ -958,7 +958,8 @@ struct Store::Impl {
         case PoisonAction::kDeadletter: {
           std::string to = q.transactional ? "system;deadxact" : "system;deadletter";
           uint64_t lookup = m.lookup_id;
-          m.msg_class = 0xC004;  // MQMSG_CLASS_NACK_RECEIVE_REJECTED
+          MQ_RETURN_IF_ERROR(EmitAck(txn, q, m, kClassNackReceiveRejected, now));
+          m.msg_class = kClassNackReceiveRejected;
           m.destination_queue = q.name;
           MQ_RETURN_IF_ERROR(MoveMessage(txn, q, f, to, false, now));
           if (report)
