@@ -324,6 +324,12 @@ struct Store::Impl {
     return limit ? std::min(limit, kMaxMapSize) : kMaxMapSize;
   }
 
+  Status ApplyMaxMapSize() {
+    uint64_t limit = MaxMapSize();
+    if (env.MapSize() <= limit) return {};
+    return env.SetMapSize(std::max(limit, env.UsedBytes()));
+  }
+
   Status Grow() {
     uint64_t cur = env.MapSize();
     uint64_t limit = MaxMapSize();
@@ -482,7 +488,7 @@ struct Store::Impl {
 
     if (sel.anchor == Anchor::kId) {
       if (!resume.empty()) return {};
-      auto v = txn.Get(by_id, sel.id);
+      auto v = txn.Get(by_id, IdKey(q, sel.id));
       if (!v || v->size() != 12 || GetU32BE(*v, 0) != q.id) return {};
       Found f;
       f.walk_key = "id";
@@ -1468,6 +1474,9 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
     impl->guid = GuidFromBytes(*g);
     MQ_RETURN_IF_ERROR(t2->Commit());
   }
+  // A store with a size limit below the starting map: map only that much (and at least what
+  // is used), so that Grow and LMDB refuse to go past it.
+  MQ_RETURN_IF_ERROR(impl->ApplyMaxMapSize());
   // Only now that the directory has proved to be an mq store: its lock and doorbell dirs.
   MQ_RETURN_IF_ERROR(MakeDir(paths.locks_dir(), dir_mode));
   MQ_RETURN_IF_ERROR(MakeDir(paths.notify_dir(), dir_mode));
@@ -2498,11 +2507,12 @@ Status Store::SetMaxSize(uint64_t bytes) {
                   fmt::format("the store already uses {} bytes, more than {}",
                               impl_->env.UsedBytes(), bytes),
                   impl_->dir);
-  return impl_->Write([&](lmdb::Txn& txn) -> Status {
+  MQ_RETURN_IF_ERROR(impl_->Write([&](lmdb::Txn& txn) -> Status {
     std::string v;
     PutU64BE(v, bytes);
     return txn.Put(impl_->meta, "max_size", v);
-  });
+  }));
+  return impl_->ApplyMaxMapSize();
 }
 
 Result<uint64_t> Store::MaxSize() {
