@@ -391,7 +391,7 @@ int Run(int argc, char** argv) {
       return cli::Fail(Status(Code::kInvalidArg,
                               "with --reply-to the queue is the request's response queue: give "
                               "only a body"));
-    if (!a.queue.empty()) {
+    if (app.count("QUEUE")) {
       a.body = std::move(a.queue);
       a.queue.clear();
       a.has_body = true;
@@ -399,7 +399,7 @@ int Run(int argc, char** argv) {
     if (!a.correlation.empty())
       return cli::Fail(Status(Code::kInvalidArg,
                               "--correlation and --reply-to both set the correlation id"));
-  } else if (a.queue.empty()) {
+  } else if (!app.count("QUEUE")) {
     return cli::Fail(Status(Code::kInvalidArg, "QUEUE is required"));
   }
   if (a.has_body && (!a.file.empty() || a.lines || a.null))
