@@ -60,7 +60,8 @@ function __mq_admin_words
         set -e tokens[1]
         switch $t
             case -s --store --group --label --quota --max-message-size --status --format \
-                    --max-retries --poison --dedup-window --delay --id
+                    --max-retries --poison --dedup-window --delay --id --ttbr --to \
+                    --journal-quota --max-store-size
                 set -e tokens[1]
             case '-*'
             case '*'
@@ -120,17 +121,19 @@ complete -c mq-admin -n __mq_admin_needs_command -a export -d 'Print every messa
 complete -c mq-admin -n __mq_admin_needs_command -a import -d 'Append messages from JSON lines on stdin'
 complete -c mq-admin -n __mq_admin_needs_command -a cursors -d 'List the named cursors'
 complete -c mq-admin -n __mq_admin_needs_command -a delete-cursor -d 'Forget a named cursor'
-complete -c mq-admin -n __mq_admin_needs_command -a sweep -d 'Make due delayed messages visible, return stale leases'
+complete -c mq-admin -n __mq_admin_needs_command -a sweep -d 'Make due delayed messages visible, expire messages, return stale leases'
 complete -c mq-admin -n __mq_admin_needs_command -a ack -d 'Commit a lease: remove its messages'
 complete -c mq-admin -n __mq_admin_needs_command -a nack -d 'Roll back a lease: return its messages'
 complete -c mq-admin -n __mq_admin_needs_command -a locks -d 'List open transactional receives and leases'
 complete -c mq-admin -n __mq_admin_needs_command -a requeue -d 'Move poison or dead-letter messages back'
+complete -c mq-admin -n __mq_admin_needs_command -a move -d 'Move a message to a subqueue, keeping its lookup id'
 
-complete -c mq-admin -n '__mq_admin_needs_operand set delete stat purge export import delete-cursor requeue' -a '(__mq_queues)' -d queue
+complete -c mq-admin -n '__mq_admin_needs_operand set delete stat purge export import delete-cursor requeue move' -a '(__mq_queues)' -d queue
 complete -c mq-admin -n __mq_admin_needs_cursor -a '(__mq_admin_cursors)' -d cursor
 complete -c mq-admin -n '__mq_admin_needs_operand backup' -a '(__fish_complete_directories (commandline -ct))'
 
 complete -c mq-admin -n '__mq_admin_using init' -l group -x -a '(__fish_complete_groups)' -d 'Make the store shared by the members of GROUP'
+complete -c mq-admin -n '__mq_admin_using init' -l max-store-size -x -d 'Let the store grow by itself up to SIZE (0: no limit but 1TiB)'
 complete -c mq-admin -n '__mq_admin_using create' -l label -x -d 'Queue label, at most 124 characters'
 complete -c mq-admin -n '__mq_admin_using create' -l quota -x -d 'Maximum bytes of messages in the queue; 0: no limit'
 complete -c mq-admin -n '__mq_admin_using create' -l max-message-size -x -d 'Largest body accepted (default 4MiB)'
@@ -138,6 +141,8 @@ complete -c mq-admin -n '__mq_admin_using create' -l transactional -d 'Accept on
 complete -c mq-admin -n '__mq_admin_using create' -l max-retries -x -d 'Rollbacks before the poison action runs (default 5; 0: never)'
 complete -c mq-admin -n '__mq_admin_using create' -l poison -x -a 'subqueue deadletter disable' -d 'Poison action'
 complete -c mq-admin -n '__mq_admin_using create' -l dedup-window -x -d 'How long mq-send --dedup remembers a key (default 5m)'
+complete -c mq-admin -n '__mq_admin_using create' -l journal -d 'Keep a copy of every received message in QUEUE;journal'
+complete -c mq-admin -n '__mq_admin_using create' -l journal-quota -x -d 'Maximum bytes of QUEUE;journal; 0: no limit'
 complete -c mq-admin -n '__mq_admin_using set' -l label -x -d 'Queue label, at most 124 characters'
 complete -c mq-admin -n '__mq_admin_using set' -l quota -x -d 'Maximum bytes of messages in the queue; 0: no limit'
 complete -c mq-admin -n '__mq_admin_using set' -l max-message-size -x -d 'Largest body accepted (default 4MiB)'
@@ -145,6 +150,9 @@ complete -c mq-admin -n '__mq_admin_using set' -l status -x -a 'on off' -d 'on: 
 complete -c mq-admin -n '__mq_admin_using set' -l max-retries -x -d 'Rollbacks before the poison action runs (default 5; 0: never)'
 complete -c mq-admin -n '__mq_admin_using set' -l poison -x -a 'subqueue deadletter disable' -d 'Poison action'
 complete -c mq-admin -n '__mq_admin_using set' -l dedup-window -x -d 'How long mq-send --dedup remembers a key (default 5m)'
+complete -c mq-admin -n '__mq_admin_using set' -l journal -d 'Keep a copy of every received message in QUEUE;journal'
+complete -c mq-admin -n '__mq_admin_using set' -l no-journal -d 'Stop keeping journal copies'
+complete -c mq-admin -n '__mq_admin_using set' -l journal-quota -x -d 'Maximum bytes of QUEUE;journal; 0: no limit'
 complete -c mq-admin -n '__mq_admin_using list' -l json -d 'One JSON object per queue'
 complete -c mq-admin -n '__mq_admin_using stat' -l json -d 'One JSON object per queue'
 complete -c mq-admin -n '__mq_admin_using stat' -l format -x -a 'text json prometheus' -d 'Output format'
@@ -156,3 +164,5 @@ complete -c mq-admin -n '__mq_admin_using nack' -l delay -x -d 'Return the messa
 complete -c mq-admin -n '__mq_admin_using locks' -l json -d 'One JSON object per lease'
 complete -c mq-admin -n '__mq_admin_using requeue' -l id -x -d 'Only this message'
 complete -c mq-admin -n '__mq_admin_using requeue' -l all -d 'Every message (the default)'
+complete -c mq-admin -n '__mq_admin_using requeue' -l ttbr -x -a infinite -d 'New time to be received, from now'
+complete -c mq-admin -n '__mq_admin_using move' -l to -x -a '(__mq_queues)' -d 'The subqueue: NAME or QUEUE;NAME'

@@ -84,8 +84,14 @@ function __mq_operands
     echo $n
 end
 
+# A reply (--reply-to, --reply-to-env) goes to the request's response queue:
+# its only operand is the body.
 function __mq_send_needs_queue
-    test (__mq_operands s store f file p priority L label c correlation app body-type ttrq ttbr admin-queue ack response-queue delay at dedup) -eq 0
+    set -l tokens (commandline -opc)
+    for t in $tokens
+        string match -qr -- '^--reply-to(=.*|-env)?$' $t; and return 1
+    end
+    test (__mq_operands s store f file p priority L label c correlation app body-type ttrq ttbr admin-queue ack response-queue delay at dedup reply-to) -eq 0
 end
 
 complete -c mq-send -f
@@ -115,3 +121,5 @@ complete -c mq-send -l at -x -d 'Not visible to readers before TIME (RFC 3339 or
 complete -c mq-send -l tx -d 'One transaction for everything this invocation sends'
 complete -c mq-send -l dedup -x -d "A second send with KEY within the queue's dedup window is dropped"
 complete -c mq-send -l print-id -d 'Print the id of each message sent'
+complete -c mq-send -l reply-to -x -d 'Reply to request MSGID: send to its response queue'
+complete -c mq-send -l reply-to-env -d 'Reply to the request of MQ_ID and MQ_RESPONSE_QUEUE (inside --exec)'
