@@ -598,11 +598,12 @@ struct Store::Impl {
 
   // Stores `m` as a new message of `q`: its record, the delivery order (or `delays`), the id,
   // correlation and deadline indexes, and the counters. The lookup id is `lookup` if not 0 (a
-  // move that keeps it), else the queue's next. With `quota` not 0, a message that would take
+  // move that keeps it), else the queue's next; a `promoted` message goes to the delivery
+  // order even though it keeps its visible time. With `quota` not 0, a message that would take
   // the queue's bytes above it is refused (MQ_ERROR_INSUFFICIENT_RESOURCES) before anything
   // changes. The caller saves `q`.
   Status InsertMessage(lmdb::Txn& txn, QueueInfo& q, Message& m, uint64_t quota,
-                       uint64_t lookup = 0) {
+                       uint64_t lookup = 0, bool promoted = false) {
     m.lookup_id = lookup ? lookup : q.next_lookup;
     m.queuing_order = m.lookup_id;
     m.queue = q.name;
@@ -621,7 +622,7 @@ struct Store::Impl {
                     q.name);
     q.next_lookup = std::max(q.next_lookup, m.lookup_id + 1);
     MQ_RETURN_IF_ERROR(txn.Put(messages, loc, rec));
-    if (m.visible_time) {
+    if (m.visible_time && !promoted) {
       MQ_RETURN_IF_ERROR(txn.Put(delays, DelayKey(q.id, m.visible_time, m.lookup_id), {}));
       q.delayed++;
     } else {
@@ -859,9 +860,8 @@ struct Store::Impl {
           continue;
         }
         MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, m, f.size));
-        m.visible_time = 0;
-        m.awaiting_arrival = false;
-        MQ_RETURN_IF_ERROR(InsertMessage(txn, q, m, 0));
+        m.awaiting_arrival = false;  // it keeps its visible time: when it became visible
+        MQ_RETURN_IF_ERROR(InsertMessage(txn, q, m, 0, 0, true));
         if (arriving) MQ_RETURN_IF_ERROR(Arrived(txn, q, m, now));
         ++n;
       }

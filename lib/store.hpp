@@ -336,7 +336,9 @@ class Store {
   Result<int64_t> NextDeadline(const QueueRef& ref);
 
   // Makes due delayed messages visible, returns leases of dead holders and expired leases,
-  // and forgets expired dedup keys, in every queue; returns how many things it did.
+  // expires (dead-letters, NACKs) messages past their deadline, and forgets expired dedup
+  // keys, in every queue; returns how many things it did. Finds what is due from the indexes
+  // alone: one seek per queue that has entries there, nothing per message.
   Result<uint64_t> Sweep();
 
   // Verifies that every index agrees with the messages and the counters. Appends a line per

@@ -62,7 +62,9 @@ Command SetupDeleteCursor(CLI::App& app, Context&) {
 }
 
 Command SetupSweep(CLI::App& app, Context&) {
-  auto* sub = app.add_subcommand("sweep", "Make due delayed messages visible");
+  auto* sub = app.add_subcommand(
+      "sweep",
+      "Expire and dead-letter, make due delayed messages visible, return stale leases");
   return {sub, [](Context& ctx) {
             auto store = ctx.Open();
             if (!store.ok()) return cli::Fail(store.status());

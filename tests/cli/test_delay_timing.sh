@@ -146,10 +146,12 @@ grep -q '"delayed":0,' "$T/out" || fail "stat: $(cat "$T/out")"
 # A delayed message arrives at its visible time: messages sent meanwhile come before it.
 expect_rc 0 mq-send --delay 200ms q A
 expect_rc 0 mq-send q B
-# Nobody reads: it is still counted as delayed once due, until sweep promotes it.
+# Once due it is no longer counted as delayed: stat, like every reader, promotes it first.
+expect_rc 0 mq-admin stat q --json
+grep -q '"delayed":1,' "$T/out" || fail "stat before the delay: $(cat "$T/out")"
 sleep 0.3
 expect_rc 0 mq-admin stat q --json
-grep -q '"delayed":1,' "$T/out" || fail "stat before sweep: $(cat "$T/out")"
+grep -q '"delayed":0,' "$T/out" || fail "stat after the delay: $(cat "$T/out")"
 expect_rc 0 mq-admin sweep
 expect_out ''
 expect_rc 0 mq-admin stat q --json
