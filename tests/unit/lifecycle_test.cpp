@@ -14,6 +14,15 @@ using namespace mq;
 
 namespace {
 
+struct Gather : MessageSink {
+  std::vector<Message> got;
+  Status Add(const Message& m) override {
+    got.push_back(m);
+    return {};
+  }
+  Status Flush() override { return {}; }
+};
+
 struct Fixture {
   std::string dir;
   std::unique_ptr<Store> store;
@@ -58,14 +67,7 @@ struct Fixture {
   }
 
   std::vector<Message> PeekAll(const char* queue) {
-    struct Sink : MessageSink {
-      std::vector<Message> got;
-      Status Add(const Message& m) override {
-        got.push_back(m);
-        return {};
-      }
-      Status Flush() override { return {}; }
-    } sink;
+    Gather sink;
     Selection sel;
     sel.limit = 0;
     Status s = store->Peek(*ParseQueueRef(queue), sel, ReadOptions(), sink);
@@ -74,14 +76,7 @@ struct Fixture {
   }
 
   std::vector<Message> ReceiveAll(const char* queue) {
-    struct Sink : MessageSink {
-      std::vector<Message> got;
-      Status Add(const Message& m) override {
-        got.push_back(m);
-        return {};
-      }
-      Status Flush() override { return {}; }
-    } sink;
+    Gather sink;
     Selection sel;
     sel.limit = 0;
     Status s = store->Receive(*ParseQueueRef(queue), sel, ReadOptions(), sink);
