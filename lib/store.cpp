@@ -2072,6 +2072,7 @@ Status Store::WatchLocked(const QueueRef& ref, const WatchOptions& wo, const Rea
         if (!q->enabled)
           return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
         deadline = impl_->NextDeadline(*txn, q->id);
+        int64_t now = NowMs();
         lmdb::Cursor c(*txn, impl_->messages);
         std::string prefix = QueueIdKey(q->id);
         for (bool on = c.SeekGe(MsgKey(q->id, high_water + 1)); on && HasPrefix(c.key(), prefix);
@@ -2082,6 +2083,7 @@ Status Store::WatchLocked(const QueueRef& ref, const WatchOptions& wo, const Rea
           MQ_RETURN_IF_ERROR(DecodeRecord(c.value(), m));
           if (!txn->Get(impl_->order, OrderKey(q->id, m.priority, m.lookup_id))) continue;
           high_water = m.lookup_id;
+          if (Impl::Expired(*q, m, now)) continue;  // never delivered: no event either
           event = std::move(m);
           return {};
         }
