@@ -24,6 +24,8 @@ int Run(int argc, char** argv) {
       admin::SetupExport(app, ctx), admin::SetupImport(app, ctx),  admin::SetupCursors(app, ctx),
       admin::SetupDeleteCursor(app, ctx), admin::SetupSweep(app, ctx), admin::SetupAck(app, ctx),
       admin::SetupNack(app, ctx), admin::SetupLocks(app, ctx), admin::SetupRequeue(app, ctx),
+      admin::SetupMessageType(app, ctx), admin::SetupEndConversation(app, ctx),
+      admin::SetupConversations(app, ctx),
   };
   if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
   for (auto& c : commands)

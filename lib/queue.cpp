@@ -34,6 +34,9 @@ enum Tag : uint32_t {
   kTagNextLease = 17,
   kTagTxSequenceId = 18,
   kTagTxNextSeq = 19,
+  // 40 and up: conversations (issue 5).
+  kTagRetention = 40,
+  kTagRetained = 41,
 };
 
 }  // namespace
@@ -60,6 +63,8 @@ std::string EncodeQueue(const QueueInfo& q) {
   w.UintIfNot(kTagNextLease, q.next_lease, 1);
   w.UintIfNot(kTagTxSequenceId, q.tx_sequence_id, 0);
   w.UintIfNot(kTagTxNextSeq, q.tx_next_seq, 1);
+  w.UintIfNot(kTagRetention, q.retention ? 1 : 0, 0);
+  w.UintIfNot(kTagRetained, q.retained, 0);
   return out;
 }
 
@@ -91,6 +96,8 @@ Status DecodeQueue(std::string_view record, QueueInfo& q) {
       case kTagNextLease: d.next_lease = r.uint(); break;
       case kTagTxSequenceId: d.tx_sequence_id = r.uint(); break;
       case kTagTxNextSeq: d.tx_next_seq = static_cast<uint32_t>(r.uint()); break;
+      case kTagRetention: d.retention = r.uint() != 0; break;
+      case kTagRetained: d.retained = r.uint(); break;
       default: break;
     }
   }

@@ -50,6 +50,10 @@ struct QueueInfo {
   uint64_t tx_sequence_id = 0;  // MS-MQQB TxSequenceID of sends into this queue
   uint32_t tx_next_seq = 1;     // the next TxSequenceNumber
 
+  // Service Broker RETENTION: a received conversation message stays with status 0.
+  bool retention = false;
+  uint64_t retained = 0;  // of `count`: retained messages (status 0)
+
   bool operator==(const QueueInfo&) const = default;
 };
 

@@ -42,6 +42,11 @@ void AddQueueOptions(CLI::App& app, QueueOptions& o, bool create) {
   app.add_option("--dedup-window", o.dedup_window,
                  "How long mq-send --dedup remembers a key (default 5m)")
       ->type_name("DURATION");
+  app.add_option("--retention", o.retention,
+                 "Service Broker RETENTION: on keeps received conversation messages (status 0) "
+                 "until the conversation ends")
+      ->type_name("on|off")
+      ->check(CLI::IsMember({"on", "off"}));
 }
 
 Result<QueueSettings> MakeSettings(CLI::App& app, const QueueOptions& o) {
@@ -78,6 +83,7 @@ Result<QueueSettings> MakeSettings(CLI::App& app, const QueueOptions& o) {
     if (*d <= 0) return Status(Code::kInvalidArg, "--dedup-window must be a positive duration");
     s.dedup_window = *d;
   }
+  if (!o.retention.empty()) s.retention = o.retention == "on";
   return s;
 }
 

@@ -36,6 +36,7 @@ struct QueueOptions {
   uint32_t max_retries = 0;
   std::string poison;
   std::string dedup_window;
+  std::string retention;
 };
 // `create` adds --transactional (fixed at creation); `set` adds --status.
 void AddQueueOptions(CLI::App& app, QueueOptions& o, bool create);
@@ -59,5 +60,8 @@ Command SetupAck(CLI::App& app, Context& ctx);
 Command SetupNack(CLI::App& app, Context& ctx);
 Command SetupLocks(CLI::App& app, Context& ctx);
 Command SetupRequeue(CLI::App& app, Context& ctx);
+Command SetupMessageType(CLI::App& app, Context& ctx);
+Command SetupEndConversation(CLI::App& app, Context& ctx);
+Command SetupConversations(CLI::App& app, Context& ctx);
 
 }  // namespace mq::admin
