@@ -85,7 +85,7 @@ function __mq_operands
 end
 
 function __mq_send_needs_queue
-    test (__mq_operands s store f file p priority L label c correlation app body-type ttrq ttbr admin-queue ack response-queue delay at dedup) -eq 0
+    test (__mq_operands s store f file p priority L label c correlation app body-type ttrq ttbr admin-queue ack response-queue delay at dedup conversation group message-type service contract) -eq 0
 end
 
 complete -c mq-send -f
@@ -115,3 +115,8 @@ complete -c mq-send -l at -x -d 'Not visible to readers before TIME (RFC 3339 or
 complete -c mq-send -l tx -d 'One transaction for everything this invocation sends'
 complete -c mq-send -l dedup -x -d "A second send with KEY within the queue's dedup window is dropped"
 complete -c mq-send -l print-id -d 'Print the id of each message sent'
+complete -c mq-send -l conversation -x -a new -d "Send on conversation HANDLE; 'new' begins one"
+complete -c mq-send -l group -x -d 'Conversation group of the conversation'
+complete -c mq-send -l message-type -x -a '(mq-admin message-type list 2>/dev/null | cut -f1)' -d 'Service Broker message type'
+complete -c mq-send -l service -x -d 'Service name of a new conversation'
+complete -c mq-send -l contract -x -d 'Contract name of a new conversation'

@@ -41,18 +41,26 @@ expect_out $'p2\n'
 expect_rc 1 mq-receive q
 expect_out ''
 
-# Plain messages of higher priority go before a group; -n takes several plain ones.
+# Plain messages of higher priority go before a group; -n takes several plain ones (plain
+# MSMQ semantics: the plain messages in their order).
 c=$(mq-send q --conversation new -p 4 c.0)
 expect_rc 0 mq-send q --conversation "$c" c.1
 expect_rc 0 mq-send q -p 6 hi1
 expect_rc 0 mq-send q -p 6 hi2
 expect_rc 0 mq-send q -p 1 lo
-expect_rc 0 mq-receive q -l -n 5
+expect_rc 0 mq-receive q -l -n 2
 expect_out $'hi1\nhi2\n'
 expect_rc 0 mq-receive q -l -n 5
 expect_out $'c.0\nc.1\n'
 expect_rc 0 mq-receive q -l --all
 expect_out $'lo\n'
+expect_rc 0 mq-send q -p 6 hi3
+expect_rc 0 mq-send q -p 1 lo2
+c2=$(mq-send q --conversation new -p 4 c2.0)
+expect_rc 0 mq-receive q -l -n 5
+expect_out $'hi3\nlo2\n'
+expect_rc 0 mq-receive q -l -n 5
+expect_out $'c2.0\n'
 
 # WHERE.
 d=$(mq-send q --conversation new d.0)

@@ -6,14 +6,14 @@
 
 expect_rc 0 mq-admin create q --retention on
 expect_rc 0 mq-admin list --json
-[ "$(jq -r .retention "$T/out")" = on ] || fail "list does not show retention on"
+[ "$(jq -r 'select(.queue == "q") | .retention' "$T/out")" = on ] || fail "list does not show retention on"
 c=$(mq-send q --conversation new c.0)
 expect_rc 0 mq-send q --conversation "$c" c.1
 expect_rc 0 mq-send q plain
 expect_rc 0 mq-receive q -l
-expect_out $'plain\n'
-expect_rc 0 mq-receive q -l
 expect_out $'c.0\nc.1\n'
+expect_rc 0 mq-receive q -l
+expect_out $'plain\n'
 expect_rc 1 mq-receive q
 expect_rc 1 mq-receive q --conversation "$c"
 expect_rc 0 mq-peek q --all --json
