@@ -2427,7 +2427,7 @@ Status Store::WatchLocked(const QueueRef& ref, const WatchOptions& wo, const Rea
           m.lookup_id = GetU64BE(c.key(), 4);
           m.queue = q->name;
           MQ_RETURN_IF_ERROR(DecodeRecord(c.value(), m));
-          if (!txn->Get(impl_->order, OrderKey(q->id, m.priority, m.lookup_id))) continue;
+          if (!txn->Get(impl_->order, Impl::OrderKeyFor(*q, m))) continue;
           high_water = m.lookup_id;
           event = std::move(m);
           return {};
@@ -2444,7 +2444,9 @@ Status Store::WatchLocked(const QueueRef& ref, const WatchOptions& wo, const Rea
         deadline = impl_->NextDeadline(*txn, q->id);
         auto f = impl_->NextVisible(*txn, *q, {});
         if (!f.ok()) return f.status();
-        if (!*f) return Status(Code::kMessageNotFound, "no message", ref.Full());
+        // Retained messages (status 0, the last band of `order`) are not arrivals.
+        if (!*f || (Impl::IsConvMessage(*q, (*f)->msg) && (*f)->msg.status == 0))
+          return Status(Code::kMessageNotFound, "no message", ref.Full());
         event = std::move((*f)->msg);
         return {};
       }
