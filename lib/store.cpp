@@ -3138,7 +3138,7 @@ Result<std::vector<ConversationInfo>> Store::ListConversations() {
       ci.holder_lease = g->holder;
       auto lv = txn->Get(impl_->leases, LeaseKey(r.qid, g->holder));
       LeaseRecord lr;
-      if (lv && DecodeLease(*lv, lr)) ci.holder_pid = lr.pid;
+      if (lv && DecodeLease(*lv, lr) && lr.process) ci.holder_pid = lr.pid;
     }
     out.push_back(std::move(ci));
   }

@@ -176,7 +176,7 @@ struct ConversationInfo {
   int64_t created = 0;
   bool locked = false;      // its group is held by an open receive
   uint64_t holder_lease = 0;
-  int64_t holder_pid = 0;
+  int64_t holder_pid = 0;  // 0: the holder is a --lease token, not a process
 };
 
 struct MessageTypeInfo {

@@ -63,7 +63,9 @@ Command SetupConversations(CLI::App& app, Context&) {
             FdWriter out(1, "stdout");
             for (const ConversationInfo& c : *list) {
               std::string holder =
-                  c.locked ? fmt::format("lease {} pid {}", c.holder_lease, c.holder_pid) : "-";
+                  !c.locked         ? std::string("-")
+                  : c.holder_pid != 0 ? fmt::format("lease {} pid {}", c.holder_lease, c.holder_pid)
+                                      : fmt::format("lease {} token", c.holder_lease);
               if (*json) {
                 nlohmann::ordered_json j = {
                     {"conversation_handle", FormatGuid(c.handle)},
@@ -79,8 +81,9 @@ Command SetupConversations(CLI::App& app, Context&) {
                     {"locked", c.locked},
                     {"lock_lease", c.locked ? nlohmann::ordered_json(c.holder_lease)
                                             : nlohmann::ordered_json(nullptr)},
-                    {"lock_pid", c.locked ? nlohmann::ordered_json(c.holder_pid)
-                                          : nlohmann::ordered_json(nullptr)}};
+                    {"lock_pid", c.locked && c.holder_pid
+                                     ? nlohmann::ordered_json(c.holder_pid)
+                                     : nlohmann::ordered_json(nullptr)}};
                 out.Append(j.dump() + "\n");
               } else {
                 out.Append(fmt::format("{}\t{}\t{}\t{}\t{}\t{}\n", FormatGuid(c.handle),
