@@ -23,7 +23,9 @@ int Run(int argc, char** argv) {
       admin::SetupPurge(app, ctx),  admin::SetupCheck(app, ctx),  admin::SetupBackup(app, ctx),
       admin::SetupExport(app, ctx), admin::SetupImport(app, ctx),  admin::SetupCursors(app, ctx),
       admin::SetupDeleteCursor(app, ctx), admin::SetupSweep(app, ctx), admin::SetupAck(app, ctx),
-      admin::SetupNack(app, ctx), admin::SetupLocks(app, ctx), admin::SetupRequeue(app, ctx), admin::SetupMove(app, ctx),
+      admin::SetupNack(app, ctx), admin::SetupLocks(app, ctx), admin::SetupRequeue(app, ctx),
+      admin::SetupMove(app, ctx), admin::SetupMessageType(app, ctx),
+      admin::SetupEndConversation(app, ctx), admin::SetupConversations(app, ctx),
   };
   if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
   for (auto& c : commands)

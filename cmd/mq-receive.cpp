@@ -20,6 +20,12 @@
 //
 // --lease: the messages are Locked under an expiring lease and printed with its token (on
 // stderr, or in the JSON); mq-admin ack/nack TOKEN ends it, expiry rolls it back.
+//
+// Service Broker RECEIVE (seed 001): from the head, a receive takes either plain messages or
+// the messages of one conversation group (--conversation/--group name it; otherwise the best
+// unlocked group), all of them unless --top or -n limits it. With --exec the group's messages
+// are one transaction: CMD runs once per message (or once with --batch), and the first
+// failure rolls them all back, in their order; the group stays locked until then.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -27,6 +33,7 @@
 #include <cstdlib>
 #include <cerrno>
 #include <csignal>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -57,7 +64,20 @@ int RunExec(Store& store, const QueueRef& ref, Selection sel, ReadOptions ro,
     }
     ro.wait_ms = 0;  // only the first message is waited for
     const auto& msgs = (*lease)->messages();
-    auto ran = cli::RunCommand(cmd, msgs, batch, sep, store_dir);
+    Result<cli::ExecResult> ran = cli::ExecResult();
+    if (batch || msgs.size() == 1) {
+      ran = cli::RunCommand(cmd, msgs, batch, sep, store_dir);
+    } else {
+      // A conversation group's messages: one run each, in order, in one transaction.
+      for (const Message& m : msgs) {
+        if (cli::Stopping()) {
+          ran = Status(Code::kOperationCancelled, "stopped by a signal");
+          break;
+        }
+        ran = cli::RunCommand(cmd, std::vector<Message>{m}, false, sep, store_dir);
+        if (!ran.ok() || !ran->ok()) break;
+      }
+    }
     bool commit = ran.ok() && ran->ok();
     FinishReport report;
     Status fin = store.Finish(**lease, commit, 0, &report);
@@ -77,6 +97,29 @@ int RunExec(Store& store, const QueueRef& ref, Selection sel, ReadOptions ro,
   return 0;
 }
 
+// The WHERE clause and the size of a group's receive: --top N, -n N, else all of the group
+// (RECEIVE without TOP).
+Status SetWhere(CLI::App& app, const cli::SelectArgs& a, const std::string& conversation,
+                const std::string& group, Selection& sel) {
+  for (auto [text, field, what] :
+       {std::tuple{&conversation, &sel.conversation, "conversation handle"},
+        std::tuple{&group, &sel.group, "conversation group id"}}) {
+    if (text->empty()) continue;
+    auto g = ParseGuid(*text);
+    if (!g || IsNil(*g))
+      return Status(Code::kInvalidArg,
+                    fmt::format("invalid {} '{}': expected a UUID", what, *text));
+    *field = *g;
+  }
+  bool where = !conversation.empty() || !group.empty();
+  if (where && (sel.anchor != Anchor::kHead || !a.cursor.empty()))
+    return Status(Code::kInvalidArg,
+                  "--conversation and --group take the group's messages in order: no "
+                  "--lookup-id, --last, --id, --correlation or --cursor");
+  sel.group_limit = a.all ? 0 : a.top ? a.top : app.count("--count") ? a.count : 0;
+  return {};
+}
+
 int Run(int argc, char** argv) {
   cli::SetTool("mq-receive");
   std::signal(SIGPIPE, SIG_IGN);
@@ -88,6 +131,7 @@ int Run(int argc, char** argv) {
   cli::SelectArgs sel_args;
   cli::OutputArgs out_args;
   std::string queue, lease;
+  std::string conversation, group;
   bool batch = false, exec_flag = false;
   CLI::App app("Remove messages from an mq queue and print them", "mq-receive");
   app.set_version_flag("--version", MQ_VERSION);
@@ -105,6 +149,15 @@ int Run(int argc, char** argv) {
                  "Lock the messages for DURATION and print them with a lease token; "
                  "mq-admin ack/nack TOKEN ends it")
       ->type_name("DURATION");
+  auto* conv_opt = app.add_option("--conversation", conversation,
+                                  "RECEIVE ... WHERE conversation_handle = HANDLE: the "
+                                  "messages of this conversation")
+                       ->type_name("HANDLE");
+  auto* group_opt = app.add_option("--group", group,
+                                   "RECEIVE ... WHERE conversation_group_id = ID: the messages "
+                                   "of this conversation group")
+                        ->type_name("ID");
+  conv_opt->excludes(group_opt);
   if (int rc = cli::Parse(app, static_cast<int>(own.size()), own.data()); rc >= 0) return rc;
 
   auto ref = cli::ParseQueueArg(queue);
@@ -126,6 +179,8 @@ int Run(int argc, char** argv) {
                             "with --exec the messages go to the command: no output options"));
   auto sel = cli::MakeSelection(sel_args);
   if (!sel.ok()) return cli::Fail(sel.status());
+  Status where = SetWhere(app, sel_args, conversation, group, *sel);
+  if (!where.ok()) return cli::Fail(where);
   auto ro = cli::MakeReadOptions(sel_args);
   if (!ro.ok()) return cli::Fail(ro.status());
   int64_t lease_ms = 0;

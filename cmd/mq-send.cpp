@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "common.hpp"
+#include "conversation.hpp"
 #include "ids.hpp"
 #include "units.hpp"
 
@@ -49,6 +50,11 @@ struct SendArgs {
   std::string dedup;
   std::string reply_to;
   bool reply_to_env = false;
+  // Service Broker: SEND ON CONVERSATION.
+  std::string conversation;  // a UUID, or "new"
+  std::string group;
+  std::string message_type;
+  std::string service, contract;
 };
 
 // Where a reply goes (--reply-to, --reply-to-env): the request's response queue, with the
@@ -130,7 +136,8 @@ Status ReadAll(int fd, const std::string& name, std::string& out) {
 class Sender {
  public:
   Sender(Store& store, QueueRef ref, Message proto, const SendArgs& args)
-      : store_(store), ref_(std::move(ref)), proto_(std::move(proto)), args_(args) {}
+      : store_(store), ref_(std::move(ref)), proto_(std::move(proto)), args_(args),
+        new_conversation_(args.conversation == "new") {}
 
   void Add(std::string body) {
     batch_.push_back(proto_);
@@ -151,6 +158,7 @@ class Sender {
     o.create_queue = args_.store.create;
     o.transactional = args_.tx;
     o.dedup_key = args_.dedup;
+    o.new_conversation = new_conversation_;
     ids_.clear();
     AppendReport report;
     Status s = store_.Append(ref_, o, src, args_.print_id ? &ids_ : nullptr, &report);
@@ -171,6 +179,13 @@ class Sender {
     sent_ += batch_.size();
     batch_.clear();
     bytes_ = 0;
+    if (new_conversation_) {
+      // The new conversation's handle, once it exists: later batches send on it.
+      new_conversation_ = false;
+      FdWriter out(1, "stdout");
+      out.Append(FormatGuid(proto_.conversation_handle) + "\n");
+      MQ_RETURN_IF_ERROR(out.Flush());
+    }
     if (args_.print_id) {
       FdWriter out(1, "stdout");
       for (const auto& id : ids_) out.Append(FormatMessageId(id) + "\n");
@@ -189,6 +204,7 @@ class Sender {
   std::set<std::string> noted_;  // notes already given (one per admin queue, not per batch)
   size_t bytes_ = 0;
   uint64_t sent_ = 0;
+  bool new_conversation_ = false;
 };
 
 // The records of stdin for a --tx send: spooled to an unlinked temporary file first, so that
@@ -268,6 +284,39 @@ Status SendRecords(Sender& sender, char sep) {
   return sender.Commit();
 }
 
+// The Service Broker part of a message: SEND ON CONVERSATION handle MESSAGE TYPE name.
+Status SetConversation(const SendArgs& a, Message& m) {
+  bool conv = !a.conversation.empty();
+  if (!conv && (!a.group.empty() || !a.service.empty() || !a.contract.empty()))
+    return Status(Code::kInvalidArg, "--group, --service and --contract go with --conversation");
+  if (conv && (!a.delay.empty() || !a.at.empty()))
+    return Status(Code::kInvalidArg,
+                  "--delay and --at do not go with --conversation (its sequence is its order)");
+  if (!a.message_type.empty()) m.message_type_name = a.message_type;
+  if (!conv) return {};
+  if (m.message_type_name.empty()) m.message_type_name = std::string(kDefaultMessageType);
+  if (a.conversation == "new") {
+    m.conversation_handle = NewGuid();
+  } else {
+    auto h = ParseGuid(a.conversation);
+    if (!h || IsNil(*h))
+      return Status(Code::kInvalidArg,
+                    fmt::format("invalid conversation handle '{}': expected a UUID or 'new'",
+                                a.conversation));
+    m.conversation_handle = *h;
+  }
+  if (!a.group.empty()) {
+    auto g = ParseGuid(a.group);
+    if (!g || IsNil(*g))
+      return Status(Code::kInvalidArg,
+                    fmt::format("invalid conversation group id '{}': expected a UUID", a.group));
+    m.conversation_group_id = *g;
+  }
+  m.service_name = a.service;
+  m.service_contract_name = a.contract;
+  return {};
+}
+
 Result<Message> BuildPrototype(const SendArgs& a) {
   Message m;
   m.priority = static_cast<uint8_t>(a.priority);
@@ -319,6 +368,7 @@ Result<Message> BuildPrototype(const SendArgs& a) {
     if (!t.ok()) return t.status();
     m.visible_time = *t;
   }
+  MQ_RETURN_IF_ERROR(SetConversation(a, m));
   return m;
 }
 
@@ -373,6 +423,21 @@ int Run(int argc, char** argv) {
   app.add_option("--at", a.at, "Not visible to readers before TIME (RFC 3339 or @EPOCH)")
       ->type_name("TIME")
       ->excludes(delay);
+  app.add_option("--conversation", a.conversation,
+                 "Send on conversation HANDLE (a UUID); 'new' begins one and prints its handle")
+      ->type_name("HANDLE");
+  app.add_option("--group", a.group,
+                 "Conversation group of the conversation (default: its own handle); moves an "
+                 "existing conversation to group ID")
+      ->type_name("ID");
+  app.add_option("--message-type", a.message_type,
+                 "Service Broker message type (default DEFAULT with --conversation); its "
+                 "validation checks the body")
+      ->type_name("NAME");
+  app.add_option("--service", a.service, "Service name of a new conversation")
+      ->type_name("NAME");
+  app.add_option("--contract", a.contract, "Contract name of a new conversation")
+      ->type_name("NAME");
   app.add_flag("--create", a.store.create, "Create the queue (and a named store) if missing");
   auto* reply_to =
       app.add_option("--reply-to", a.reply_to,

@@ -80,6 +80,7 @@ int Activate(Store& store, const QueueRef& ref, const std::vector<std::string>& 
   int64_t hold_until = 0;  // monotonic ms: no new receivers before
   int rc = 0;
   bool stopping = false;
+  bool idle = false;
   auto waiter = store.ArmDoorbell(ref);
   if (!waiter.ok()) return cli::Fail(waiter.status().WithSubject(ref.Full()));
   for (;;) {
@@ -96,6 +97,10 @@ int Activate(Store& store, const QueueRef& ref, const std::vector<std::string>& 
       } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         failures = 0;
         hold_until = 0;
+      } else if (WIFEXITED(status) && WEXITSTATUS(status) == 1) {
+        // Nothing it could take: the rest is held by other receivers (a locked conversation
+        // group). No new receivers until the doorbell rings again.
+        idle = true;
       }
     }
     if (cli::Stopping() && !stopping) {
@@ -114,9 +119,9 @@ int Activate(Store& store, const QueueRef& ref, const std::vector<std::string>& 
         for (pid_t c : children) ::kill(c, SIGTERM);
       } else {
         const QueueInfo& q = st->info;
-        uint64_t available = q.count - std::min(q.count, q.delayed + q.locked);
+        uint64_t available = q.count - std::min(q.count, q.delayed + q.locked + q.retained);
         bool held = hold_until && MonotonicMs() < hold_until;
-        while (!held && children.size() < static_cast<size_t>(max_readers) &&
+        while (!held && !idle && children.size() < static_cast<size_t>(max_readers) &&
                children.size() < available) {
           pid_t c = ::fork();
           if (c < 0) return cli::Fail(ErrnoStatus(errno, "fork", "cannot start a receiver"));
@@ -137,6 +142,7 @@ int Activate(Store& store, const QueueRef& ref, const std::vector<std::string>& 
     int64_t until = hold_until && !stopping ? hold_until : -1;
     auto wake = waiter->Wait(deadline, until, stop_fd);
     if (!wake.ok()) return cli::Fail(wake.status());
+    if (*wake == Waiter::Wake::kLook) idle = false;
     char buf[64];
     while (::read(stop_fd, buf, sizeof buf) > 0) {
     }

@@ -37,6 +37,9 @@ enum Tag : uint32_t {
   kTagJournal = 30,
   kTagJournalQuota = 31,
   kTagJournalDropped = 32,
+  // 40 and up: conversations (issue 5).
+  kTagRetention = 40,
+  kTagRetained = 41,
 };
 
 }  // namespace
@@ -66,6 +69,8 @@ std::string EncodeQueue(const QueueInfo& q) {
   w.UintIfNot(kTagJournal, q.journal ? 1 : 0, 0);
   w.UintIfNot(kTagJournalQuota, q.journal_quota, 0);
   w.UintIfNot(kTagJournalDropped, q.journal_dropped, 0);
+  w.UintIfNot(kTagRetention, q.retention ? 1 : 0, 0);
+  w.UintIfNot(kTagRetained, q.retained, 0);
   return out;
 }
 
@@ -100,6 +105,8 @@ Status DecodeQueue(std::string_view record, QueueInfo& q) {
       case kTagJournal: d.journal = r.uint() != 0; break;
       case kTagJournalQuota: d.journal_quota = r.uint(); break;
       case kTagJournalDropped: d.journal_dropped = r.uint(); break;
+      case kTagRetention: d.retention = r.uint() != 0; break;
+      case kTagRetained: d.retained = r.uint(); break;
       default: break;
     }
   }

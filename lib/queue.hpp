@@ -56,6 +56,9 @@ struct QueueInfo {
   bool journal = false;
   uint64_t journal_quota = 0;
   uint64_t journal_dropped = 0;
+  // Service Broker RETENTION: a received conversation message stays with status 0.
+  bool retention = false;
+  uint64_t retained = 0;  // of `count`: retained messages (status 0)
 
   bool operator==(const QueueInfo&) const = default;
 };

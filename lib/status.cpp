@@ -44,6 +44,11 @@ const char* CodeSymbol(Code code) {
     case Code::kMapFull: return "MQ_MAP_FULL";
     case Code::kExecFailed: return "MQ_EXEC_FAILED";
     case Code::kIo: return "MQ_IO_ERROR";
+    case Code::kConversationNotFound: return "MQ_CONVERSATION_NOT_FOUND";
+    case Code::kConversationClosed: return "MQ_CONVERSATION_CLOSED";
+    case Code::kValidationFailed: return "MQ_VALIDATION_FAILED";
+    case Code::kMessageTypeNotFound: return "MQ_MESSAGE_TYPE_NOT_FOUND";
+    case Code::kMessageTypeExists: return "MQ_MESSAGE_TYPE_EXISTS";
   }
   return "MQ_ERROR";
 }
@@ -74,6 +79,8 @@ int ExitCode(const Status& status) {
     case Code::kBlank:
     case Code::kQueueNotFound:
     case Code::kServiceNotAvailable:
+    case Code::kConversationNotFound:
+    case Code::kMessageTypeNotFound:
       return 3;
     case Code::kAccessDenied:
       return 4;
@@ -84,12 +91,15 @@ int ExitCode(const Status& status) {
     case Code::kQueueExists:
     case Code::kTransactionUsage:
     case Code::kMessageLockedUnderTransaction:
+    case Code::kConversationClosed:
+    case Code::kMessageTypeExists:
       return 5;
     case Code::kInsufficientResources:
     case Code::kMapFull:
       return 6;
     case Code::kIllegalCursorAction:
     case Code::kBadXmlFormat:
+    case Code::kValidationFailed:
       return 7;
     case Code::kExecFailed:
       return 8;

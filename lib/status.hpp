@@ -50,6 +50,12 @@ enum class Code : uint32_t {
   kMapFull = 0xE00E0003,                // internal: grow the map and retry
   kExecFailed = 0xE00E0004,             // the --exec command failed
   kIo = 0xE00E0005,                     // an I/O error from the system
+  // Service Broker conversations (issue 5): 0xE00E0010 and up.
+  kConversationNotFound = 0xE00E0010,   // no such conversation or group in the queue
+  kConversationClosed = 0xE00E0011,     // a send on an ended conversation
+  kValidationFailed = 0xE00E0012,       // a body its message type's validation refuses
+  kMessageTypeNotFound = 0xE00E0013,
+  kMessageTypeExists = 0xE00E0014,
 };
 
 // The MSMQ symbol of a code, e.g. "MQ_ERROR_QUEUE_NOT_FOUND".

@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "codec.hpp"
+#include "conversation.hpp"
 #include "filelock.hpp"
 #include "lmdb.hpp"
 #include "paths.hpp"
@@ -88,7 +89,10 @@ std::set<std::string> g_open_dirs;  // one env per directory per process
 
 const char* kDbNames[] = {"meta",    "queues", "queue_ids", "messages", "order",
                           "by_id",   "by_corr", "delays",   "cursors",  "locked",
-                          "leases",  "dedup",   "dedup_exp", "deadlines"};
+                          "leases",  "dedup",   "dedup_exp", "deadlines",
+                          // conversations (issue 5)
+                          "convs", "conv_q", "groups", "conv_msgs", "group_sel", "conv_kept",
+                          "msg_types"};
 
 std::string LeaseKey(uint32_t qid, uint64_t lease_id) {
   std::string k = QueueIdKey(qid);
@@ -209,10 +213,14 @@ struct Store::Impl {
   lmdb::Dbi meta = 0, queues = 0, queue_ids = 0, messages = 0, order = 0, by_id = 0, by_corr = 0,
             delays = 0, cursors = 0, locked = 0, leases = 0, dedup = 0, dedup_exp = 0,
             deadlines = 0;
+  lmdb::Dbi convs = 0, conv_q = 0, groups = 0, conv_msgs = 0, group_sel = 0, conv_kept = 0,
+            msg_types = 0;
 
-  lmdb::Dbi* DbSlots[14] = {&meta,    &queues,  &queue_ids, &messages, &order,
+  lmdb::Dbi* DbSlots[21] = {&meta,    &queues,  &queue_ids, &messages, &order,
                             &by_id,   &by_corr, &delays,    &cursors,  &locked,
-                            &leases,  &dedup,   &dedup_exp, &deadlines};
+                            &leases,  &dedup,   &dedup_exp, &deadlines,
+                            &convs,   &conv_q,  &groups,    &conv_msgs, &group_sel, &conv_kept,
+                            &msg_types};
 
   // The source of message ids in the current write transaction: loaded from `meta` on first
   // use, written back once before the commit (Write does it).
@@ -419,8 +427,9 @@ struct Store::Impl {
   Status RemoveMessage(lmdb::Txn& txn, QueueInfo& q, const Message& m, uint64_t size) {
     auto r = txn.Del(messages, MsgKey(q.id, m.lookup_id));
     if (!r.ok()) return r.status();
-    r = txn.Del(order, OrderKey(q.id, m.priority, m.lookup_id));
+    r = txn.Del(order, OrderKeyFor(q, m));
     if (!r.ok()) return r.status();
+    bool was_locked = false;
     if (!*r && m.visible_time) {
       r = txn.Del(delays, DelayKey(q.id, m.visible_time, m.lookup_id));
       if (!r.ok()) return r.status();
@@ -428,10 +437,12 @@ struct Store::Impl {
     }
     if (!*r) {
       // Locked: the lease that holds it skips it when it ends.
-      r = txn.Del(locked, OrderKey(q.id, m.priority, m.lookup_id));
+      r = txn.Del(locked, OrderKeyFor(q, m));
       if (!r.ok()) return r.status();
       if (*r) q.locked -= std::min<uint64_t>(q.locked, 1);
+      was_locked = *r;
     }
+    if (IsConvMessage(q, m)) MQ_RETURN_IF_ERROR(ConvOnRemove(txn, q, m, was_locked));
     if (!m.id.empty()) {
       r = txn.Del(by_id, IdKey(q, m.id));
       if (!r.ok()) return r.status();
@@ -471,8 +482,8 @@ struct Store::Impl {
 
   // Whether a message is visible to readers: in `order` (not delayed, not Locked), or
   // Locked when `include_locked`.
-  bool Visible(lmdb::Txn& txn, uint32_t qid, const Message& m, bool include_locked) {
-    std::string key = OrderKey(qid, m.priority, m.lookup_id);
+  bool Visible(lmdb::Txn& txn, const QueueInfo& q, const Message& m, bool include_locked) {
+    std::string key = OrderKeyFor(q, m);
     return txn.Get(order, key) || (include_locked && txn.Get(locked, key));
   }
 
@@ -493,7 +504,8 @@ struct Store::Impl {
       Found f;
       f.walk_key = "id";
       MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(*v, 4), f));
-      if (!Visible(txn, q.id, f.msg, sel.include_locked) || Expired(q, f.msg, now)) return {};
+      if (!Visible(txn, q, f.msg, sel.include_locked) || Expired(q, f.msg, now)) return {};
+      if (sel.plain_only && IsConvMessage(q, f.msg)) return {};
       out.push_back(std::move(f));
       return {};
     }
@@ -527,7 +539,8 @@ struct Store::Impl {
         Found f;
         f.walk_key = std::string(c.key());
         MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(c.key(), prefix.size() + 1), f));
-        if (!Visible(txn, q.id, f.msg, sel.include_locked) || Expired(q, f.msg, now)) continue;
+        if (!Visible(txn, q, f.msg, sel.include_locked) || Expired(q, f.msg, now)) continue;
+        if (sel.plain_only && IsConvMessage(q, f.msg)) continue;
         bytes += f.size;
         out.push_back(std::move(f));
       }
@@ -550,6 +563,8 @@ struct Store::Impl {
           break;
         case Anchor::kLast:
           start = QueueIdKey(q.id + 1);
+          // Plain receives stop below the conversation bands of `order`.
+          if (sel.plain_only) start = QueueIdKey(q.id) + '\x08';
           break;
         case Anchor::kAt:
         case Anchor::kAfter:
@@ -557,7 +572,7 @@ struct Store::Impl {
           Found anchor;
           if (!txn.Get(messages, MsgKey(q.id, sel.lookup_id))) return {};
           MQ_RETURN_IF_ERROR(LoadMessage(txn, q, sel.lookup_id, anchor));
-          start = OrderKey(q.id, anchor.msg.priority, sel.lookup_id);
+          start = OrderKeyFor(q, anchor.msg);
           inclusive = sel.anchor == Anchor::kAt;
           break;
         }
@@ -576,7 +591,11 @@ struct Store::Impl {
       if (on && !inclusive && c.key() == start) on = c.Next();
       return on;
     };
-    bool on_o = position(co) && HasPrefix(co.key(), prefix);
+    // The conversation bands (priority byte 8 and up) end a plain receive's walk.
+    auto plain_end = [&](lmdb::Cursor& c) {
+      return sel.plain_only && c.key().size() > 4 && static_cast<uint8_t>(c.key()[4]) >= 8;
+    };
+    bool on_o = position(co) && HasPrefix(co.key(), prefix) && !plain_end(co);
     bool on_l = cl && position(*cl) && HasPrefix(cl->key(), prefix);
     while ((on_o || on_l) && !full()) {
       bool take_o = on_o && (!on_l || (backward ? co.key() > cl->key() : co.key() < cl->key()));
@@ -590,7 +609,7 @@ struct Store::Impl {
         out.push_back(std::move(f));
       }
       bool on = backward ? c.Prev() : c.Next();
-      on = on && HasPrefix(c.key(), prefix);
+      on = on && HasPrefix(c.key(), prefix) && !plain_end(c);
       (take_o ? on_o : on_l) = on;
     }
     return {};
@@ -626,7 +645,10 @@ struct Store::Impl {
       MQ_RETURN_IF_ERROR(txn.Put(delays, DelayKey(q.id, m.visible_time, m.lookup_id), {}));
       q.delayed++;
     } else {
-      MQ_RETURN_IF_ERROR(txn.Put(order, OrderKey(q.id, m.priority, m.lookup_id), {}));
+      if (IsConvMessage(q, m))
+        MQ_RETURN_IF_ERROR(ConvOnAdd(txn, q, m));
+      else
+        MQ_RETURN_IF_ERROR(txn.Put(order, OrderKey(q.id, m.priority, m.lookup_id), {}));
       to_notify.insert(q.id);
     }
     if (!m.correlation_id.empty())
@@ -757,7 +779,7 @@ struct Store::Impl {
       for (const std::string& key : keys) {
         Found f;
         MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(key, 12), f));
-        if (txn.Get(locked, OrderKey(q.id, f.msg.priority, f.msg.lookup_id))) continue;
+        if (txn.Get(locked, OrderKeyFor(q, f.msg))) continue;
         MQ_RETURN_IF_ERROR(DeadLetterOrDrop(txn, q, f, ExpiryClass(f.msg), now));
         ++n;
       }
@@ -918,7 +940,10 @@ struct Store::Impl {
       Found f;
       MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(key, 5), f));
       MQ_RETURN_IF_ERROR(Received(txn, q, f.msg, NowMs()));
-      MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, f.msg, f.size));
+      if (IsConvMessage(q, f.msg) && q.retention)
+        MQ_RETURN_IF_ERROR(Retain(txn, q, f, true));
+      else
+        MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, f.msg, f.size));
     }
     auto r = txn.Del(leases, LeaseKey(q.id, lease_id));
     if (!r.ok()) return r.status();
@@ -940,7 +965,8 @@ struct Store::Impl {
       Message& m = f.msg;
       m.abort_count++;
       bool poison = q.max_retries && m.abort_count >= q.max_retries;
-      if (!poison && delay_ms > 0) {
+      // A conversation message returns at once: its group's order is its sequence.
+      if (!poison && delay_ms > 0 && !IsConvMessage(q, m)) {
         m.visible_time = now + delay_ms;
         MQ_RETURN_IF_ERROR(Rewrite(txn, q, m, f.size, &f.size));
         MQ_RETURN_IF_ERROR(txn.Put(delays, DelayKey(q.id, m.visible_time, m.lookup_id), {}));
@@ -950,6 +976,7 @@ struct Store::Impl {
       m.visible_time = 0;
       MQ_RETURN_IF_ERROR(Rewrite(txn, q, m, f.size, &f.size));
       MQ_RETURN_IF_ERROR(txn.Put(order, key, {}));  // the same key: the same place
+      if (IsConvMessage(q, m)) MQ_RETURN_IF_ERROR(ConvOnRestore(txn, q, m));
       to_notify.insert(q.id);
       if (!poison) continue;
       switch (q.poison) {
@@ -1263,6 +1290,581 @@ struct Store::Impl {
     return std::move(*found);
   }
 
+  // ---- Conversations (conversation.hpp): records, indexes and group selection. ----
+
+  // Conversation messages are indexed only in a queue proper: moved to a poison subqueue or a
+  // dead-letter queue they are plain messages there.
+  static bool IsConvQueue(const QueueInfo& q) { return q.name.find(';') == std::string::npos; }
+  static bool IsConvMessage(const QueueInfo& q, const Message& m) {
+    return !IsNil(m.conversation_handle) && IsConvQueue(q);
+  }
+  static std::string OrderKeyFor(const QueueInfo& q, const Message& m) {
+    std::string k;
+    k.reserve(13);
+    PutU32BE(k, q.id);
+    bool conv = IsConvMessage(q, m);
+    k.push_back(static_cast<char>(OrderBand(m.priority, conv, conv && m.status == 0)));
+    PutU64BE(k, m.lookup_id);
+    return k;
+  }
+
+  Result<std::optional<ConvRecord>> LoadConv(lmdb::Txn& txn, const Guid& handle) {
+    auto v = txn.Get(convs, GuidBytes(handle));
+    if (!v) return std::optional<ConvRecord>();
+    ConvRecord r;
+    if (!DecodeConv(*v, r))
+      return Status(Code::kCorrupted, "malformed conversation record", FormatGuid(handle));
+    return std::optional<ConvRecord>(std::move(r));
+  }
+
+  Result<ConvRecord> ConvOf(lmdb::Txn& txn, const QueueInfo& q, const Message& m) {
+    auto c = LoadConv(txn, m.conversation_handle);
+    if (!c.ok()) return c.status();
+    if (!*c || (*c)->qid != q.id)
+      return Status(Code::kCorrupted,
+                    fmt::format("message {} names conversation {}, which is not in the queue",
+                                m.lookup_id, FormatGuid(m.conversation_handle)),
+                    q.name);
+    return std::move(**c);
+  }
+
+  Result<GroupRecord> LoadGroup(lmdb::Txn& txn, uint32_t qid, const Guid& group) {
+    GroupRecord g;
+    auto v = txn.Get(groups, GroupKey(qid, group));
+    if (v && !DecodeGroup(*v, g))
+      return Status(Code::kCorrupted, "malformed group record", FormatGuid(group));
+    return g;
+  }
+
+  std::string ConvMsgKeyOf(const QueueInfo& q, const ConvRecord& c, const Message& m) {
+    return ConvMsgKey(q.id, c.group, c.priority, c.rank, m.conversation_handle,
+                      m.message_type_name == kErrorType, m.message_sequence_number);
+  }
+
+  static std::string KeptKey(const Guid& handle, uint64_t seq) {
+    std::string k(GuidBytes(handle));
+    PutU64BE(k, seq);
+    return k;
+  }
+
+  // Changes a group's record with `fn`, then puts its group_sel entry right: the head of its
+  // available messages, or none while it is locked or has nothing available. A group with
+  // no conversations and no messages is forgotten.
+  Status TouchGroup(lmdb::Txn& txn, const QueueInfo& q, const Guid& group,
+                    const std::function<void(GroupRecord&)>& fn) {
+    auto g = LoadGroup(txn, q.id, group);
+    if (!g.ok()) return g.status();
+    fn(*g);
+    if (g->locked == 0) g->holder = 0;
+    std::string want;
+    if (g->locked == 0) {
+      std::string prefix = ConvMsgGroupPrefix(q.id, group);
+      lmdb::Cursor c(txn, conv_msgs);
+      if (c.SeekGe(prefix) && HasPrefix(c.key(), prefix) && c.value().size() == 8)
+        want = GroupSelKey(q.id, static_cast<uint8_t>(7 - static_cast<uint8_t>(c.key()[20])),
+                           GetU64BE(c.value(), 0), group);
+    }
+    if (want != g->sel_key) {
+      if (!g->sel_key.empty()) {
+        auto r = txn.Del(group_sel, g->sel_key);
+        if (!r.ok()) return r.status();
+      }
+      if (!want.empty()) {
+        MQ_RETURN_IF_ERROR(txn.Put(group_sel, want, {}));
+        to_notify.insert(q.id);  // a group became receivable
+      }
+      g->sel_key = want;
+    }
+    if (g->convs == 0 && g->count == 0 && g->sel_key.empty()) {
+      auto r = txn.Del(groups, GroupKey(q.id, group));
+      return r.ok() ? Status() : r.status();
+    }
+    return txn.Put(groups, GroupKey(q.id, group), EncodeGroup(*g));
+  }
+
+  // A conversation message enters queue `q` (a send, an import, a requeue): its `order`
+  // entry in the conversation band, and its group index entry, or its retained entry.
+  Status ConvOnAdd(lmdb::Txn& txn, QueueInfo& q, const Message& m) {
+    auto c = ConvOf(txn, q, m);
+    if (!c.ok()) return c.status();
+    MQ_RETURN_IF_ERROR(txn.Put(order, OrderKeyFor(q, m), {}));
+    if (m.status == 0) {
+      std::string loc;
+      PutU64BE(loc, m.lookup_id);
+      MQ_RETURN_IF_ERROR(txn.Put(conv_kept, KeptKey(m.conversation_handle,
+                                                    m.message_sequence_number), loc));
+      q.retained++;
+    } else {
+      std::string loc;
+      PutU64BE(loc, m.lookup_id);
+      MQ_RETURN_IF_ERROR(txn.Put(conv_msgs, ConvMsgKeyOf(q, *c, m), loc));
+    }
+    c->count++;
+    MQ_RETURN_IF_ERROR(txn.Put(convs, GuidBytes(m.conversation_handle), EncodeConv(*c)));
+    return TouchGroup(txn, q, c->group, [](GroupRecord& g) { g.count++; });
+  }
+
+  // A conversation message leaves the queue (RemoveMessage did the common indexes).
+  Status ConvOnRemove(lmdb::Txn& txn, QueueInfo& q, const Message& m, bool was_locked) {
+    auto cr = LoadConv(txn, m.conversation_handle);
+    if (!cr.ok()) return cr.status();
+    if (!*cr || (*cr)->qid != q.id) return {};  // nothing indexed for it
+    ConvRecord& c = **cr;
+    if (m.status == 0) {
+      auto r = txn.Del(conv_kept, KeptKey(m.conversation_handle, m.message_sequence_number));
+      if (!r.ok()) return r.status();
+      if (*r) q.retained -= std::min<uint64_t>(q.retained, 1);
+    } else {
+      auto r = txn.Del(conv_msgs, ConvMsgKeyOf(q, c, m));
+      if (!r.ok()) return r.status();
+    }
+    c.count -= std::min<uint64_t>(c.count, 1);
+    MQ_RETURN_IF_ERROR(txn.Put(convs, GuidBytes(m.conversation_handle), EncodeConv(c)));
+    return TouchGroup(txn, q, c.group, [&](GroupRecord& g) {
+      g.count -= std::min<uint64_t>(g.count, 1);
+      if (was_locked) g.locked -= std::min<uint64_t>(g.locked, 1);
+    });
+  }
+
+  // A Locked conversation message returns (rollback): available again, one fewer Locked.
+  Status ConvOnRestore(lmdb::Txn& txn, QueueInfo& q, const Message& m) {
+    auto c = ConvOf(txn, q, m);
+    if (!c.ok()) return c.status();
+    std::string loc;
+    PutU64BE(loc, m.lookup_id);
+    MQ_RETURN_IF_ERROR(txn.Put(conv_msgs, ConvMsgKeyOf(q, *c, m), loc));
+    return TouchGroup(txn, q, c->group,
+                      [](GroupRecord& g) { g.locked -= std::min<uint64_t>(g.locked, 1); });
+  }
+
+  // RETENTION ON: a received conversation message stays, status 0, in the retained band of
+  // `order`, never to be received again.
+  Status Retain(lmdb::Txn& txn, QueueInfo& q, Found& f, bool from_locked) {
+    Message& m = f.msg;
+    auto c = ConvOf(txn, q, m);
+    if (!c.ok()) return c.status();
+    std::string old_key = OrderKeyFor(q, m);
+    auto r = txn.Del(from_locked ? locked : order, old_key);
+    if (!r.ok()) return r.status();
+    if (from_locked) q.locked -= std::min<uint64_t>(q.locked, 1);
+    r = txn.Del(conv_msgs, ConvMsgKeyOf(q, *c, m));
+    if (!r.ok()) return r.status();
+    m.status = 0;
+    MQ_RETURN_IF_ERROR(Rewrite(txn, q, m, f.size, &f.size));
+    MQ_RETURN_IF_ERROR(txn.Put(order, OrderKeyFor(q, m), {}));
+    std::string loc;
+    PutU64BE(loc, m.lookup_id);
+    MQ_RETURN_IF_ERROR(
+        txn.Put(conv_kept, KeptKey(m.conversation_handle, m.message_sequence_number), loc));
+    q.retained++;
+    return TouchGroup(txn, q, c->group, [&](GroupRecord& g) {
+      if (from_locked) g.locked -= std::min<uint64_t>(g.locked, 1);
+    });
+  }
+
+  // A received (not Locked) conversation message: removed, or retained.
+  Status ConsumeAvailable(lmdb::Txn& txn, QueueInfo& q, Found& f) {
+    MQ_RETURN_IF_ERROR(Received(txn, q, f.msg, NowMs()));
+    if (q.retention) return Retain(txn, q, f, false);
+    return RemoveMessage(txn, q, f.msg, f.size);
+  }
+
+  // Prepares a message with a conversation handle for Append to queue `q`: checks or makes
+  // the conversation (moving it to another group if the message names one), assigns its
+  // sequence number and takes the conversation's group, priority, service and contract.
+  Status ConvPrepare(lmdb::Txn& txn, QueueInfo& q, Message& m, bool may_create,
+                     bool keep_identity, std::set<Guid>& created, int64_t now) {
+    if (!IsConvQueue(q))
+      return Status(Code::kUnsupportedFormatnameOperation,
+                    "conversation messages go to a queue, not a subqueue", q.name);
+    if (m.visible_time)
+      return Status(Code::kInvalidArg,
+                    "a conversation message cannot be delayed (its sequence is its order)",
+                    q.name);
+    auto cr = LoadConv(txn, m.conversation_handle);
+    if (!cr.ok()) return cr.status();
+    std::string handle_text = FormatGuid(m.conversation_handle);
+    bool made_here = created.count(m.conversation_handle) > 0;
+    if (*cr && may_create && !made_here && !keep_identity)
+      return Status(Code::kConversationClosed,
+                    fmt::format("conversation {} already exists", handle_text), q.name);
+    if (!*cr) {
+      if (!may_create && !keep_identity)
+        return Status(Code::kConversationNotFound,
+                      fmt::format("no conversation {} (mq-send --conversation new begins one)",
+                                  handle_text),
+                      q.name);
+      ConvRecord c;
+      c.qid = q.id;
+      c.group = IsNil(m.conversation_group_id) ? m.conversation_handle : m.conversation_group_id;
+      c.priority = m.priority;
+      c.service = m.service_name;
+      c.contract = m.service_contract_name;
+      c.created = now;
+      c.next_seq = keep_identity ? m.message_sequence_number : 0;
+      auto rank = txn.Get(meta, "conv_rank");
+      c.rank = rank && rank->size() == 8 ? GetU64BE(*rank, 0) : 0;
+      std::string next;
+      PutU64BE(next, c.rank + 1);
+      MQ_RETURN_IF_ERROR(txn.Put(meta, "conv_rank", next));
+      MQ_RETURN_IF_ERROR(txn.Put(convs, GuidBytes(m.conversation_handle), EncodeConv(c)));
+      MQ_RETURN_IF_ERROR(txn.Put(conv_q, ConvQKey(q.id, m.conversation_handle), {}));
+      MQ_RETURN_IF_ERROR(TouchGroup(txn, q, c.group, [](GroupRecord& g) { g.convs++; }));
+      created.insert(m.conversation_handle);
+      cr = std::optional<ConvRecord>(std::move(c));
+    }
+    ConvRecord& c = **cr;
+    if (c.qid != q.id)
+      return Status(Code::kConversationNotFound,
+                    fmt::format("conversation {} belongs to another queue", handle_text), q.name);
+    if (c.state != ConvState::kOpen && !keep_identity)
+      return Status(Code::kConversationClosed,
+                    fmt::format("conversation {} has ended ({}): no more sends", handle_text,
+                                ConvStateName(c.state)),
+                    q.name);
+    if (!IsNil(m.conversation_group_id) && m.conversation_group_id != c.group) {
+      MQ_RETURN_IF_ERROR(MoveConversation(txn, q, m.conversation_handle, c,
+                                          m.conversation_group_id));
+    }
+    m.conversation_group_id = c.group;
+    m.priority = c.priority;
+    if (m.service_name.empty()) m.service_name = c.service;
+    if (m.service_contract_name.empty()) m.service_contract_name = c.contract;
+    if (keep_identity) {
+      c.next_seq = std::max(c.next_seq, m.message_sequence_number + 1);
+    } else {
+      m.message_sequence_number = c.next_seq++;
+      m.status = 1;
+    }
+    return txn.Put(convs, GuidBytes(m.conversation_handle), EncodeConv(c));
+  }
+
+  // MOVE CONVERSATION: the conversation and its available messages go to group `to`. Not
+  // while either group is held by a receive (its order would change under the receiver).
+  Status MoveConversation(lmdb::Txn& txn, QueueInfo& q, const Guid& handle, ConvRecord& c,
+                          const Guid& to) {
+    auto from_g = LoadGroup(txn, q.id, c.group);
+    if (!from_g.ok()) return from_g.status();
+    auto to_g = LoadGroup(txn, q.id, to);
+    if (!to_g.ok()) return to_g.status();
+    if (from_g->locked || to_g->locked)
+      return Status(Code::kSharingViolation,
+                    fmt::format("conversation group {} is locked by a receive; move the "
+                                "conversation when it is free",
+                                FormatGuid(from_g->locked ? c.group : to)),
+                    q.name);
+    std::string prefix = ConvMsgConvPrefix(q.id, c.group, c.priority, c.rank, handle);
+    std::vector<std::pair<std::string, std::string>> moved;
+    {
+      lmdb::Cursor cur(txn, conv_msgs);
+      for (bool on = cur.SeekGe(prefix); on && HasPrefix(cur.key(), prefix); on = cur.Next())
+        moved.emplace_back(std::string(cur.key()), std::string(cur.value()));
+    }
+    std::string new_prefix = ConvMsgConvPrefix(q.id, to, c.priority, c.rank, handle);
+    for (auto& [k, v] : moved) {
+      auto r = txn.Del(conv_msgs, k);
+      if (!r.ok()) return r.status();
+      MQ_RETURN_IF_ERROR(txn.Put(conv_msgs, new_prefix + k.substr(prefix.size()), v));
+    }
+    // Retained and Locked messages count in the group too; none can be Locked here.
+    uint64_t n = c.count;
+    Guid from = c.group;
+    c.group = to;
+    MQ_RETURN_IF_ERROR(txn.Put(convs, GuidBytes(handle), EncodeConv(c)));
+    MQ_RETURN_IF_ERROR(TouchGroup(txn, q, from, [&](GroupRecord& g) {
+      g.convs -= std::min<uint64_t>(g.convs, 1);
+      g.count -= std::min(g.count, n);
+    }));
+    // Messages keep their conversation_group_id column as sent; the record is the truth for
+    // the group's order and lock.
+    return TouchGroup(txn, q, to, [&](GroupRecord& g) {
+      g.convs++;
+      g.count += n;
+    });
+  }
+
+  // Where a receive from the head goes: the group to take, or plain messages, or nothing.
+  struct GroupPick {
+    enum Kind { kNone, kPlain, kGroup } kind = kNone;
+    Guid group{};
+    std::string prefix;  // of conv_msgs: the group's, or one conversation's
+  };
+
+  Result<GroupPick> PickGroup(lmdb::Txn& txn, const QueueInfo& q, const Selection& sel) {
+    GroupPick p;
+    if (!IsNil(sel.conversation)) {
+      auto cr = LoadConv(txn, sel.conversation);
+      if (!cr.ok()) return cr.status();
+      if (!*cr || (*cr)->qid != q.id)
+        return Status(Code::kConversationNotFound,
+                      fmt::format("no conversation {} in this queue", FormatGuid(sel.conversation)),
+                      q.name);
+      auto g = LoadGroup(txn, q.id, (*cr)->group);
+      if (!g.ok()) return g.status();
+      if (g->locked) return p;  // held by another receive: nothing for us yet
+      p.kind = GroupPick::kGroup;
+      p.group = (*cr)->group;
+      p.prefix = ConvMsgConvPrefix(q.id, p.group, (*cr)->priority, (*cr)->rank, sel.conversation);
+      return p;
+    }
+    if (!IsNil(sel.group)) {
+      if (!txn.Get(groups, GroupKey(q.id, sel.group)))
+        return Status(Code::kConversationNotFound,
+                      fmt::format("no conversation group {} in this queue", FormatGuid(sel.group)),
+                      q.name);
+      auto g = LoadGroup(txn, q.id, sel.group);
+      if (!g.ok()) return g.status();
+      if (g->locked) return p;
+      p.kind = GroupPick::kGroup;
+      p.group = sel.group;
+      p.prefix = ConvMsgGroupPrefix(q.id, p.group);
+      return p;
+    }
+    std::string qprefix = QueueIdKey(q.id);
+    std::optional<std::string> best;
+    {
+      lmdb::Cursor c(txn, group_sel);
+      if (c.SeekGe(qprefix) && HasPrefix(c.key(), qprefix)) best = std::string(c.key());
+    }
+    {
+      // The plain head: the first `order` entry below the conversation bands.
+      lmdb::Cursor c(txn, order);
+      if (c.SeekGe(qprefix) && HasPrefix(c.key(), qprefix) && c.key().size() == 13 &&
+          static_cast<uint8_t>(c.key()[4]) < 8) {
+        // Whichever comes first in delivery order: priority, then arrival.
+        if (!best || c.key().substr(4, 9) < std::string_view(*best).substr(4, 9)) {
+          p.kind = GroupPick::kPlain;
+          return p;
+        }
+      }
+    }
+    if (!best) return p;
+    if (best->size() != kGroupSelKeySize)
+      return Status(Code::kCorrupted, "bad group_sel key", q.name);
+    p.kind = GroupPick::kGroup;
+    p.group = GuidFromBytes(std::string_view(*best).substr(13, 16));
+    p.prefix = ConvMsgGroupPrefix(q.id, p.group);
+    return p;
+  }
+
+  // The available messages under a conv_msgs prefix, in RECEIVE order; `limit` 0: all.
+  Status CollectGroup(lmdb::Txn& txn, const QueueInfo& q, const std::string& prefix,
+                      uint64_t limit, std::vector<Found>& out) {
+    out.clear();
+    std::vector<uint64_t> lookups;
+    {
+      lmdb::Cursor c(txn, conv_msgs);
+      for (bool on = c.SeekGe(prefix);
+           on && HasPrefix(c.key(), prefix) && (limit == 0 || lookups.size() < limit);
+           on = c.Next()) {
+        if (c.value().size() != 8) return Status(Code::kCorrupted, "bad conv_msgs entry", q.name);
+        lookups.push_back(GetU64BE(c.value(), 0));
+      }
+    }
+    for (uint64_t lookup : lookups) {
+      Found f;
+      MQ_RETURN_IF_ERROR(LoadMessage(txn, q, lookup, f));
+      out.push_back(std::move(f));
+    }
+    return {};
+  }
+
+  // Whether a receive from the head should look at conversation groups at all: not when the
+  // queue has no free group (one seek), unless it names one.
+  bool MayHaveGroups(const QueueRef& ref, const Selection& sel) {
+    if (!IsNil(sel.conversation) || !IsNil(sel.group)) return true;
+    auto txn = lmdb::Txn::Begin(env, false);
+    if (!txn.ok()) return true;
+    auto q = LoadQueue(*txn, ref.Full());
+    if (!q.ok() || !*q) return true;
+    std::string prefix = QueueIdKey((*q)->id);
+    lmdb::Cursor c(*txn, group_sel);
+    return c.SeekGe(prefix) && HasPrefix(c.key(), prefix);
+  }
+
+  static bool GroupCandidate(const Selection& sel) {
+    return sel.anchor == Anchor::kHead && !sel.include_locked && !sel.plain_only;
+  }
+
+  // Assigns a new message id (the Append scheme) for a message made by the store itself.
+  Status NewMessageId(lmdb::Txn& txn, Message& m) {
+    auto id = NewMessageId(txn);
+    if (!id.ok()) return id.status();
+    m.id = std::move(*id);
+    return {};
+  }
+
+  // The validation of message type `name`: built in, or made by mq-admin message-type.
+  Result<char> TypeValidation(lmdb::Txn& txn, const std::string& name) {
+    if (char v = BuiltinValidation(name)) return v;
+    auto rec = txn.Get(msg_types, name);
+    if (!rec || rec->empty())
+      return Status(Code::kMessageTypeNotFound,
+                    fmt::format("no message type '{}' (mq-admin message-type create makes it)",
+                                name));
+    return (*rec)[0];
+  }
+
+  // Removes what a deleted queue leaves of its conversations and groups.
+  Status DropConversations(lmdb::Txn& txn, uint32_t qid) {
+    std::string prefix = QueueIdKey(qid);
+    for (lmdb::Dbi dbi : {conv_q, groups, group_sel, conv_msgs}) {
+      std::vector<std::string> keys;
+      {
+        lmdb::Cursor c(txn, dbi);
+        for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix); on = c.Next())
+          keys.emplace_back(c.key());
+      }
+      for (const std::string& k : keys) {
+        if (dbi == conv_q) {
+          Guid handle = GuidFromBytes(std::string_view(k).substr(4, 16));
+          std::string kept_prefix(GuidBytes(handle));
+          std::vector<std::string> kept;
+          {
+            lmdb::Cursor c(txn, conv_kept);
+            for (bool on = c.SeekGe(kept_prefix); on && HasPrefix(c.key(), kept_prefix);
+                 on = c.Next())
+              kept.emplace_back(c.key());
+          }
+          for (const std::string& kk : kept) {
+            auto r = txn.Del(conv_kept, kk);
+            if (!r.ok()) return r.status();
+          }
+          auto r = txn.Del(convs, GuidBytes(handle));
+          if (!r.ok()) return r.status();
+        }
+        auto r = txn.Del(dbi, k);
+        if (!r.ok()) return r.status();
+      }
+    }
+    return {};
+  }
+
+  // Store::Check for the conversation indexes: every conversation message of a queue is in
+  // conv_msgs (ready), conv_kept (retained) or locked; counts of conversations, groups and
+  // queues agree; each free group with ready messages has the group_sel entry of its head.
+  void CheckConversations(lmdb::Txn& t, const std::map<uint32_t, QueueInfo>& by_qid,
+                          const std::function<void(std::string)>& problem) {
+    std::map<Guid, uint64_t> conv_count;
+    std::map<std::pair<uint32_t, Guid>, uint64_t> group_count, group_locked, group_convs;
+    std::map<uint32_t, uint64_t> retained;
+    uint64_t ready = 0, kept = 0;
+    {
+      lmdb::Cursor c(t, messages);
+      for (bool on = c.First(); on; on = c.Next()) {
+        if (c.key().size() != 12) continue;
+        uint32_t qid = GetU32BE(c.key(), 0);
+        auto qit = by_qid.find(qid);
+        if (qit == by_qid.end()) continue;
+        const QueueInfo& q = qit->second;
+        Message m;
+        m.lookup_id = GetU64BE(c.key(), 4);
+        if (!DecodeRecord(c.value(), m).ok() || !IsConvMessage(q, m)) continue;
+        std::string where = fmt::format("queue {} lookup id {}", q.name, m.lookup_id);
+        auto cr = LoadConv(t, m.conversation_handle);
+        if (!cr.ok() || !*cr || (*cr)->qid != qid) {
+          problem(where + ": its conversation is not in the queue");
+          continue;
+        }
+        const ConvRecord& cv = **cr;
+        conv_count[m.conversation_handle]++;
+        group_count[{qid, cv.group}]++;
+        if (m.priority != cv.priority)
+          problem(where + ": priority differs from its conversation's");
+        if (m.message_sequence_number >= cv.next_seq)
+          problem(where + ": sequence number not below the conversation's next");
+        std::string key = OrderKeyFor(q, m);
+        bool is_locked = t.Get(locked, key).has_value();
+        if (is_locked) group_locked[{qid, cv.group}]++;
+        if (m.status == 0) {
+          ++kept;
+          retained[qid]++;
+          auto v = t.Get(conv_kept, KeptKey(m.conversation_handle, m.message_sequence_number));
+          if (!v || v->size() != 8 || GetU64BE(*v, 0) != m.lookup_id)
+            problem(where + ": retained message missing from conv_kept");
+        } else if (!is_locked) {
+          ++ready;
+          auto v = t.Get(conv_msgs, ConvMsgKeyOf(q, cv, m));
+          if (!v || v->size() != 8 || GetU64BE(*v, 0) != m.lookup_id)
+            problem(where + ": ready conversation message missing from conv_msgs");
+        }
+      }
+    }
+    if (t.Count(conv_msgs) != ready)
+      problem(fmt::format("conv_msgs has {} entries for {} ready conversation messages",
+                          t.Count(conv_msgs), ready));
+    if (t.Count(conv_kept) != kept)
+      problem(fmt::format("conv_kept has {} entries for {} retained messages",
+                          t.Count(conv_kept), kept));
+    for (const auto& [qid, q] : by_qid)
+      if (q.retained != (retained.count(qid) ? retained[qid] : 0))
+        problem(fmt::format("queue {}: counter says {} retained, found {}", q.name, q.retained,
+                            retained.count(qid) ? retained[qid] : 0));
+    {
+      lmdb::Cursor c(t, convs);
+      uint64_t n = 0;
+      for (bool on = c.First(); on; on = c.Next()) {
+        ++n;
+        ConvRecord r;
+        if (c.key().size() != 16 || !DecodeConv(c.value(), r)) {
+          problem("convs: malformed record");
+          continue;
+        }
+        Guid h = GuidFromBytes(c.key());
+        std::string where = fmt::format("conversation {}", FormatGuid(h));
+        uint64_t found = conv_count.count(h) ? conv_count[h] : 0;
+        if (r.count != found)
+          problem(fmt::format("{}: counter says {} messages, found {}", where, r.count, found));
+        if (!by_qid.count(r.qid)) problem(where + ": its queue does not exist");
+        if (!t.Get(conv_q, ConvQKey(r.qid, h))) problem(where + ": missing from conv_q");
+        group_convs[{r.qid, r.group}]++;
+      }
+      if (t.Count(conv_q) != n)
+        problem(fmt::format("conv_q has {} entries for {} conversations", t.Count(conv_q), n));
+    }
+    uint64_t with_sel = 0;
+    {
+      lmdb::Cursor c(t, groups);
+      for (bool on = c.First(); on; on = c.Next()) {
+        GroupRecord g;
+        if (c.key().size() != 20 || !DecodeGroup(c.value(), g)) {
+          problem("groups: malformed record");
+          continue;
+        }
+        uint32_t qid = GetU32BE(c.key(), 0);
+        Guid group = GuidFromBytes(c.key().substr(4));
+        std::pair<uint32_t, Guid> id{qid, group};
+        std::string where = fmt::format("group {}", FormatGuid(group));
+        auto get = [](auto& m, const auto& k) -> uint64_t { return m.count(k) ? m[k] : 0; };
+        if (g.count != get(group_count, id))
+          problem(fmt::format("{}: counter says {} messages, found {}", where, g.count,
+                              get(group_count, id)));
+        if (g.locked != get(group_locked, id))
+          problem(fmt::format("{}: counter says {} locked, found {}", where, g.locked,
+                              get(group_locked, id)));
+        if (g.convs != get(group_convs, id))
+          problem(fmt::format("{}: counter says {} conversations, found {}", where, g.convs,
+                              get(group_convs, id)));
+        std::string want;
+        if (g.locked == 0) {
+          std::string prefix = ConvMsgGroupPrefix(qid, group);
+          lmdb::Cursor h(t, conv_msgs);
+          if (h.SeekGe(prefix) && HasPrefix(h.key(), prefix) && h.value().size() == 8)
+            want = GroupSelKey(qid, static_cast<uint8_t>(7 - static_cast<uint8_t>(h.key()[20])),
+                               GetU64BE(h.value(), 0), group);
+        }
+        if (g.sel_key != want) problem(where + ": group_sel entry is not its head");
+        if (!g.sel_key.empty()) {
+          ++with_sel;
+          if (!t.Get(group_sel, g.sel_key)) problem(where + ": its group_sel entry is missing");
+        }
+      }
+    }
+    if (t.Count(group_sel) != with_sel)
+      problem(fmt::format("group_sel has {} entries for {} receivable groups",
+                          t.Count(group_sel), with_sel));
+  }
+
   Status OpenDbs(lmdb::Txn& txn, bool create) {
     for (size_t i = 0; i < std::size(kDbNames); ++i) {
       auto dbi = txn.OpenDb(kDbNames[i], create);
@@ -1324,6 +1926,7 @@ void ApplySettings(QueueInfo& q, const QueueSettings& s) {
   if (s.dedup_window) q.dedup_window = *s.dedup_window;
   if (s.journal) q.journal = *s.journal;
   if (s.journal_quota) q.journal_quota = *s.journal_quota;
+  if (s.retention) q.retention = *s.retention;
 }
 
 }  // namespace
@@ -1411,7 +2014,7 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   impl->real_dir = real;
   impl->paths = paths;
   impl->file_mode = group ? 0660 : 0600;
-  Status s = impl->env.Open(dir, impl->file_mode, kInitialMapSize, 16);
+  Status s = impl->env.Open(dir, impl->file_mode, kInitialMapSize, 32);
   if (!s.ok()) return s.WithSubject(dir);
   impl->env.ReaderCheck();
 
@@ -1549,6 +2152,7 @@ Status Store::DeleteQueue(const QueueRef& ref) {
       if (*fresh) q = std::move(**fresh);
       MQ_RETURN_IF_ERROR(
           impl_->DrainQueue(txn, q, kClassNackQDeleted, kClassNackBadDstQ, now));
+      MQ_RETURN_IF_ERROR(impl_->DropConversations(txn, q.id));
       std::vector<std::string> cursor_keys;
       {
         lmdb::Cursor c(txn, impl_->cursors);
@@ -1711,6 +2315,7 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
     }
     std::string first_id;
     Message last;
+    std::set<Guid> conversations_made;
 
     Message m;
     for (;;) {
@@ -1755,6 +2360,19 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
       // miss one).
       if (m.visible_time && m.visible_time <= now) m.visible_time = 0;
       m.awaiting_arrival = m.visible_time != 0;
+      if (!m.message_type_name.empty() && !options.keep_identity) {
+        auto validation = impl_->TypeValidation(txn, m.message_type_name);
+        if (!validation.ok()) {
+          Status st = validation.status();
+          return st.WithSubject(q.name);
+        }
+        Status valid = ValidateBody(*validation, m.body, m.message_type_name);
+        if (!valid.ok()) return valid.WithSubject(q.name);
+        m.validation = *validation;
+      }
+      if (!IsNil(m.conversation_handle))
+        MQ_RETURN_IF_ERROR(impl_->ConvPrepare(txn, q, m, options.new_conversation,
+                                              options.keep_identity, conversations_made, now));
       if (options.transactional) {
         m.xact_id = xact_id;
         m.eod_first = appended == 0;
@@ -1839,10 +2457,14 @@ Status Store::Peek(const QueueRef& ref, const Selection& sel, const ReadOptions&
   });
 }
 
-Status Store::Receive(const QueueRef& ref, const Selection& sel, const ReadOptions& ro,
+Status Store::Receive(const QueueRef& ref, const Selection& sel_in, const ReadOptions& ro,
                       MessageSink& sink) {
-  if (sel.anchor == Anchor::kArrival || sel.include_locked)
+  if (sel_in.anchor == Anchor::kArrival || sel_in.include_locked)
     return Status(Code::kInvalidArg, "a receive takes visible messages only", ref.Full());
+  if (Impl::GroupCandidate(sel_in)) return ReceiveConversation(ref, sel_in, ro, sink);
+  // From here on plain MSMQ messages only: conversation messages go by group.
+  Selection sel = sel_in;
+  sel.plain_only = true;
   return impl_->WaitLoop(ref, ro, [&](bool, int64_t& deadline) -> Status {
     uint64_t remaining = sel.limit ? sel.limit : UINT64_MAX;
     uint64_t received = 0;
@@ -1959,6 +2581,12 @@ Status Store::CursorReceive(const QueueRef& ref, const CursorOptions& co, const 
                         q->name);
         Impl::Found f;
         MQ_RETURN_IF_ERROR(impl_->LoadMessage(txn, *q, GetU64BE(st.key, 5), f));
+        if (Impl::IsConvMessage(*q, f.msg))
+          return Status(Code::kIllegalCursorAction,
+                        fmt::format("the message at cursor {} belongs to conversation {}: "
+                                    "receive it with --conversation or --group, in its order",
+                                    co.name, FormatGuid(f.msg.conversation_handle)),
+                        q->name);
         MQ_RETURN_IF_ERROR(impl_->Received(txn, *q, f.msg, now));
         MQ_RETURN_IF_ERROR(impl_->RemoveMessage(txn, *q, f.msg, f.size));
         MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, *q));
@@ -2081,7 +2709,7 @@ Status Store::WatchLocked(const QueueRef& ref, const WatchOptions& wo, const Rea
           m.lookup_id = GetU64BE(c.key(), 4);
           m.queue = q->name;
           MQ_RETURN_IF_ERROR(DecodeRecord(c.value(), m));
-          if (!txn->Get(impl_->order, OrderKey(q->id, m.priority, m.lookup_id))) continue;
+          if (!txn->Get(impl_->order, Impl::OrderKeyFor(*q, m))) continue;
           high_water = m.lookup_id;
           if (Impl::Expired(*q, m, now)) continue;  // never delivered: no event either
           event = std::move(m);
@@ -2099,7 +2727,9 @@ Status Store::WatchLocked(const QueueRef& ref, const WatchOptions& wo, const Rea
         deadline = impl_->NextDeadline(*txn, q->id);
         auto f = impl_->NextVisible(*txn, *q, {});
         if (!f.ok()) return f.status();
-        if (!*f) return Status(Code::kMessageNotFound, "no message", ref.Full());
+        // Retained messages (status 0, the last band of `order`) are not arrivals.
+        if (!*f || (Impl::IsConvMessage(*q, (*f)->msg) && (*f)->msg.status == 0))
+          return Status(Code::kMessageNotFound, "no message", ref.Full());
         event = std::move((*f)->msg);
         return {};
       }
@@ -2211,11 +2841,14 @@ Result<uint64_t> Store::Sweep() {
   return total;
 }
 
-Result<std::unique_ptr<Lease>> Store::Lock(const QueueRef& ref, const Selection& sel,
+Result<std::unique_ptr<Lease>> Store::Lock(const QueueRef& ref, const Selection& sel_in,
                                            const ReadOptions& ro, const LockOptions& lo,
                                            MessageSink* sink) {
-  if (sel.anchor == Anchor::kArrival || sel.include_locked)
+  if (sel_in.anchor == Anchor::kArrival || sel_in.include_locked)
     return Status(Code::kInvalidArg, "a receive takes visible messages only", ref.Full());
+  if (Impl::GroupCandidate(sel_in)) return LockConversation(ref, sel_in, ro, lo, sink);
+  Selection sel = sel_in;
+  sel.plain_only = true;
   std::unique_ptr<Lease> lease(new Lease());
   Status s = impl_->WaitLoop(ref, ro, [&](bool, int64_t& deadline) -> Status {
     bool found = false;
@@ -2255,7 +2888,7 @@ Result<std::unique_ptr<Lease>> Store::Lock(const QueueRef& ref, const Selection&
           }
           lease->messages_.clear();
           for (auto& f : batch) {
-            std::string key = OrderKey(q->id, f.msg.priority, f.msg.lookup_id);
+            std::string key = Impl::OrderKeyFor(*q, f.msg);
             auto r = txn.Del(impl_->order, key);
             if (!r.ok()) return r.status();
             std::string holder;
@@ -2468,7 +3101,7 @@ Status Store::MoveToSubqueue(const QueueRef& from, uint64_t lookup_id, const Que
     if (q->id == 0 || !txn.Get(impl_->messages, MsgKey(q->id, lookup_id))) return missing;
     Impl::Found f;
     MQ_RETURN_IF_ERROR(impl_->LoadMessage(txn, *q, lookup_id, f));
-    std::string key = OrderKey(q->id, f.msg.priority, lookup_id);
+    std::string key = Impl::OrderKeyFor(*q, f.msg);
     if (txn.Get(impl_->locked, key))
       return Status(Code::kMessageLockedUnderTransaction,
                     fmt::format("message {} is held by an open transactional receive", lookup_id),
@@ -2523,6 +3156,357 @@ Result<uint64_t> Store::MaxSize() {
   auto v = txn->Get(impl_->meta, "max_size");
   if (!v || v->size() != 8) return uint64_t{0};
   return GetU64BE(*v, 0);
+}
+
+// ---- Service Broker conversations (issue 5) ----
+
+Status Store::ReceiveConversation(const QueueRef& ref, const Selection& sel,
+                                  const ReadOptions& ro, MessageSink& sink) {
+  Selection plain = sel;
+  plain.plain_only = true;
+  return impl_->WaitLoop(ref, ro, [&](bool, int64_t& deadline) -> Status {
+    auto plain_deadline = [&] {
+      auto d = NextDeadline(ref);
+      if (d.ok()) deadline = *d;
+    };
+    // A few rounds at most: another receiver may take what one look chose.
+    for (int round = 0; round < 16; ++round) {
+      if (!impl_->MayHaveGroups(ref, sel)) {
+        Status s = Receive(ref, plain, ReadOptions(), sink);
+        if (s.code() != Code::kMessageNotFound) return s;
+        if (impl_->MayHaveGroups(ref, sel)) continue;  // its recovery freed a group
+        plain_deadline();
+        return s;
+      }
+      Impl::GroupPick::Kind kind = Impl::GroupPick::kNone;
+      size_t received = 0;
+      Status w = impl_->Write(
+          [&](lmdb::Txn& txn) -> Status {
+            kind = Impl::GroupPick::kNone;
+            auto q = impl_->FindQueue(txn, ref);
+            if (!q.ok()) return q.status();
+            if (!q->enabled)
+              return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
+            auto n = impl_->Maintain(txn, *q, NowMs());
+            if (!n.ok()) return n.status();
+            auto pick = impl_->PickGroup(txn, *q, sel);
+            if (!pick.ok()) return pick.status();
+            kind = pick->kind;
+            std::vector<Impl::Found> batch;
+            if (kind == Impl::GroupPick::kGroup)
+              MQ_RETURN_IF_ERROR(
+                  impl_->CollectGroup(txn, *q, pick->prefix, sel.group_limit, batch));
+            if (batch.empty()) {
+              if (kind != Impl::GroupPick::kPlain) kind = Impl::GroupPick::kNone;
+              deadline = impl_->NextDeadline(txn, q->id);
+              return {};  // commits what Maintain did
+            }
+            // The whole group in this one transaction: no other receiver sees it meanwhile.
+            std::vector<Message> out;
+            out.reserve(batch.size());
+            for (auto& f : batch) {
+              out.push_back(f.msg);
+              MQ_RETURN_IF_ERROR(impl_->ConsumeAvailable(txn, *q, f));
+            }
+            MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, *q));
+            for (const Message& m : out) MQ_RETURN_IF_ERROR(sink.Add(m));
+            MQ_RETURN_IF_ERROR(sink.Flush());
+            received = out.size();
+            return {};
+          },
+          /*rerun_after_commit=*/false);
+      if (!w.ok()) {
+        if (w.code() == Code::kBrokenPipe || w.code() == Code::kIo ||
+            w.code() == Code::kInsufficientResources)
+          return Status(w.code(), fmt::format("{}; nothing was removed", w.text()), w.subject());
+        return w;
+      }
+      if (kind == Impl::GroupPick::kPlain) {
+        Status s = Receive(ref, plain, ReadOptions(), sink);
+        if (s.code() == Code::kMessageNotFound) continue;
+        return s;
+      }
+      if (received) return {};
+      return Status(Code::kMessageNotFound, "no message", ref.Full());
+    }
+    return Status(Code::kMessageNotFound, "no message", ref.Full());
+  });
+}
+
+Result<std::unique_ptr<Lease>> Store::LockConversation(const QueueRef& ref, const Selection& sel,
+                                                       const ReadOptions& ro,
+                                                       const LockOptions& lo,
+                                                       MessageSink* sink) {
+  Selection plain = sel;
+  plain.plain_only = true;
+  std::unique_ptr<Lease> lease(new Lease());
+  std::unique_ptr<Lease> plain_lease;
+  Status s = impl_->WaitLoop(ref, ro, [&](bool, int64_t& deadline) -> Status {
+    for (int round = 0; round < 16; ++round) {
+      bool try_plain = !impl_->MayHaveGroups(ref, sel);
+      bool found = false;
+      if (!try_plain) {
+        Status w = impl_->WriteLight(
+            [&](lmdb::Txn& txn) -> Status {
+              try_plain = false;
+              found = false;
+              auto q = impl_->FindQueue(txn, ref);
+              if (!q.ok()) return q.status();
+              if (!q->enabled)
+                return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
+              int64_t now = NowMs();
+              auto n = impl_->Maintain(txn, *q, now);
+              if (!n.ok()) return n.status();
+              auto pick = impl_->PickGroup(txn, *q, sel);
+              if (!pick.ok()) return pick.status();
+              try_plain = pick->kind == Impl::GroupPick::kPlain;
+              std::vector<Impl::Found> batch;
+              if (pick->kind == Impl::GroupPick::kGroup)
+                MQ_RETURN_IF_ERROR(
+                    impl_->CollectGroup(txn, *q, pick->prefix, sel.group_limit, batch));
+              if (batch.empty()) {
+                deadline = impl_->NextDeadline(txn, q->id);
+                return {};
+              }
+              uint64_t lease_id = q->next_lease++;
+              LeaseRecord rec;
+              rec.pid = ::getpid();
+              rec.since = now;
+              if (lo.lease_ms > 0) {
+                rec.process = false;
+                rec.expires = now + lo.lease_ms;
+                rec.secret = std::string(GuidBytes(NewGuid()));
+              } else {
+                // The lease's lock file is the group's lock too: ours before anyone sees it.
+                if (lease->lock_fd_ >= 0) ::close(lease->lock_fd_);
+                lease->lock_path_ = impl_->LeaseLockPath(q->id, lease_id);
+                auto l = FileLock::Acquire(lease->lock_path_, impl_->file_mode, false);
+                if (!l.ok()) return l.status();
+                lease->lock_fd_ = l->Detach();
+              }
+              lease->messages_.clear();
+              std::string holder;
+              PutU64BE(holder, lease_id);
+              for (auto& f : batch) {
+                auto conv = impl_->ConvOf(txn, *q, f.msg);
+                if (!conv.ok()) return conv.status();
+                auto r = txn.Del(impl_->conv_msgs, impl_->ConvMsgKeyOf(*q, *conv, f.msg));
+                if (!r.ok()) return r.status();
+                std::string key = Impl::OrderKeyFor(*q, f.msg);
+                r = txn.Del(impl_->order, key);
+                if (!r.ok()) return r.status();
+                MQ_RETURN_IF_ERROR(txn.Put(impl_->locked, key, holder));
+                f.msg.delivery_count++;
+                MQ_RETURN_IF_ERROR(impl_->Rewrite(txn, *q, f.msg, f.size));
+                q->locked++;
+                rec.keys.push_back(key);
+                lease->messages_.push_back(f.msg);
+              }
+              uint64_t n_locked = batch.size();
+              MQ_RETURN_IF_ERROR(impl_->TouchGroup(txn, *q, pick->group, [&](GroupRecord& g) {
+                g.locked += n_locked;
+                g.holder = lease_id;
+              }));
+              MQ_RETURN_IF_ERROR(
+                  txn.Put(impl_->leases, LeaseKey(q->id, lease_id), EncodeLease(rec)));
+              MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, *q));
+              lease->queue_ = q->name;
+              lease->qid_ = q->id;
+              lease->lease_id_ = lease_id;
+              lease->expires_ = rec.expires;
+              if (!rec.process)
+                lease->token_ = fmt::format("{}.{}.{}", q->id, lease_id, HexEncode(rec.secret));
+              if (sink) {
+                if (!rec.process) sink->SetLease(lease->token_, lease->expires_);
+                for (auto& m : lease->messages_) MQ_RETURN_IF_ERROR(sink->Add(m));
+                MQ_RETURN_IF_ERROR(sink->Flush());
+              }
+              found = true;
+              return {};
+            },
+            /*rerun_after_commit=*/sink == nullptr);
+        if (!w.ok()) return w;
+        if (found) return {};
+        if (!try_plain) return Status(Code::kMessageNotFound, "no message", ref.Full());
+      }
+      auto l = Lock(ref, plain, ReadOptions(), lo, sink);
+      if (l.ok()) {
+        plain_lease = std::move(*l);
+        return {};
+      }
+      if (l.status().code() != Code::kMessageNotFound) return l.status();
+      if (impl_->MayHaveGroups(ref, sel)) continue;
+      auto d = NextDeadline(ref);
+      if (d.ok()) deadline = *d;
+      return l.status();
+    }
+    return Status(Code::kMessageNotFound, "no message", ref.Full());
+  });
+  if (!s.ok() || plain_lease) {
+    if (lease->lock_fd_ >= 0) {
+      ::unlink(lease->lock_path_.c_str());
+      ::close(lease->lock_fd_);
+      lease->lock_fd_ = -1;
+    }
+    if (!s.ok()) return s;
+    return plain_lease;
+  }
+  return lease;
+}
+
+Status Store::CreateMessageType(const std::string& name, char validation) {
+  if (name.empty() || !IsValidUtf8(name) || Utf8Length(name) > kMaxMessageTypeName)
+    return Status(Code::kInvalidArg,
+                  fmt::format("a message type name is 1 to {} characters of UTF-8",
+                              kMaxMessageTypeName),
+                  name);
+  if (BuiltinValidation(name))
+    return Status(Code::kMessageTypeExists, "a built-in message type", name);
+  return impl_->Write([&](lmdb::Txn& txn) -> Status {
+    if (txn.Get(impl_->msg_types, name))
+      return Status(Code::kMessageTypeExists, "message type already exists", name);
+    std::string rec(1, validation);
+    PutU64BE(rec, static_cast<uint64_t>(NowMs()));
+    return txn.Put(impl_->msg_types, name, rec);
+  });
+}
+
+Status Store::DeleteMessageType(const std::string& name) {
+  if (BuiltinValidation(name))
+    return Status(Code::kInvalidArg, "built-in message types cannot be deleted", name);
+  return impl_->Write([&](lmdb::Txn& txn) -> Status {
+    auto r = txn.Del(impl_->msg_types, name);
+    if (!r.ok()) return r.status();
+    if (!*r) return Status(Code::kMessageTypeNotFound, "no such message type", name);
+    return {};
+  });
+}
+
+Result<std::vector<MessageTypeInfo>> Store::ListMessageTypes() {
+  std::vector<MessageTypeInfo> out;
+  for (std::string_view b :
+       {kDefaultMessageType, std::string_view("http://schemas.microsoft.com/SQL/ServiceBroker/"
+                                              "DialogTimer"),
+        kEndDialogType, kErrorType}) {
+    MessageTypeInfo t;
+    t.name = std::string(b);
+    t.validation = BuiltinValidation(b);
+    t.builtin = true;
+    out.push_back(std::move(t));
+  }
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  lmdb::Cursor c(*txn, impl_->msg_types);
+  for (bool on = c.First(); on; on = c.Next()) {
+    if (c.value().size() != 9) continue;
+    MessageTypeInfo t;
+    t.name = std::string(c.key());
+    t.validation = c.value()[0];
+    t.created = static_cast<int64_t>(GetU64BE(c.value(), 1));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+Result<uint64_t> Store::EndConversation(const Guid& handle, const EndOptions& o) {
+  uint64_t removed = 0;
+  uint32_t qid = 0;
+  std::string text = FormatGuid(handle);
+  Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
+    removed = 0;
+    auto cr = impl_->LoadConv(txn, handle);
+    if (!cr.ok()) return cr.status();
+    if (!*cr) return Status(Code::kConversationNotFound, "no such conversation", text);
+    auto name = txn.Get(impl_->queue_ids, QueueIdKey((*cr)->qid));
+    if (!name) return Status(Code::kConversationNotFound, "the conversation's queue is gone", text);
+    auto lq = impl_->LoadQueue(txn, std::string(*name));
+    if (!lq.ok()) return lq.status();
+    if (!*lq) return Status(Code::kConversationNotFound, "the conversation's queue is gone", text);
+    QueueInfo& q = **lq;
+    qid = q.id;
+    // Its retained messages go (RETENTION keeps them until the conversation ends).
+    std::vector<uint64_t> kept;
+    {
+      std::string prefix(GuidBytes(handle));
+      lmdb::Cursor c(txn, impl_->conv_kept);
+      for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix); on = c.Next())
+        if (c.value().size() == 8) kept.push_back(GetU64BE(c.value(), 0));
+    }
+    for (uint64_t lookup : kept) {
+      Impl::Found f;
+      MQ_RETURN_IF_ERROR(impl_->LoadMessage(txn, q, lookup, f));
+      MQ_RETURN_IF_ERROR(impl_->RemoveMessage(txn, q, f.msg, f.size));
+      ++removed;
+    }
+    cr = impl_->LoadConv(txn, handle);  // the removals changed its counts
+    if (!cr.ok()) return cr.status();
+    ConvRecord c = **cr;
+    if (c.state == ConvState::kOpen) {
+      int64_t now = NowMs();
+      Message m;
+      m.conversation_handle = handle;
+      m.conversation_group_id = c.group;
+      m.message_type_name = std::string(o.error ? kErrorType : kEndDialogType);
+      m.validation = o.error ? 'X' : 'E';
+      if (o.error) {
+        m.body = ErrorBody(o.code, o.description);
+        m.body_type = kBodyXml;
+      }
+      m.priority = c.priority;
+      m.service_name = c.service;
+      m.service_contract_name = c.contract;
+      m.message_sequence_number = c.next_seq++;
+      m.sent_time = m.arrived_time = m.message_enqueue_time = now;
+      m.source_qm_guid = impl_->guid;
+      m.destination_queue = q.name;
+      c.state = o.error ? ConvState::kError : ConvState::kEnded;
+      MQ_RETURN_IF_ERROR(txn.Put(impl_->convs, GuidBytes(handle), EncodeConv(c)));
+      MQ_RETURN_IF_ERROR(impl_->NewMessageId(txn, m));
+      MQ_RETURN_IF_ERROR(impl_->InsertMessage(txn, q, m, 0));
+    } else if (o.error) {
+      return Status(Code::kConversationClosed,
+                    fmt::format("conversation already ended ({}); {} retained messages removed",
+                                ConvStateName(c.state), removed),
+                    text);
+    }
+    return impl_->PutQueue(txn, q);
+  });
+  if (!s.ok()) return s;
+  return removed;
+}
+
+Result<std::vector<ConversationInfo>> Store::ListConversations() {
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  std::vector<ConversationInfo> out;
+  lmdb::Cursor c(*txn, impl_->convs);
+  for (bool on = c.First(); on; on = c.Next()) {
+    if (c.key().size() != 16) continue;
+    ConvRecord r;
+    if (!DecodeConv(c.value(), r)) continue;
+    ConversationInfo ci;
+    ci.handle = GuidFromBytes(c.key());
+    ci.group = r.group;
+    auto name = txn->Get(impl_->queue_ids, QueueIdKey(r.qid));
+    ci.queue = name ? std::string(*name) : fmt::format("#{}", r.qid);
+    ci.state = ConvStateName(r.state);
+    ci.priority = r.priority;
+    ci.messages = r.count;
+    ci.next_seq = r.next_seq;
+    ci.service = r.service;
+    ci.contract = r.contract;
+    ci.created = r.created;
+    auto g = impl_->LoadGroup(*txn, r.qid, r.group);
+    if (g.ok() && g->locked) {
+      ci.locked = true;
+      ci.holder_lease = g->holder;
+      auto lv = txn->Get(impl_->leases, LeaseKey(r.qid, g->holder));
+      LeaseRecord lr;
+      if (lv && DecodeLease(*lv, lr) && lr.process) ci.holder_pid = lr.pid;
+    }
+    out.push_back(std::move(ci));
+  }
+  return out;
 }
 
 Status Store::Check(std::vector<std::string>& problems) {
@@ -2589,9 +3573,12 @@ Status Store::Check(std::vector<std::string>& problems) {
       ty.bytes += c.value().size();
       ty.max_lookup = std::max(ty.max_lookup, lookup);
       if (m.priority > 7) problem(where + ": priority out of range");
-      bool in_order = t.Get(impl_->order, OrderKey(qid, m.priority, lookup)).has_value();
+      m.lookup_id = lookup;
+      std::string okey = qit == by_qid.end() ? OrderKey(qid, m.priority, lookup)
+                                             : Impl::OrderKeyFor(qit->second, m);
+      bool in_order = t.Get(impl_->order, okey).has_value();
       bool delayed = m.visible_time && t.Get(impl_->delays, DelayKey(qid, m.visible_time, lookup));
-      bool is_locked = t.Get(impl_->locked, OrderKey(qid, m.priority, lookup)).has_value();
+      bool is_locked = t.Get(impl_->locked, okey).has_value();
       if (delayed) ty.delayed++;
       if (is_locked) ty.locked++;
       int states = in_order + delayed + is_locked;
@@ -2643,10 +3630,16 @@ Status Store::Check(std::vector<std::string>& problems) {
         problem("order: bad key size");
         continue;
       }
-      auto rec = t.Get(impl_->messages, MsgKey(GetU32BE(c.key(), 0), GetU64BE(c.key(), 5)));
+      uint32_t oqid = GetU32BE(c.key(), 0);
+      auto rec = t.Get(impl_->messages, MsgKey(oqid, GetU64BE(c.key(), 5)));
       Message m;
-      if (!rec || !DecodeRecord(*rec, m).ok() ||
-          7 - m.priority != static_cast<uint8_t>(c.key()[4]))
+      bool decoded = rec && DecodeRecord(*rec, m).ok();
+      m.lookup_id = GetU64BE(c.key(), 5);
+      auto oq = by_qid.find(oqid);
+      uint8_t band = !decoded || oq == by_qid.end()
+                         ? static_cast<uint8_t>(7 - m.priority)
+                         : static_cast<uint8_t>(Impl::OrderKeyFor(oq->second, m)[4]);
+      if (!decoded || band != static_cast<uint8_t>(c.key()[4]))
         problem(fmt::format("order: entry for queue #{} lookup id {} has no matching message",
                             GetU32BE(c.key(), 0), GetU64BE(c.key(), 5)));
     }
@@ -2689,6 +3682,7 @@ Status Store::Check(std::vector<std::string>& problems) {
   if (uint64_t n = t.Count(impl_->deadlines); n != with_deadline)
     problem(fmt::format("deadlines has {} entries for {} messages with a deadline", n,
                         with_deadline));
+  impl_->CheckConversations(t, by_qid, problem);
   return {};
 }
 

@@ -39,6 +39,8 @@
 //   - failure (expiry, purge, queue deletion, rejection as poison): the NACK of that class if
 //     asked for; the message moves to system;deadletter (system;deadxact if transactional)
 //     with the class as its reason if it asked for dead-lettering, else it is discarded.
+//   convs, conv_q, groups, conv_msgs, group_sel, conv_kept, msg_types: Service Broker
+//              conversations, groups and message types (conversation.hpp)
 //
 // Locks (DESIGN.md "Locks"): a transactional receive takes an exclusive flock on
 // locks/lease.QUEUE-ID.LEASE-ID before the transaction that marks its messages Locked commits,
@@ -49,6 +51,14 @@
 // depends on time for a process lease, and nothing stays Locked after a SIGKILL.
 // Every index is changed in the same write transaction as the message it describes;
 // `mq-admin check` verifies that they agree.
+//
+// Conversation groups (seed 001): a receive from the head takes either plain messages (MSMQ
+// semantics) or the messages of one conversation group, whichever comes first in delivery
+// order (priority, then arrival). A group is locked while any of its messages is Locked by a
+// lease: the lease's lock file is the group's lock, so a group goes back to the other
+// receivers when its transaction ends or its holder dies, exactly as its messages do. Locked
+// groups have no group_sel entry, so the best free group is one seek. A plain receive of a
+// group does all of it in one write transaction (writers are serialized by LMDB).
 //
 // Durability: a send commits with LMDB's default sync (like write() then fdatasync() of data
 // and meta pages) unless the process chose express delivery, which skips the meta sync: the
@@ -101,6 +111,12 @@ struct Selection {
   std::string correlation;  // 20 bytes, for kCorrelation
   uint64_t limit = 1;       // 0: all
   bool include_locked = false;  // also Locked messages (AllowPeekWhenLocked), peeks only
+  // Service Broker RECEIVE (kHead only): WHERE conversation_handle / conversation_group_id
+  // (nil: none), and how many messages of the chosen group (0: all of them).
+  Guid conversation{};
+  Guid group{};
+  uint64_t group_limit = 0;
+  bool plain_only = false;  // skip conversation messages (plain MSMQ receives)
 };
 
 struct QueueSettings {
@@ -114,6 +130,7 @@ struct QueueSettings {
   std::optional<int64_t> dedup_window;
   std::optional<bool> journal;             // target journaling into NAME;journal
   std::optional<uint64_t> journal_quota;   // bytes of NAME;journal; 0: no limit
+  std::optional<bool> retention;
 };
 
 // How a read waits.
@@ -159,6 +176,40 @@ struct AppendOptions {
   bool transactional = false;  // --tx: Eod First/Last, xact id, sequence numbers
   std::string dedup_key;       // --dedup: a second append with this key within the queue's
                                // window is accepted and dropped
+  // Messages with a conversation_handle: create the conversation (it must not exist) with
+  // the first of them; without this an unknown handle is MQ_CONVERSATION_NOT_FOUND.
+  bool new_conversation = false;
+};
+
+// A conversation, as mq-admin conversations shows it.
+struct ConversationInfo {
+  Guid handle{};
+  Guid group{};
+  std::string queue;
+  std::string state;  // open, ended, error
+  uint8_t priority = 0;
+  uint64_t messages = 0;
+  uint64_t next_seq = 0;
+  std::string service;
+  std::string contract;
+  int64_t created = 0;
+  bool locked = false;      // its group is held by an open receive
+  uint64_t holder_lease = 0;
+  int64_t holder_pid = 0;  // 0: the holder is a --lease token, not a process
+};
+
+struct MessageTypeInfo {
+  std::string name;
+  char validation = 'N';
+  bool builtin = false;
+  int64_t created = 0;
+};
+
+// END CONVERSATION [WITH ERROR = code DESCRIPTION = text].
+struct EndOptions {
+  bool error = false;
+  int64_t code = 0;
+  std::string description;
 };
 
 // What an append did beyond storing: a dropped duplicate.
@@ -341,6 +392,16 @@ class Store {
   // alone: one seek per queue that has entries there, nothing per message.
   Result<uint64_t> Sweep();
 
+  // Message types (CREATE/DROP MESSAGE TYPE): `validation` is 'N', 'E' or 'X'.
+  Status CreateMessageType(const std::string& name, char validation);
+  Status DeleteMessageType(const std::string& name);
+  Result<std::vector<MessageTypeInfo>> ListMessageTypes();
+  // END CONVERSATION: queues the EndDialog (or Error) system message for the conversation,
+  // refuses later sends (MQ_CONVERSATION_CLOSED), and removes its retained messages. On a
+  // conversation already ended it only removes retained messages. Returns how many.
+  Result<uint64_t> EndConversation(const Guid& handle, const EndOptions& options);
+  Result<std::vector<ConversationInfo>> ListConversations();
+
   // Verifies that every index agrees with the messages and the counters. Appends a line per
   // problem to `problems`.
   Status Check(std::vector<std::string>& problems);
@@ -353,6 +414,11 @@ class Store {
   struct Impl;
 
  private:
+  Status ReceiveConversation(const QueueRef& ref, const Selection& sel, const ReadOptions& ro,
+                             MessageSink& sink);
+  Result<std::unique_ptr<Lease>> LockConversation(const QueueRef& ref, const Selection& sel,
+                                                  const ReadOptions& ro, const LockOptions& lo,
+                                                  MessageSink* sink);
   Status WatchLocked(const QueueRef& ref, const WatchOptions& wo, const ReadOptions& ro,
                      const std::function<Status(const Message&)>& on_arrived);
   explicit Store(std::unique_ptr<Impl> impl);

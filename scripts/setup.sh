@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config      # toolchain
-  liblmdb-dev libcli11-dev libfmt-dev nlohmann-json3-dev uuid-dev catch2   # libraries
+  liblmdb-dev libcli11-dev libfmt-dev nlohmann-json3-dev uuid-dev libxml2-dev catch2   # libraries
   lmdb-utils mandoc jq util-linux zsh fish procps strace   # tests: mdb tools, man lint, setpriv, fault injection
   sqlite3 time                           # benchmarks: the peer and peak RSS
 )

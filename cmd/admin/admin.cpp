@@ -49,6 +49,11 @@ void AddQueueOptions(CLI::App& app, QueueOptions& o, bool create) {
   app.add_option("--journal-quota", o.journal_quota,
                  "Maximum bytes of QUEUE;journal; when full, journaling stops (0: no limit)")
       ->type_name("SIZE");
+  app.add_option("--retention", o.retention,
+                 "Service Broker RETENTION: on keeps received conversation messages (status 0) "
+                 "until the conversation ends")
+      ->type_name("on|off")
+      ->check(CLI::IsMember({"on", "off"}));
 }
 
 Result<QueueSettings> MakeSettings(CLI::App& app, const QueueOptions& o) {
@@ -92,6 +97,7 @@ Result<QueueSettings> MakeSettings(CLI::App& app, const QueueOptions& o) {
     if (!q.ok()) return q.status();
     s.journal_quota = *q;
   }
+  if (!o.retention.empty()) s.retention = o.retention == "on";
   return s;
 }
 

@@ -39,6 +39,7 @@ struct QueueOptions {
   bool journal = false;
   bool no_journal = false;
   std::string journal_quota;
+  std::string retention;
 };
 // `create` adds --transactional (fixed at creation); `set` adds --status.
 void AddQueueOptions(CLI::App& app, QueueOptions& o, bool create);
@@ -63,5 +64,8 @@ Command SetupNack(CLI::App& app, Context& ctx);
 Command SetupLocks(CLI::App& app, Context& ctx);
 Command SetupRequeue(CLI::App& app, Context& ctx);
 Command SetupMove(CLI::App& app, Context& ctx);
+Command SetupMessageType(CLI::App& app, Context& ctx);
+Command SetupEndConversation(CLI::App& app, Context& ctx);
+Command SetupConversations(CLI::App& app, Context& ctx);
 
 }  // namespace mq::admin

@@ -1,6 +1,6 @@
 // mq-admin create QUEUE [--label TEXT] [--quota SIZE] [--max-message-size SIZE]
 //   [--transactional] [--max-retries N] [--poison subqueue|deadletter|disable]
-//   [--dedup-window DURATION] [--journal] [--journal-quota SIZE]
+//   [--dedup-window DURATION] [--journal] [--journal-quota SIZE] [--retention on|off]
 // mq-admin set QUEUE [the same but --transactional] [--status on|off] [--no-journal]
 #include "admin.hpp"
 

@@ -35,6 +35,7 @@ Command SetupList(CLI::App& app, Context&) {
                                   {"max_retries", q.max_retries},
                                   {"poison", PoisonName(q.poison)},
                                   {"dedup_window_ms", q.dedup_window},
+                                  {"retention", q.retention ? "on" : "off"},
                                   {"created_time", FormatTime(q.created_time)},
                                   {"modified_time", FormatTime(q.modified_time)}};
               out.Append(j.dump() + "\n");

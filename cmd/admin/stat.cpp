@@ -108,6 +108,7 @@ Command SetupStat(CLI::App& app, Context&) {
                     {"messages", q.count},
                     {"delayed", q.delayed},
                     {"locked", q.locked},
+                    {"retained", q.retained},
                     {"bytes", q.bytes},
                     {"oldest_age_ms", r.age},
                     {"oldest_arrived_time", r.st.oldest_arrived

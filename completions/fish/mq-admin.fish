@@ -61,7 +61,8 @@ function __mq_admin_words
         switch $t
             case -s --store --group --label --quota --max-message-size --status --format \
                     --max-retries --poison --dedup-window --delay --id --ttbr --to \
-                    --journal-quota --max-store-size
+                    --journal-quota --max-store-size --retention --validation \
+                    --error --description
                 set -e tokens[1]
             case '-*'
             case '*'
@@ -127,6 +128,10 @@ complete -c mq-admin -n __mq_admin_needs_command -a nack -d 'Roll back a lease: 
 complete -c mq-admin -n __mq_admin_needs_command -a locks -d 'List open transactional receives and leases'
 complete -c mq-admin -n __mq_admin_needs_command -a requeue -d 'Move poison or dead-letter messages back'
 complete -c mq-admin -n __mq_admin_needs_command -a move -d 'Move a message to a subqueue, keeping its lookup id'
+complete -c mq-admin -n __mq_admin_needs_command -a message-type -d 'Create, delete or list message types'
+complete -c mq-admin -n __mq_admin_needs_command -a end-conversation -d 'End a conversation: queue EndDialog or Error'
+complete -c mq-admin -n __mq_admin_needs_command -a conversations -d 'List conversations and their groups'
+complete -c mq-admin -n '__mq_admin_needs_operand message-type' -a 'create delete list' -d action
 
 complete -c mq-admin -n '__mq_admin_needs_operand set delete stat purge export import delete-cursor requeue move' -a '(__mq_queues)' -d queue
 complete -c mq-admin -n __mq_admin_needs_cursor -a '(__mq_admin_cursors)' -d cursor
@@ -166,3 +171,10 @@ complete -c mq-admin -n '__mq_admin_using requeue' -l id -x -d 'Only this messag
 complete -c mq-admin -n '__mq_admin_using requeue' -l all -d 'Every message (the default)'
 complete -c mq-admin -n '__mq_admin_using requeue' -l ttbr -x -a infinite -d 'New time to be received, from now'
 complete -c mq-admin -n '__mq_admin_using move' -l to -x -a '(__mq_queues)' -d 'The subqueue: NAME or QUEUE;NAME'
+complete -c mq-admin -n '__mq_admin_using create' -l retention -x -a 'on off' -d 'Keep received conversation messages (RETENTION)'
+complete -c mq-admin -n '__mq_admin_using set' -l retention -x -a 'on off' -d 'Keep received conversation messages (RETENTION)'
+complete -c mq-admin -n '__mq_admin_using message-type' -l validation -x -a 'none empty well-formed-xml' -d 'What a body must be'
+complete -c mq-admin -n '__mq_admin_using message-type' -l json -d 'One JSON object per message type'
+complete -c mq-admin -n '__mq_admin_using end-conversation' -l error -x -d 'End with an error: queue the Error message with CODE'
+complete -c mq-admin -n '__mq_admin_using end-conversation' -l description -x -d "The error's description"
+complete -c mq-admin -n '__mq_admin_using conversations' -l json -d 'One JSON object per conversation'

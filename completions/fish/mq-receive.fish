@@ -86,7 +86,7 @@ end
 
 function __mq_read_needs_queue
     not __mq_exec_seen
-    and test (__mq_operands s store n count top lookup-id id correlation cursor format template lease) -eq 0
+    and test (__mq_operands s store n count top lookup-id id correlation cursor format template lease conversation group) -eq 0
 end
 
 # __mq_exec_seen: true if --exec stands before the cursor: the words after it
@@ -132,6 +132,8 @@ complete -c mq-receive -n 'not __mq_exec_seen' -l template -x -d 'Print each mes
 complete -c mq-receive -n 'not __mq_exec_seen' -s l -l lines -d 'End each raw body with a newline'
 complete -c mq-receive -n 'not __mq_exec_seen' -s 0 -l null -d 'End each raw body with a NUL byte'
 complete -c mq-receive -n 'not __mq_exec_seen' -l lease -x -d 'Lock the messages for DURATION and print them with a lease token'
+complete -c mq-receive -n 'not __mq_exec_seen' -l conversation -x -d 'RECEIVE WHERE conversation_handle = HANDLE'
+complete -c mq-receive -n 'not __mq_exec_seen' -l group -x -d 'RECEIVE WHERE conversation_group_id = ID'
 complete -c mq-receive -n 'not __mq_exec_seen' -l batch -d 'With --exec: run CMD once for all the messages, in one transaction'
 complete -c mq-receive -n 'not __mq_exec_seen' -l exec -d 'Run CMD [ARG...] (the rest of the line) for each message in a transaction'
 complete -c mq-receive -n __mq_exec_seen -a '(__mq_exec_complete)'

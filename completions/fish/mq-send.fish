@@ -91,7 +91,7 @@ function __mq_send_needs_queue
     for t in $tokens
         string match -qr -- '^--reply-to(=.*|-env)?$' $t; and return 1
     end
-    test (__mq_operands s store f file p priority L label c correlation app body-type ttrq ttbr admin-queue ack response-queue delay at dedup reply-to) -eq 0
+    test (__mq_operands s store f file p priority L label c correlation app body-type ttrq ttbr admin-queue ack response-queue delay at dedup reply-to conversation group message-type service contract) -eq 0
 end
 
 complete -c mq-send -f
@@ -123,3 +123,8 @@ complete -c mq-send -l dedup -x -d "A second send with KEY within the queue's de
 complete -c mq-send -l print-id -d 'Print the id of each message sent'
 complete -c mq-send -l reply-to -x -d 'Reply to request MSGID: send to its response queue'
 complete -c mq-send -l reply-to-env -d 'Reply to the request of MQ_ID and MQ_RESPONSE_QUEUE (inside --exec)'
+complete -c mq-send -l conversation -x -a new -d "Send on conversation HANDLE; 'new' begins one"
+complete -c mq-send -l group -x -d 'Conversation group of the conversation'
+complete -c mq-send -l message-type -x -a '(mq-admin message-type list 2>/dev/null | cut -f1)' -d 'Service Broker message type'
+complete -c mq-send -l service -x -d 'Service name of a new conversation'
+complete -c mq-send -l contract -x -d 'Contract name of a new conversation'
