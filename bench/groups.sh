@@ -2,7 +2,8 @@
 # groups.sh: conversation group selection stays O(log n) in the number of groups and messages.
 # Two stores hold the same 200,000 conversation messages in one queue: one as 10 groups of
 # 20,000, the other as 100,000 groups of 2 (one conversation each, priorities 0..7 mixed).
-# For each it times RUNS receives, one process each, that must choose a group:
+# For each it times RUNS receives, one process each, that must choose a group (the two stores
+# take turns, in rounds, so that other load falls on both alike):
 #
 #   (a) mq-receive q --top 1                 plain RECEIVE TOP(1): choose, remove, print
 #   (b) mq-receive q --top 1 --exec true     transactional: lock the group, run, commit
@@ -78,22 +79,36 @@ populate() {
     die "populating $dir failed"
 }
 
-# median NAME -- COMMAND...: RUNS timed runs (after 10 untimed); prints the median in µs.
-median() {
-  local out
-  "$TMP/rep" 10 -- "${@:3}" >/dev/null || die "$1 failed"
-  out=$("$TMP/rep" "$RUNS" -- "${@:3}") || die "$1 failed"
-  awk '{ printf "%.0f", $3 / 1000 }' <<<"$out"
+# timed FILE -- COMMAND...: N runs, each run's ns appended to FILE.
+timed() {
+  "$TMP/rep" "$N" -s "$1" -- "${@:3}" >/dev/null || die "'${*:3}' failed"
 }
+# median FILE: the median of FILE's values, in µs.
+median() { sort -n "$1" | awk '{ v[NR] = $1 } END { printf "%.0f", v[int((NR + 1) / 2)] / 1000 }'; }
 
 say "groups.sh: populating ($MESSAGES messages each)..."
 populate "$TMP/g10" 10
 populate "$TMP/g100k" "$BIG"
 
+# The two stores take turns, ROUNDS rounds of RUNS/ROUNDS receives each, so that whatever
+# else the machine does falls on both alike; 10 untimed receives each first.
+ROUNDS=6
+N=10
+for store in g10 g100k; do
+  timed "$TMP/warm" -- mq-receive -s "$TMP/$store" q --top 1
+  timed "$TMP/warm" -- mq-receive -s "$TMP/$store" q --top 1 --exec true
+done
+N=$((RUNS / ROUNDS))
+for ((r = 0; r < ROUNDS; r++)); do
+  for store in g10 g100k; do
+    timed "$TMP/$store.a" -- mq-receive -s "$TMP/$store" q --top 1
+    timed "$TMP/$store.b" -- mq-receive -s "$TMP/$store" q --top 1 --exec true
+  done
+done
 declare -A T
 for store in g10 g100k; do
-  T[$store.a]=$(median "$store a" -- mq-receive -s "$TMP/$store" q --top 1)
-  T[$store.b]=$(median "$store b" -- mq-receive -s "$TMP/$store" q --top 1 --exec true)
+  T[$store.a]=$(median "$TMP/$store.a")
+  T[$store.b]=$(median "$TMP/$store.b")
   mq-admin -s "$TMP/$store" check >/dev/null || die "mq-admin check failed on $store"
 done
 

@@ -1566,7 +1566,23 @@ struct Store::Impl {
       if (!r.ok()) return r.status();
       MQ_RETURN_IF_ERROR(txn.Put(conv_msgs, new_prefix + k.substr(prefix.size()), v));
     }
-    // Retained and Locked messages count in the group too; none can be Locked here.
+    // Their conversation_group_id column follows, retained messages' too (none is Locked).
+    std::vector<uint64_t> lookups;
+    for (auto& kv : moved)
+      if (kv.second.size() == 8) lookups.push_back(GetU64BE(kv.second, 0));
+    {
+      std::string kept_prefix(GuidBytes(handle));
+      lmdb::Cursor cur(txn, conv_kept);
+      for (bool on = cur.SeekGe(kept_prefix); on && HasPrefix(cur.key(), kept_prefix);
+           on = cur.Next())
+        if (cur.value().size() == 8) lookups.push_back(GetU64BE(cur.value(), 0));
+    }
+    for (uint64_t lookup : lookups) {
+      Found f;
+      MQ_RETURN_IF_ERROR(LoadMessage(txn, q, lookup, f));
+      f.msg.conversation_group_id = to;
+      MQ_RETURN_IF_ERROR(Rewrite(txn, q, f.msg, f.size));
+    }
     uint64_t n = c.count;
     Guid from = c.group;
     c.group = to;
@@ -1575,8 +1591,6 @@ struct Store::Impl {
       g.convs -= std::min<uint64_t>(g.convs, 1);
       g.count -= std::min(g.count, n);
     }));
-    // Messages keep their conversation_group_id column as sent; the record is the truth for
-    // the group's order and lock.
     return TouchGroup(txn, q, to, [&](GroupRecord& g) {
       g.convs++;
       g.count += n;

@@ -39,6 +39,11 @@ expect_rc 0 mq-send q --conversation "$g" --group "$newgroup" y
 expect_rc 0 mq-admin conversations --json
 [ "$(jq -r "select(.conversation_handle == \"$g\") | .conversation_group_id" "$T/out")" = "$newgroup" ] ||
   fail "--group on a later send did not move the conversation"
+expect_rc 0 mq-peek q --all --json
+[ "$(jq -r "select(.conversation_handle == \"$g\") | .conversation_group_id" "$T/out" | sort -u)" = "$newgroup" ] ||
+  fail "the moved conversation's messages do not show their new group"
+expect_rc 0 mq-admin check
+expect_out ''
 expect_rc 0 mq-receive q --group "$newgroup" -l
 expect_out $'x\ny\n'
 
