@@ -3070,6 +3070,18 @@ Result<uint64_t> Store::Requeue(const QueueRef& from, const std::string& id,
                         fmt::format("message {} was going to '{}', which does not exist",
                                     f.msg.lookup_id, dest),
                         from.Full());
+        if (!IsNil(f.msg.conversation_handle) && !ParseQueueRef(dest)->IsSub()) {
+          // Back into its conversation, which must still be there.
+          auto conv = impl_->LoadConv(txn, f.msg.conversation_handle);
+          if (!conv.ok()) return conv.status();
+          if (!*conv || (*conv)->qid != (*dq)->id)
+            return Status(Code::kConversationNotFound,
+                          fmt::format("message {} belongs to conversation {}, which no longer "
+                                      "exists in '{}': it cannot go back",
+                                      f.msg.lookup_id, FormatGuid(f.msg.conversation_handle),
+                                      dest),
+                          from.Full());
+        }
         f.msg.abort_count = 0;
         if (dead_letters) {
           f.msg.msg_class = kClassNormal;
