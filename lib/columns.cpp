@@ -37,11 +37,20 @@ std::string_view JsonKey(std::string_view column) {
 
 const std::vector<std::string_view>& StarColumns() {
   static const std::vector<std::string_view> kStar = {
-      "status",          "priority",          "queuing_order",
-      "conversation_group_id", "conversation_handle", "message_sequence_number",
-      "service_name",    "service_contract_name", "message_type_name",
-      "validation",      "message_body",      "message_id",
-      "message_enqueue_time"};
+      "status",
+      "priority",
+      "queuing_order",
+      "conversation_group_id",
+      "conversation_handle",
+      "message_sequence_number",
+      "service_name",
+      "service_contract_name",
+      "message_type_name",
+      "validation",
+      "message_body",
+      "message_id",
+      "message_enqueue_time",
+  };
   return kStar;
 }
 
