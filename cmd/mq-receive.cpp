@@ -79,6 +79,18 @@ int RunExec(Store& store, const QueueRef& ref, Selection sel, ReadOptions ro,
   return 0;
 }
 
+// Reports a failed receive; with --into, also that the rows of the last batch appended may
+// stand for messages that were not removed (the commit, or what followed it, failed).
+int FailAfterInto(const Status& status, const cli::OutputSink& sink) {
+  int rc = cli::Fail(status);
+  if (uint64_t n = sink.UnconfirmedRows())
+    cli::Note(sink.IntoPath(),
+              fmt::format("the last {} row(s) appended here may stand for messages that were "
+                          "not removed and will be received again",
+                          n));
+  return rc;
+}
+
 int Run(int argc, char** argv) {
   cli::SetTool("mq-receive");
   std::signal(SIGPIPE, SIG_IGN);
@@ -158,7 +170,7 @@ int Run(int argc, char** argv) {
     LockOptions lo;
     lo.lease_ms = lease_ms;
     auto l = (*store)->Lock(*ref, *sel, *ro, lo, sink->get());
-    if (!l.ok()) return cli::Fail(l.status().WithSubject(ref->Full()));
+    if (!l.ok()) return FailAfterInto(l.status().WithSubject(ref->Full()), **sink);
     if (!(*sink)->CarriesLeaseToken()) {
       std::string line = (*l)->token() + "\n";
       ssize_t ignored = ::write(2, line.data(), line.size());
@@ -168,16 +180,7 @@ int Run(int argc, char** argv) {
   }
   Status s = co ? (*store)->CursorReceive(*ref, *co, *ro, **sink)
                 : (*store)->Receive(*ref, *sel, *ro, **sink);
-  if (!s.ok()) {
-    int rc = cli::Fail(s.WithSubject(ref->Full()));
-    // The batch was appended and synced, then the commit (or what followed) failed.
-    if (uint64_t n = (*sink)->UnconfirmedRows())
-      cli::Note((*sink)->IntoPath(),
-                fmt::format("the last {} row(s) appended here may stand for messages that were "
-                            "not removed and will be received again",
-                            n));
-    return rc;
-  }
+  if (!s.ok()) return FailAfterInto(s.WithSubject(ref->Full()), **sink);
   return 0;
 }
 
