@@ -71,13 +71,33 @@ Result<ColumnList> ColumnList::Parse(std::string_view spec, RowFormat format) {
   size_t start = 0;
   while (true) {
     size_t comma = spec.find(',', start);
-    std::string_view name = spec.substr(start, comma == std::string_view::npos
+    std::string_view item = spec.substr(start, comma == std::string_view::npos
                                                    ? std::string_view::npos
                                                    : comma - start);
+    // SQL's `column_alias = column`.
+    std::string_view alias, name = item;
+    if (size_t eq = item.find('='); eq != std::string_view::npos) {
+      alias = item.substr(0, eq);
+      name = item.substr(eq + 1);
+      bool word = !alias.empty() && std::all_of(alias.begin(), alias.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '_';
+      });
+      if (!word)
+        return Status(Code::kInvalidArg,
+                      fmt::format("--columns: bad alias in '{}': letters, digits and _ only",
+                                  item));
+      if (name == "*")
+        return Status(Code::kInvalidArg, "--columns: '*' cannot take an alias");
+    }
     if (name == "*") {
-      for (std::string_view c : StarColumns()) list.names_.emplace_back(c);
+      for (std::string_view c : StarColumns()) {
+        list.names_.emplace_back(c);
+        list.labels_.emplace_back(c);
+      }
     } else if (std::find(known.begin(), known.end(), name) != known.end()) {
       list.names_.emplace_back(name);
+      list.labels_.emplace_back(alias.empty() ? name : alias);
     } else if (auto id = std::find_if(std::begin(kObjectIds), std::end(kObjectIds),
                                       [&](const ObjectId& o) { return o.id == name; });
                id != std::end(kObjectIds)) {
@@ -96,20 +116,20 @@ Result<ColumnList> ColumnList::Parse(std::string_view spec, RowFormat format) {
     start = comma + 1;
   }
   if (format == RowFormat::kJson) {
-    for (size_t i = 0; i < list.names_.size(); ++i)
+    for (size_t i = 0; i < list.labels_.size(); ++i)
       for (size_t k = 0; k < i; ++k)
-        if (list.names_[k] == list.names_[i])
+        if (list.labels_[k] == list.labels_[i])
           return Status(Code::kInvalidArg,
                         fmt::format("column '{}' named twice: a JSON object cannot repeat "
-                                    "a key (tsv and csv can)",
-                                    list.names_[i]));
+                                    "a key (tsv and csv can; an alias can rename one)",
+                                    list.labels_[i]));
   }
   return list;
 }
 
 std::string ColumnList::Header() const {
   if (format_ == RowFormat::kJson) return {};
-  return fmt::format("{}{}", fmt::join(names_, format_ == RowFormat::kTsv ? "\t" : ","),
+  return fmt::format("{}{}", fmt::join(labels_, format_ == RowFormat::kTsv ? "\t" : ","),
                      format_ == RowFormat::kTsv ? "\n" : "\r\n");
 }
 
@@ -117,12 +137,13 @@ std::string ColumnList::Row(const Message& m) const {
   const json full = MessageToJson(m);
   if (format_ == RowFormat::kJson) {
     json row = json::object();
-    for (const std::string& c : names_) {
+    for (size_t i = 0; i < names_.size(); ++i) {
+      const std::string& c = names_[i];
       if (c == kBody) {
-        row[c] = IsValidUtf8(m.body) ? json(m.body)
-                                     : json({{"base64", Base64Encode(m.body)}});
+        row[labels_[i]] = IsValidUtf8(m.body) ? json(m.body)
+                                              : json({{"base64", Base64Encode(m.body)}});
       } else {
-        row[c] = full.at(std::string(JsonKey(c)));
+        row[labels_[i]] = full.at(std::string(JsonKey(c)));
       }
     }
     return row.dump() + "\n";

@@ -24,7 +24,7 @@
 // followed by two lowercase hex digits per byte (PostgreSQL's bytea hex form).
 //
 // JSON: one object per row, with exactly the listed keys in the listed order (so a column may
-// be named only once). message_body is a string when the body is valid UTF-8, else an object
+// be named only once, unless an alias renames it). message_body is a string when the body is valid UTF-8, else an object
 // {"base64": "..."}; NULL is null; numbers are numbers.
 #pragma once
 
@@ -46,12 +46,15 @@ const std::vector<std::string_view>& KnownColumns();
 
 class ColumnList {
  public:
-  // Parses a comma-separated list of column names and `*` (which stands for StarColumns).
-  // Names may repeat, as in SQL, except for JSON (an object cannot repeat a key). An unknown
-  // or empty name is E_INVALIDARG naming it.
+  // Parses a comma-separated list of column names, `*` (which stands for StarColumns) and
+  // `alias=name` (SQL's `column_alias = column`: the row calls the column `alias`; letters,
+  // digits and _). Names may repeat, as in SQL, except for JSON (an object cannot repeat a
+  // key). An unknown or empty name is E_INVALIDARG naming it.
   static Result<ColumnList> Parse(std::string_view spec, RowFormat format);
 
+  // The columns, and what the header and JSON call them (the alias, else the name).
   const std::vector<std::string>& names() const { return names_; }
+  const std::vector<std::string>& labels() const { return labels_; }
   // The header line (column names) for TSV and CSV, with its line end.
   std::string Header() const;
   // One row for `m`, with its line end.
@@ -59,6 +62,7 @@ class ColumnList {
 
  private:
   std::vector<std::string> names_;
+  std::vector<std::string> labels_;
   RowFormat format_ = RowFormat::kTsv;
 };
 

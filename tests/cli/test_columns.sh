@@ -38,6 +38,11 @@ expect_rc 0 mq-peek q --all --columns status,priority,conversation_handle,messag
 expect_out $'1\t5\t6f9619ff-8b86-d011-b42d-00c04fc964ff\t7\t//t,1\tone\t5\n1\t3\t\\N\t0\t\\N\ttab\\there\\nnew \\\\ line, "quoted"\t3\n1\t3\t\\N\t0\t\\N\t\\xff\\x00z\t3\n'
 expect_rc 0 mq-peek q --all --columns lookup_id,queue,label,delivery_count --header
 expect_out $'lookup_id\tqueue\tlabel\tdelivery_count\n1\tq\tL1\t0\n2\tq\t\t0\n3\tq\t\t0\n'
+# alias=column, as SQL's column_alias = column.
+expect_rc 0 mq-peek q --columns n=lookup_id,body=message_body --header
+expect_out $'n\tbody\n1\tone\n'
+expect_rc 0 mq-peek q --json --columns n=lookup_id,lookup_id
+expect_out $'{"n":1,"lookup_id":1}\n'
 # Every tsv row is one line with one TAB fewer than columns, whatever the body holds.
 mq-peek q --all --columns '*' | awk -F'\t' 'NF != 13 { exit 1 }' || fail "a tsv row is not 13 fields"
 
@@ -70,7 +75,7 @@ jq -e 'keys_unsorted == ["status","priority","queuing_order","conversation_group
 for bad in "--columns nope" "--columns status,,priority" "--columns status," "--columns service_id" \
   "--columns message_type_id" "--json --columns status,status" "--format xml" \
   "--header" "--json --header" "--columns status --template {body}" "--columns status -l" \
-  "--format csv -0"; do
+  "--format csv -0" "--columns x=*" "--columns =status" "--json --columns a=status,a=label"; do
   expect_rc 2 mq-peek q $bad
   expect_err_match 'E_INVALIDARG 0x80070057'
   expect_rc 2 mq-receive q $bad

@@ -74,6 +74,20 @@ TEST_CASE("column lists", "[columns]") {
     CHECK(ColumnList::Parse("service_id", RowFormat::kTsv).status().text().find("service_name") !=
           std::string::npos);
   }
+  SECTION("alias=name renames a column in the header and in JSON") {
+    auto c = ColumnList::Parse("h=conversation_handle,status,body=message_body", RowFormat::kTsv);
+    REQUIRE(c.ok());
+    CHECK(c->names() ==
+          std::vector<std::string>{"conversation_handle", "status", "message_body"});
+    CHECK(c->Header() == "h\tstatus\tbody\n");
+    auto j = ColumnList::Parse("p=priority,priority", RowFormat::kJson);
+    REQUIRE(j.ok());
+    CHECK(j->Row(Sample()) == "{\"p\":5,\"priority\":5}\n");
+    for (const char* spec : {"=status", "a b=status", "x=*", "x=nope", "p=priority,p=status"}) {
+      INFO(spec);
+      CHECK_FALSE(ColumnList::Parse(spec, RowFormat::kJson).ok());
+    }
+  }
   SECTION("JSON refuses a repeated key") {
     CHECK_FALSE(ColumnList::Parse("status,status", RowFormat::kJson).ok());
     CHECK_FALSE(ColumnList::Parse("*,status", RowFormat::kJson).ok());
