@@ -337,9 +337,28 @@ Status FdWriter::Flush() {
 }
 
 Result<std::unique_ptr<FileAppender>> FileAppender::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+  constexpr int kFlags = O_WRONLY | O_APPEND | O_CLOEXEC;
+  bool created = true;
+  int fd = ::open(path.c_str(), kFlags | O_CREAT | O_EXCL, 0666);
+  if (fd < 0 && errno == EEXIST) {
+    created = false;
+    fd = ::open(path.c_str(), kFlags | O_CREAT, 0666);
+  }
   if (fd < 0) return ErrnoStatus(errno, path, "cannot open for appending");
-  return std::unique_ptr<FileAppender>(new FileAppender(fd, path));
+  std::unique_ptr<FileAppender> f(new FileAppender(fd, path));
+  if (created) {
+    // The new name must survive a power loss as the rows synced into it will: sync the
+    // directory that holds it, once, before any row depends on it.
+    auto slash = path.rfind('/');
+    std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return ErrnoStatus(errno, dir, "cannot open the directory of --into");
+    int rc = ::fsync(dfd);
+    int err = errno;
+    ::close(dfd);
+    if (rc != 0) return ErrnoStatus(err, dir, "fsync failed");
+  }
+  return f;
 }
 
 FileAppender::~FileAppender() { ::close(fd_); }

@@ -59,7 +59,8 @@ class FdWriter {
 // Appends whole batches to a file (mq-receive --into), so that no reader or other appender
 // ever sees part of one and a batch is on disk before the caller goes on:
 //  - the file is opened O_WRONLY|O_APPEND|O_CREAT|O_CLOEXEC, created with mode 0666 & ~umask
-//    (as the shell's >> does);
+//    (as the shell's >> does); a file it creates has its directory fsync'ed at once, so that
+//    its name is as durable as the rows that will be synced into it;
 //  - Append() takes an exclusive flock(2) on it, writes the batch with write(2) (looping over
 //    short writes: a single O_APPEND write of any size is not promised to be atomic, the lock
 //    is), then fdatasync(2), then unlocks. Appenders that do not take the lock are not
