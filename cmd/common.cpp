@@ -8,6 +8,7 @@
 #include <csignal>
 
 #include <cstdio>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -255,7 +256,10 @@ Result<CursorOptions> MakeCursorOptions(const SelectArgs& a, bool receive) {
 
 void AddOutputOptions(CLI::App& app, OutputArgs& a) {
   auto* json = app.add_flag("--json", a.json, "One JSON object per message (--format json)");
-  auto* format = app.add_option("--format", a.format, "Output format: json")->type_name("NAME");
+  auto* format = app.add_option("--format", a.format,
+                                "Output format: json (every property), tsv or csv (rows of "
+                                "Service Broker columns, see --columns)")
+                     ->type_name("NAME");
   auto* templ = app.add_option("--template", a.templ,
                                "Print each message through {field} placeholders, e.g. "
                                "'{lookup_id}\\t{label}\\n'")
@@ -265,53 +269,112 @@ void AddOutputOptions(CLI::App& app, OutputArgs& a) {
   auto* lines = app.add_flag("-l,--lines", a.lines, "End each raw body with a newline");
   auto* null = app.add_flag("-0,--null", a.null, "End each raw body with a NUL byte");
   lines->excludes(null);
+  auto* columns =
+      app.add_option("--columns", a.columns,
+                     "Print these Service Broker queue columns, comma-separated, in this order "
+                     "('*': all), as --format tsv (default), csv or json rows")
+          ->type_name("LIST");
+  columns->excludes(templ);
+  app.add_flag("--header", a.header, "With tsv or csv rows: a first line of column names");
+  app.add_option("--into", a.into,
+                 "Append the output to FILE instead of stdout, each batch locked, whole and "
+                 "fsynced (before a receive commits)")
+      ->type_name("FILE");
+}
+
+bool HasOutputOptions(const OutputArgs& a) {
+  return a.json || !a.format.empty() || !a.templ.empty() || a.lines || a.null ||
+         !a.columns.empty() || a.header || !a.into.empty();
 }
 
 Result<std::unique_ptr<OutputSink>> OutputSink::Make(const OutputArgs& a) {
   std::unique_ptr<OutputSink> sink(new OutputSink());
   std::string format = a.json ? "json" : a.format;
-  if (format == "json") {
-    sink->mode_ = Mode::kJson;
-  } else if (!format.empty()) {
+  if (!format.empty() && format != "json" && format != "tsv" && format != "csv")
     return Status(Code::kInvalidArg,
-                  fmt::format("unknown --format '{}' (this tool prints: json)", format));
+                  fmt::format("unknown --format '{}' (this tool prints: json, tsv, csv)", format));
+  if (format == "tsv" || format == "csv" || !a.columns.empty()) {
+    RowFormat rf = format == "json" ? RowFormat::kJson
+                   : format == "csv" ? RowFormat::kCsv
+                                     : RowFormat::kTsv;
+    auto cols = ColumnList::Parse(a.columns.empty() ? "*" : a.columns, rf);
+    if (!cols.ok()) return cols.status();
+    sink->columns_ = std::move(*cols);
+    sink->mode_ = Mode::kRows;
+    sink->header_ = a.header;
+    if (a.header && rf == RowFormat::kJson)
+      return Status(Code::kInvalidArg, "--header goes with tsv and csv rows, not json");
+  } else if (format == "json") {
+    sink->mode_ = Mode::kJson;
   } else if (!a.templ.empty()) {
     auto t = Template::Parse(a.templ);
     if (!t.ok()) return t.status();
     sink->templ_ = std::move(*t);
     sink->mode_ = Mode::kTemplate;
   }
+  if (a.header && sink->mode_ != Mode::kRows)
+    return Status(Code::kInvalidArg, "--header goes with --format tsv or csv (or --columns)");
   if (sink->mode_ != Mode::kRaw && (a.lines || a.null))
     return Status(Code::kInvalidArg, "-l and -0 apply to raw bodies only");
   if (a.lines) sink->sep_ = "\n";
   if (a.null) sink->sep_ = std::string(1, '\0');
+  if (!a.into.empty()) {
+    // Opened now, before any message is touched: a bad path fails with nothing received.
+    auto f = FileAppender::Open(a.into);
+    if (!f.ok()) return f.status();
+    sink->into_ = std::move(*f);
+    sink->into_path_ = a.into;
+  }
   return sink;
 }
 
 Status OutputSink::Add(const Message& m) {
+  std::string text;
   switch (mode_) {
     case Mode::kRaw:
-      out_.Append(m.body);
-      out_.Append(sep_);
+      text = m.body + sep_;
       break;
     case Mode::kJson:
       if (lease_token_.empty()) {
-        out_.Append(MessageToJsonLine(m));
+        text = MessageToJsonLine(m);
       } else {
         auto j = MessageToJson(m);
         j["lease_token"] = lease_token_;
         j["lease_expires"] = FormatTime(lease_expires_);
-        out_.Append(j.dump() + "\n");
+        text = j.dump() + "\n";
       }
       break;
     case Mode::kTemplate:
-      out_.Append(templ_->Render(m));
+      text = templ_->Render(m);
+      break;
+    case Mode::kRows:
+      text = columns_->Row(m);
       break;
   }
+  if (into_) {
+    // A new batch means the one appended before it was committed.
+    if (batch_rows_ == 0) unconfirmed_rows_ = 0;
+    batch_ += text;
+    ++batch_rows_;
+    return {};
+  }
+  if (header_ && !header_done_) {
+    out_.Append(columns_->Header());
+    header_done_ = true;
+  }
+  out_.Append(text);
   if (out_.buffered() >= (1 << 20)) return out_.Flush();
   return {};
 }
 
-Status OutputSink::Flush() { return out_.Flush(); }
+Status OutputSink::Flush() {
+  if (!into_) return out_.Flush();
+  if (batch_rows_ == 0) return {};
+  Status s = into_->Append(batch_, header_ ? columns_->Header() : std::string());
+  batch_.clear();
+  unconfirmed_rows_ = s.ok() ? batch_rows_ : 0;
+  batch_rows_ = 0;
+  return s;
+}
 
 }  // namespace mq::cli

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "columns.hpp"
 #include "format.hpp"
 #include "names.hpp"
 #include "status.hpp"
@@ -80,10 +81,22 @@ struct OutputArgs {
   std::string templ;
   bool lines = false;
   bool null = false;
+  std::string columns;  // empty: not given
+  bool header = false;
+  std::string into;     // empty: stdout
 };
 void AddOutputOptions(CLI::App& app, OutputArgs& args);
+// Whether any option that shapes or redirects output was given (tools that print nothing
+// themselves, such as mq-receive --exec, refuse them).
+bool HasOutputOptions(const OutputArgs& args);
 
-// Writes messages to stdout as raw bodies, JSON lines or a template.
+// Writes messages to stdout, or appends them to the --into file, as raw bodies, JSON lines, a
+// template, or rows of Service Broker columns (--columns, --format tsv|csv, columns.hpp).
+//
+// For stdout, output may be written in pieces during Add() (above 1 MiB). For --into, a
+// batch (the messages between two Flush() calls: one store transaction) is kept whole and
+// appended by Flush() with FileAppender: locked, in one piece, synced. mq-receive commits
+// only after Flush() succeeded, so a failed append removes nothing.
 class OutputSink : public MessageSink {
  public:
   static Result<std::unique_ptr<OutputSink>> Make(const OutputArgs& args);
@@ -93,14 +106,30 @@ class OutputSink : public MessageSink {
     lease_token_ = token;
     lease_expires_ = expires;
   }
+  // Whether a --lease token goes into the output (full --json); otherwise the caller prints
+  // it on stderr.
+  bool CarriesLeaseToken() const { return mode_ == Mode::kJson; }
+  // With --into: the rows of the last batch appended to the file, if no Add() has started a
+  // new batch since. After a failed receive, these rows may stand for messages whose removal
+  // did not commit. 0 without --into.
+  uint64_t UnconfirmedRows() const { return unconfirmed_rows_; }
+  const std::string& IntoPath() const { return into_path_; }
 
  private:
-  enum class Mode { kRaw, kJson, kTemplate };
+  enum class Mode { kRaw, kJson, kTemplate, kRows };
   OutputSink() : out_(1, "stdout") {}
   Mode mode_ = Mode::kRaw;
   std::string sep_;
   std::optional<Template> templ_;
+  std::optional<ColumnList> columns_;
+  bool header_ = false;       // tsv/csv: a header line before the first row
+  bool header_done_ = false;  // stdout only; --into decides by the file's length
   FdWriter out_;
+  std::unique_ptr<FileAppender> into_;
+  std::string into_path_;
+  std::string batch_;         // --into: the batch not yet appended
+  uint64_t batch_rows_ = 0;
+  uint64_t unconfirmed_rows_ = 0;
   std::string lease_token_;
   int64_t lease_expires_ = 0;
 };

@@ -11,6 +11,8 @@
 // the messages stay where they were. If the commit itself fails after the output was
 // written, the messages stay too and will be delivered again: at least once, never lost.
 // Many messages (-n, --all, --top) go in batches of up to 1000 per transaction.
+// --into FILE is the same protocol with a file: each batch is appended whole under flock(2)
+// and fdatasync'ed before its transaction commits (cmd/common.hpp OutputSink).
 //
 // --exec: each message (or, with --batch, each batch) is Locked in the store under a lease
 // whose lock file this process holds (lib/store.hpp "Locks"); CMD runs with the body on stdin;
@@ -120,6 +122,18 @@ Status SetWhere(CLI::App& app, const cli::SelectArgs& a, const std::string& conv
   return {};
 }
 
+// Reports a failed receive; with --into, also that the rows of the last batch appended may
+// stand for messages that were not removed (the commit, or what followed it, failed).
+int FailAfterInto(const Status& status, const cli::OutputSink& sink) {
+  int rc = cli::Fail(status);
+  if (uint64_t n = sink.UnconfirmedRows())
+    cli::Note(sink.IntoPath(),
+              fmt::format("the last {} row(s) appended here may stand for messages that were "
+                          "not removed and will be received again",
+                          n));
+  return rc;
+}
+
 int Run(int argc, char** argv) {
   cli::SetTool("mq-receive");
   std::signal(SIGPIPE, SIG_IGN);
@@ -173,8 +187,9 @@ int Run(int argc, char** argv) {
     Status runnable = cli::CheckCommand(cmd);
     if (!runnable.ok()) return cli::Fail(runnable);
   }
-  if (exec && (out_args.json || !out_args.format.empty() || !out_args.templ.empty() ||
-               ((out_args.lines || out_args.null) && !batch)))
+  cli::OutputArgs shaping = out_args;
+  if (batch) shaping.lines = shaping.null = false;  // with --batch they separate the bodies
+  if (exec && cli::HasOutputOptions(shaping))
     return cli::Fail(Status(Code::kInvalidArg,
                             "with --exec the messages go to the command: no output options"));
   auto sel = cli::MakeSelection(sel_args);
@@ -210,8 +225,8 @@ int Run(int argc, char** argv) {
     LockOptions lo;
     lo.lease_ms = lease_ms;
     auto l = (*store)->Lock(*ref, *sel, *ro, lo, sink->get());
-    if (!l.ok()) return cli::Fail(l.status().WithSubject(ref->Full()));
-    if (!out_args.json && out_args.format.empty()) {
+    if (!l.ok()) return FailAfterInto(l.status().WithSubject(ref->Full()), **sink);
+    if (!(*sink)->CarriesLeaseToken()) {
       std::string line = (*l)->token() + "\n";
       ssize_t ignored = ::write(2, line.data(), line.size());
       (void)ignored;
@@ -220,7 +235,7 @@ int Run(int argc, char** argv) {
   }
   Status s = co ? (*store)->CursorReceive(*ref, *co, *ro, **sink)
                 : (*store)->Receive(*ref, *sel, *ro, **sink);
-  if (!s.ok()) return cli::Fail(s.WithSubject(ref->Full()));
+  if (!s.ok()) return FailAfterInto(s.WithSubject(ref->Full()), **sink);
   return 0;
 }
 

@@ -1,6 +1,9 @@
 // format.cpp: JSON and template forms of messages; the output writer.
 #include "format.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -331,6 +334,70 @@ Status FdWriter::Flush() {
   }
   buf_.clear();
   return {};
+}
+
+Result<std::unique_ptr<FileAppender>> FileAppender::Open(const std::string& path) {
+  constexpr int kFlags = O_WRONLY | O_APPEND | O_CLOEXEC;
+  bool created = true;
+  int fd = ::open(path.c_str(), kFlags | O_CREAT | O_EXCL, 0666);
+  if (fd < 0 && errno == EEXIST) {
+    created = false;
+    fd = ::open(path.c_str(), kFlags | O_CREAT, 0666);
+  }
+  if (fd < 0) return ErrnoStatus(errno, path, "cannot open for appending");
+  std::unique_ptr<FileAppender> f(new FileAppender(fd, path));
+  if (created) {
+    // The new name must survive a power loss as the rows synced into it will: sync the
+    // directory that holds it, once, before any row depends on it.
+    auto slash = path.rfind('/');
+    std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return ErrnoStatus(errno, dir, "cannot open the directory of --into");
+    int rc = ::fsync(dfd);
+    int err = errno;
+    ::close(dfd);
+    if (rc != 0) return ErrnoStatus(err, dir, "fsync failed");
+  }
+  return f;
+}
+
+FileAppender::~FileAppender() { ::close(fd_); }
+
+Status FileAppender::Append(std::string_view data, std::string_view prefix_if_empty) {
+  while (::flock(fd_, LOCK_EX) != 0)
+    if (errno != EINTR) return ErrnoStatus(errno, path_, "cannot lock");
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) {
+    int err = errno;
+    ::flock(fd_, LOCK_UN);
+    return ErrnoStatus(err, path_, "cannot stat");
+  }
+  bool regular = S_ISREG(st.st_mode);
+  bool empty = regular ? st.st_size == 0 : !appended_;
+  std::string_view parts[2] = {empty ? prefix_if_empty : std::string_view(), data};
+  Status status;
+  for (std::string_view part : parts) {
+    size_t off = 0;
+    while (status.ok() && off < part.size()) {
+      ssize_t n = ::write(fd_, part.data() + off, part.size() - off);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        status = ErrnoStatus(errno, path_, "write failed");
+      } else {
+        off += static_cast<size_t>(n);
+      }
+    }
+  }
+  if (status.ok() && regular && ::fdatasync(fd_) != 0)
+    status = ErrnoStatus(errno, path_, "fdatasync failed");
+  // No partial batch stays behind; a failed cut is not worse than the error being reported.
+  if (!status.ok() && regular) {
+    int ignored = ::ftruncate(fd_, st.st_size);
+    (void)ignored;
+  }
+  ::flock(fd_, LOCK_UN);
+  if (status.ok()) appended_ = true;
+  return status;
 }
 
 }  // namespace mq

@@ -84,9 +84,20 @@ function __mq_operands
     echo $n
 end
 
+# __mq_columns: prints the column names of --columns, each after the names
+# already typed before the last comma of the current word.
+function __mq_columns
+    set -l cur (string replace -r -- '^--columns=' '' (commandline -ct))
+    set -l prefix (string match -r -- '^.*,' $cur)
+    set -q prefix[1]; or set prefix ''
+    for c in '*' status priority queuing_order conversation_group_id conversation_handle message_sequence_number service_name service_contract_name message_type_name validation message_body message_id message_enqueue_time lookup_id delivery_count queue label
+        echo $prefix$c
+    end
+end
+
 function __mq_read_needs_queue
     not __mq_exec_seen
-    and test (__mq_operands s store n count top lookup-id id correlation cursor format template lease) -eq 0
+    and test (__mq_operands s store n count top lookup-id id correlation cursor format template lease columns into) -eq 0
 end
 
 # __mq_exec_seen: true if --exec stands before the cursor: the words after it
@@ -128,7 +139,10 @@ complete -c mq-peek -l no-wait-lock -d 'Fail (exit 5) instead of waiting when an
 complete -c mq-peek -l locked -d 'Also show messages Locked by an open transactional receive (AllowPeekWhenLocked)'
 complete -c mq-peek -s w -l wait -d 'Wait for a qualifying message, up to DURATION (default: infinite)'
 complete -c mq-peek -l json -d 'One JSON object per message'
-complete -c mq-peek -l format -x -a json -d 'Output format'
+complete -c mq-peek -l format -x -a 'json tsv csv' -d 'Output format'
+complete -c mq-peek -l columns -x -a '(__mq_columns)' -d 'Print these Service Broker columns, comma-separated (*: all)'
+complete -c mq-peek -l header -d 'With tsv or csv rows: a first line of column names'
+complete -c mq-peek -l into -r -a '(__fish_complete_path (commandline -ct))' -d 'Append the output to FILE, locked, whole and fsynced'
 complete -c mq-peek -l template -x -d 'Print each message through {field} placeholders'
 complete -c mq-peek -s l -l lines -d 'End each raw body with a newline'
 complete -c mq-peek -s 0 -l null -d 'End each raw body with a NUL byte'
