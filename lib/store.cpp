@@ -654,7 +654,7 @@ struct Store::Impl {
     if (!m.correlation_id.empty())
       MQ_RETURN_IF_ERROR(
           txn.Put(by_corr, CorrKey(m.correlation_id, q.id, m.priority, m.lookup_id), {}));
-    if (int64_t at = ExpiryOf(m); at && IsLive(q))
+    if (int64_t at = ExpiryOf(m); at && IsLive(q) && m.status != 0)
       MQ_RETURN_IF_ERROR(txn.Put(deadlines, DeadlineKey(q.id, at, m.lookup_id), {}));
     q.count++;
     q.bytes += rec.size();
@@ -791,7 +791,7 @@ struct Store::Impl {
   // even before a writer removes it).
   static bool Expired(const QueueInfo& q, const Message& m, int64_t now) {
     int64_t at = ExpiryOf(m);
-    return at && at <= now && IsLive(q);
+    return at && at <= now && IsLive(q) && m.status != 0;
   }
 
   // Removes every message of `q` for the reason `reached` (`awaiting`: for delayed messages
@@ -1450,6 +1450,11 @@ struct Store::Impl {
     r = txn.Del(conv_msgs, ConvMsgKeyOf(q, *c, m));
     if (!r.ok()) return r.status();
     m.status = 0;
+    // Received: a retained row no longer expires.
+    if (int64_t at = ExpiryOf(m)) {
+      auto d = txn.Del(deadlines, DeadlineKey(q.id, at, m.lookup_id));
+      if (!d.ok()) return d.status();
+    }
     MQ_RETURN_IF_ERROR(Rewrite(txn, q, m, f.size, &f.size));
     MQ_RETURN_IF_ERROR(txn.Put(order, OrderKeyFor(q, m), {}));
     std::string loc;
@@ -3617,7 +3622,7 @@ Status Store::Check(std::vector<std::string>& problems) {
       if (m.id.size() != kIdSize) problem(where + ": bad message id");
       else if (!loc || *loc != MsgKey(qid, lookup))
         problem(where + ": message id index does not point to it");
-      if (int64_t at = ExpiryOf(m); at && IsLive(owner)) {
+      if (int64_t at = ExpiryOf(m); at && IsLive(owner) && m.status != 0) {
         ++with_deadline;
         if (!t.Get(impl_->deadlines, DeadlineKey(qid, at, lookup)))
           problem(where + ": missing from the deadline index");

@@ -28,7 +28,8 @@
 //
 // Journal copies (QUEUE;journal, system;journal) keep the id of the message they copy; their
 // by_id key is that id followed by the journal's queue id. Journals and the dead-letter
-// queues are not "live": their messages do not expire, acknowledge or dead-letter again.
+// queues are not "live": their messages do not expire, acknowledge or dead-letter again;
+// neither does a retained conversation message (received, status 0).
 //
 // The message lifecycle (seed 002, DESIGN.md "Delivery semantics"), each step in the same
 // write transaction as the operation that causes it:

@@ -105,4 +105,16 @@ expect_rc 0 mq-admin requeue 'system;deadletter'
 sleep 0.5
 [ "$(count q)" = 0 ] || fail "requeue without --ttbr kept no deadline (expected the original 400ms)"
 expect_rc 0 mq-admin check
+
+# --- a retained conversation row (RETENTION ON) was received: it no longer expires -----------
+expect_rc 0 mq-admin create kept --retention on
+expect_rc 0 mq-send kept --conversation new --ttbr 300ms --deadletter row
+expect_rc 0 mq-receive kept
+expect_out "row"
+sleep 0.4
+expect_rc 0 mq-admin sweep
+[ "$(mq-peek kept --all --json | jq -c '[.body, .status]')" = '["row",0]' ] ||
+  fail "a retained row expired: $(mq-peek kept --all --json)"
+expect_rc 0 mq-admin check
+expect_out ""
 finish
