@@ -2921,17 +2921,8 @@ Result<std::unique_ptr<Lease>> Store::Lock(const QueueRef& ref, const Selection&
           }
           MQ_RETURN_IF_ERROR(txn.Put(impl_->leases, LeaseKey(q->id, lease_id), EncodeLease(rec)));
           MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, *q));
-          lease->queue_ = q->name;
-          lease->qid_ = q->id;
-          lease->lease_id_ = lease_id;
-          lease->expires_ = rec.expires;
-          if (!rec.process)
-            lease->token_ = fmt::format("{}.{}.{}", q->id, lease_id, HexEncode(rec.secret));
-          if (sink) {
-            if (!rec.process) sink->SetLease(lease->token_, lease->expires_);
-            for (auto& m : lease->messages_) MQ_RETURN_IF_ERROR(sink->Add(m));
-            MQ_RETURN_IF_ERROR(sink->Flush());
-          }
+          MQ_RETURN_IF_ERROR(PublishLease(*lease, q->name, q->id, lease_id, rec.process,
+                                          rec.expires, rec.secret, sink));
           found = true;
           return {};
         },
@@ -2949,6 +2940,20 @@ Result<std::unique_ptr<Lease>> Store::Lock(const QueueRef& ref, const Selection&
     return s;
   }
   return lease;
+}
+
+Status Store::PublishLease(Lease& lease, const std::string& queue, uint32_t qid,
+                           uint64_t lease_id, bool process, int64_t expires,
+                           const std::string& secret, MessageSink* sink) {
+  lease.queue_ = queue;
+  lease.qid_ = qid;
+  lease.lease_id_ = lease_id;
+  lease.expires_ = expires;
+  if (!process) lease.token_ = fmt::format("{}.{}.{}", qid, lease_id, HexEncode(secret));
+  if (!sink) return {};
+  if (!process) sink->SetLease(lease.token_, lease.expires_);
+  for (auto& m : lease.messages_) MQ_RETURN_IF_ERROR(sink->Add(m));
+  return sink->Flush();
 }
 
 Status Store::Finish(Lease& lease, bool commit, int64_t delay_ms, FinishReport* report) {
@@ -3341,17 +3346,8 @@ Result<std::unique_ptr<Lease>> Store::LockConversation(const QueueRef& ref, cons
               MQ_RETURN_IF_ERROR(
                   txn.Put(impl_->leases, LeaseKey(q->id, lease_id), EncodeLease(rec)));
               MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, *q));
-              lease->queue_ = q->name;
-              lease->qid_ = q->id;
-              lease->lease_id_ = lease_id;
-              lease->expires_ = rec.expires;
-              if (!rec.process)
-                lease->token_ = fmt::format("{}.{}.{}", q->id, lease_id, HexEncode(rec.secret));
-              if (sink) {
-                if (!rec.process) sink->SetLease(lease->token_, lease->expires_);
-                for (auto& m : lease->messages_) MQ_RETURN_IF_ERROR(sink->Add(m));
-                MQ_RETURN_IF_ERROR(sink->Flush());
-              }
+              MQ_RETURN_IF_ERROR(PublishLease(*lease, q->name, q->id, lease_id, rec.process,
+                                              rec.expires, rec.secret, sink));
               found = true;
               return {};
             },

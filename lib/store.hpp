@@ -415,6 +415,11 @@ class Store {
   struct Impl;
 
  private:
+  // Fills in a lease whose record the caller has just written (its messages are in it), and
+  // for a caller that prints, writes them to `sink` (the token first for an expiring lease).
+  static Status PublishLease(Lease& lease, const std::string& queue, uint32_t qid,
+                             uint64_t lease_id, bool process, int64_t expires,
+                             const std::string& secret, MessageSink* sink);
   Status ReceiveConversation(const QueueRef& ref, const Selection& sel, const ReadOptions& ro,
                              MessageSink& sink);
   Result<std::unique_ptr<Lease>> LockConversation(const QueueRef& ref, const Selection& sel,

@@ -6,13 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 
 #include "conversation.hpp"
 #include "store.hpp"
+#include "test_support.hpp"
 
 using namespace mq;
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -22,41 +21,12 @@ Guid G(uint8_t b) {
   return g;
 }
 
-struct TempStore {
-  std::string path;
-  std::unique_ptr<Store> store;
-  TempStore() {
-    char tmpl[] = "/tmp/mq-unit-conv.XXXXXX";
-    path = mkdtemp(tmpl);
-    OpenOptions o;
-    o.dir = path + "/s";
-    o.create = true;
-    auto s = Store::Open(o);
-    REQUIRE(s.ok());
-    store = std::move(*s);
-    REQUIRE(store->CreateQueue(*ParseQueueRef("q"), {}).ok());
-  }
-  ~TempStore() {
-    store.reset();
-    fs::remove_all(path);
-  }
+struct TempStore : test::TempStore {
+  TempStore() { REQUIRE(store->CreateQueue(*ParseQueueRef("q"), {}).ok()); }
   // Sends `body` on conversation `conv` (created if `create`), in group `group` if not nil.
   void Send(const Guid& conv, bool create, int priority, const std::string& body,
             const Guid& group = Guid{}) {
-    struct One : MessageSource {
-      Message m;
-      bool done = false;
-      Result<bool> Next(Message& out) override {
-        if (done) return false;
-        out = m;
-        done = true;
-        return true;
-      }
-      Status Rewind() override {
-        done = false;
-        return {};
-      }
-    } src;
+    test::OneMessage src{Message()};
     src.m.conversation_handle = conv;
     src.m.conversation_group_id = group;
     src.m.priority = static_cast<uint8_t>(priority);
@@ -69,20 +39,7 @@ struct TempStore {
     REQUIRE(s.ok());
   }
   void Plain(int priority, const std::string& body) {
-    struct One : MessageSource {
-      Message m;
-      bool done = false;
-      Result<bool> Next(Message& out) override {
-        if (done) return false;
-        out = m;
-        done = true;
-        return true;
-      }
-      Status Rewind() override {
-        done = false;
-        return {};
-      }
-    } src;
+    test::OneMessage src{Message()};
     src.m.priority = static_cast<uint8_t>(priority);
     src.m.body = body;
     REQUIRE(store->Append(*ParseQueueRef("q"), {}, src, nullptr).ok());

@@ -5,9 +5,9 @@
 
 #include <unistd.h>
 
-#include <filesystem>
 
 #include "store.hpp"
+#include "test_support.hpp"
 #include "units.hpp"
 
 using namespace mq;
@@ -23,41 +23,10 @@ struct Gather : MessageSink {
   Status Flush() override { return {}; }
 };
 
-struct Fixture {
-  std::string dir;
-  std::unique_ptr<Store> store;
-  Fixture() {
-    char tmpl[] = "/tmp/mq-life.XXXXXX";
-    dir = mkdtemp(tmpl);
-    OpenOptions o;
-    o.dir = dir + "/s";
-    o.create = true;
-    auto s = Store::Open(o);
-    REQUIRE(s.ok());
-    store = std::move(*s);
-  }
-  ~Fixture() {
-    store.reset();
-    std::filesystem::remove_all(dir);
-  }
-
+struct Fixture : test::TempStore {
   // Sends `m` to `queue` (made if missing); returns its id.
   std::string Send(const char* queue, Message m) {
-    struct One : MessageSource {
-      Message m;
-      bool done = false;
-      Result<bool> Next(Message& out) override {
-        if (done) return false;
-        out = m;
-        done = true;
-        return true;
-      }
-      Status Rewind() override {
-        done = false;
-        return {};
-      }
-    } src;
-    src.m = std::move(m);
+    test::OneMessage src(std::move(m));
     AppendOptions o;
     o.create_queue = true;
     std::vector<std::string> ids;

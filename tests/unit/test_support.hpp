@@ -1,0 +1,53 @@
+// test_support.hpp: what several unit tests share: a store in a temporary directory, removed
+// afterwards, and a message source of one message.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "store.hpp"
+
+namespace mq::test {
+
+struct TempStore {
+  std::string path;
+  std::unique_ptr<Store> store;
+  TempStore() {
+    char tmpl[] = "/tmp/mq-unit.XXXXXX";
+    path = mkdtemp(tmpl);
+    OpenOptions o;
+    o.dir = path + "/s";
+    o.create = true;
+    auto s = Store::Open(o);
+    REQUIRE(s.ok());
+    store = std::move(*s);
+  }
+  ~TempStore() {
+    store.reset();
+    std::filesystem::remove_all(path);
+  }
+};
+
+// Gives Store::Append one message (again after a Rewind).
+struct OneMessage : MessageSource {
+  Message m;
+  bool done = false;
+  explicit OneMessage(Message msg) : m(std::move(msg)) {}
+  Result<bool> Next(Message& out) override {
+    if (done) return false;
+    out = m;
+    done = true;
+    return true;
+  }
+  Status Rewind() override {
+    done = false;
+    return {};
+  }
+};
+
+}  // namespace mq::test
