@@ -1,30 +1,7 @@
 // store.hpp: the public surface of libmq: a store of queues and messages in one LMDB
 // environment, opened directly by every tool (no daemon).
 //
-// Named databases (keys big-endian, so byte order is numeric order):
-//   meta       "format" -> u32 format version; "guid" -> store GUID (16 bytes);
-//              "id_guid" + "id_counter" -> the source of message ids; "next_queue_id" -> u32
-//   queues     name -> queue record (queue.hpp)
-//   queue_ids  queue id (u32) -> name
-//   messages   queue id (u32), lookup id (u64) -> message record (message.hpp)
-//   order      queue id (u32), 7 - priority (u8), lookup id (u64) -> "": delivery order; the
-//              head of a queue is one seek
-//   by_id      message id (20 bytes) -> queue id, lookup id
-//   by_corr    correlation id (20), queue id, 7 - priority, lookup id -> ""
-//   delays     queue id, visible time (u64 ms), lookup id -> "": messages sent with --delay or
-//              --at. They are in `messages` but not in `order` until a reader (or sweep) finds
-//              them due and promotes them: a new lookup id (the arrival in the queue proper)
-//              and an `order` entry, in one write transaction.
-//   cursors    queue id, cursor name -> state byte (0 never moved, 1 positioned), order key
-//   locked     order key -> lease id: Locked messages, out of `order` while a transactional
-//              receive holds them; a rollback puts the same order key back (same place)
-//   leases     queue id, lease id -> lease record: kind (a process holding the lease's lock
-//              file, or an expiring --lease token), pid, times, secret, the order keys held
-//   dedup      queue id, key -> expiry (u64 ms), message id: mq-send --dedup
-//   dedup_exp  queue id, expiry, key -> "": for removing expired dedup keys in order
-//   deadlines  queue id, expiry (u64 ms), lookup id -> "": when each message of a live queue
-//              expires (message.hpp ExpiryOf: ttrq until it reaches the queue, then ttbr).
-//              Readers and sweep walk it from its start, so finding what expired is a seek.
+// The named databases and their keys are in schema.hpp.
 //
 // Journal copies (QUEUE;journal, system;journal) keep the id of the message they copy; their
 // by_id key is that id followed by the journal's queue id. Journals and the dead-letter

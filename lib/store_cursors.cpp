@@ -1,0 +1,359 @@
+// store_cursors.cpp: named cursors kept in the store (MSMQ cursors) and notifications
+// (EnableNotification, mq-watch): a cursor's users are serialized by its lock file.
+#include "store_impl.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "codec.hpp"
+#include "conversation.hpp"
+#include "filelock.hpp"
+#include "lmdb.hpp"
+#include "paths.hpp"
+#include "units.hpp"
+#include "waiter.hpp"
+
+namespace mq {
+
+std::string Store::Impl::CursorLockPath(uint32_t qid, const std::string& name) {
+  return paths.locks_dir() + "/cursor." + std::to_string(qid) + "." + name;
+}
+
+// Takes a named cursor's lock, waiting at most `wait_ms` (0: not at all; -1: as long as it
+// takes). A cursor is stored once it has moved.
+Result<FileLock> Store::Impl::LockCursor(const QueueRef& ref, uint32_t qid, const std::string& name,
+                                         bool wait_lock, int64_t wait_ms) {
+  auto l = FileLock::Acquire(CursorLockPath(qid, name), file_mode, wait_lock, wait_ms);
+  if (!l.ok()) {
+    Status s = l.status();
+    if (s.code() == Code::kIoTimeout)
+      return Status(s.code(), fmt::format("timed out waiting for cursor {}, in use by another "
+                                          "process", name), ref.Full());
+    if (s.code() == Code::kSharingViolation)
+      return Status(s.code(), fmt::format("cursor {} is in use by another process", name),
+                    ref.Full());
+    return s;
+  }
+  return l;
+}
+
+Store::Impl::CursorState Store::Impl::LoadCursor(lmdb::Txn& txn, uint32_t qid,
+                                                 const std::string& name) {
+  CursorState st;
+  auto v = txn.Get(cursors, CursorKey(qid, name));
+  if (v && v->size() == 14 && (*v)[0] == 1) {
+    st.positioned = true;
+    st.key = std::string(v->substr(1));
+  }
+  return st;
+}
+
+Status Store::Impl::SaveCursor(lmdb::Txn& txn, uint32_t qid, const std::string& name,
+                               const std::string& key) {
+  std::string v(1, '\x01');
+  v += key;
+  return txn.Put(cursors, CursorKey(qid, name), v);
+}
+
+// The first visible message of `q` strictly after order key `after` (or from the head if
+// `after` is empty).
+Result<std::optional<Store::Impl::Found>> Store::Impl::NextVisible(lmdb::Txn& txn,
+                                                                   const QueueInfo& q,
+                                                                   const std::string& after) {
+  std::string prefix = QueueIdKey(q.id);
+  int64_t now = NowMs();
+  lmdb::Cursor c(txn, order);
+  bool on = after.empty() ? c.SeekGe(prefix) : c.SeekGe(after);
+  if (on && !after.empty() && c.key() == after) on = c.Next();
+  for (; on && HasPrefix(c.key(), prefix); on = c.Next()) {
+    Found f;
+    f.walk_key = std::string(c.key());
+    MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(c.key(), 5), f));
+    if (!Expired(q, f.msg, now)) return std::optional<Found>(std::move(f));
+  }
+  return std::optional<Found>();
+}
+
+// Moves a named cursor of `q` as MSMQ does and saves its new position: kFirst to the head;
+// kNext past its message; kCurrent stays. kCurrent and kNext on a cursor never moved are
+// illegal. kCurrent on a message gone since is MQ_ERROR_MESSAGE_ALREADY_RECEIVED, or, for
+// a notification (`notify`, seed 000), a move to the next suitable message. Nothing there:
+// MQ_ERROR_MESSAGE_NOT_FOUND (the caller may wait).
+Result<Store::Impl::Found> Store::Impl::MoveCursor(lmdb::Txn& txn, const QueueInfo& q,
+                                                   const std::string& name, CursorAction action,
+                                                   bool notify) {
+  CursorState st = LoadCursor(txn, q.id, name);
+  std::optional<Found> found;
+  if (action != CursorAction::kFirst && !st.positioned)
+    return Status(Code::kIllegalCursorAction,
+                  fmt::format("cursor {} was never moved: move it to the first message first",
+                              name),
+                  q.name);
+  if (action == CursorAction::kCurrent && txn.Get(order, st.key)) {
+    Found f;
+    MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(st.key, 5), f));
+    f.walk_key = st.key;
+    found = std::move(f);
+  } else if (action == CursorAction::kCurrent && !notify) {
+    return Status(Code::kMessageAlreadyReceived,
+                  fmt::format("the message at cursor {} was received or moved", name), q.name);
+  } else {
+    auto f = NextVisible(txn, q, action == CursorAction::kFirst ? std::string() : st.key);
+    if (!f.ok()) return f.status();
+    found = std::move(*f);
+  }
+  if (!found) return Status(Code::kMessageNotFound, "no message", q.name);
+  MQ_RETURN_IF_ERROR(SaveCursor(txn, q.id, name, found->walk_key));
+  return std::move(*found);
+}
+
+Status Store::CursorPeek(const QueueRef& ref, const CursorOptions& co, const ReadOptions& ro,
+                         MessageSink& sink) {
+  MQ_RETURN_IF_ERROR(CheckCursorName(co.name));
+  auto qid = impl_->QueueIdForWait(ref, false);
+  if (!qid.ok()) return qid.status();
+  int64_t started = MonotonicMs();
+  auto lock = impl_->LockCursor(ref, *qid, co.name, co.wait_lock, co.lock_wait_ms);
+  if (!lock.ok()) return lock.status();
+  ReadOptions left = ro;
+  if (ro.wait_ms > 0) left.wait_ms = std::max<int64_t>(1, ro.wait_ms - (MonotonicMs() - started));
+  return impl_->WaitLoop(ref, left, [&](bool waiting, int64_t& deadline) -> Status {
+    MQ_RETURN_IF_ERROR(impl_->MaintainIfNeeded(ref));
+    return impl_->Write(
+        [&](lmdb::Txn& txn) -> Status {
+          auto q = impl_->FindQueue(txn, ref);
+          if (!q.ok()) return q.status();
+          if (waiting && !q->enabled)
+            return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
+          deadline = impl_->NextDeadline(txn, q->id);
+          auto found = impl_->MoveCursor(txn, *q, co.name, co.action, false);
+          if (!found.ok()) return found.status();
+          MQ_RETURN_IF_ERROR(sink.Add(found->msg));
+          return sink.Flush();
+        },
+        false);
+  });
+}
+
+Status Store::CursorReceive(const QueueRef& ref, const CursorOptions& co, const ReadOptions& ro,
+                            MessageSink& sink) {
+  if (co.action != CursorAction::kCurrent)
+    return Status(Code::kIllegalCursorAction, "a receive at a cursor takes its current message",
+                  ref.Full());
+  MQ_RETURN_IF_ERROR(CheckCursorName(co.name));
+  auto qid = impl_->QueueIdForWait(ref, false);
+  if (!qid.ok()) return qid.status();
+  auto lock = impl_->LockCursor(ref, *qid, co.name, co.wait_lock, co.lock_wait_ms);
+  if (!lock.ok()) return lock.status();
+  (void)ro;  // the message at a cursor is there or not: nothing to wait for
+  return impl_->Write(
+      [&](lmdb::Txn& txn) -> Status {
+        auto q = impl_->FindQueue(txn, ref);
+        if (!q.ok()) return q.status();
+        if (!q->enabled)
+          return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
+        int64_t now = NowMs();
+        auto maintained = impl_->Maintain(txn, *q, now);
+        if (!maintained.ok()) return maintained.status();
+        Impl::CursorState st = impl_->LoadCursor(txn, q->id, co.name);
+        if (!st.positioned)
+          return Status(Code::kIllegalCursorAction,
+                        fmt::format("cursor {} was never moved: use mq-peek --cursor {} --first",
+                                    co.name, co.name),
+                        q->name);
+        if (!txn.Get(impl_->order, st.key))
+          return Status(Code::kMessageAlreadyReceived,
+                        fmt::format("the message at cursor {} was received or moved", co.name),
+                        q->name);
+        Impl::Found f;
+        MQ_RETURN_IF_ERROR(impl_->LoadMessage(txn, *q, GetU64BE(st.key, 5), f));
+        if (Impl::IsConvMessage(*q, f.msg))
+          return Status(Code::kIllegalCursorAction,
+                        fmt::format("the message at cursor {} belongs to conversation {}: "
+                                    "receive it with --conversation or --group, in its order",
+                                    co.name, FormatGuid(f.msg.conversation_handle)),
+                        q->name);
+        MQ_RETURN_IF_ERROR(impl_->Received(txn, *q, f.msg, now));
+        MQ_RETURN_IF_ERROR(impl_->RemoveMessage(txn, *q, f.msg, f.size));
+        MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, *q));
+        MQ_RETURN_IF_ERROR(sink.Add(f.msg));
+        return sink.Flush();
+      },
+      false);
+}
+
+Result<std::vector<CursorInfo>> Store::ListCursors() {
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  std::vector<CursorInfo> out;
+  lmdb::Cursor c(*txn, impl_->cursors);
+  for (bool on = c.First(); on; on = c.Next()) {
+    if (c.key().size() < 5) continue;
+    CursorInfo ci;
+    uint32_t qid = GetU32BE(c.key(), 0);
+    auto name = txn->Get(impl_->queue_ids, QueueIdKey(qid));
+    ci.queue = name ? std::string(*name) : fmt::format("#{}", qid);
+    ci.name = std::string(c.key().substr(4));
+    if (c.value().size() == 14 && c.value()[0] == 1) {  // else: never moved
+      ci.positioned = true;
+      ci.priority = static_cast<uint8_t>(7 - static_cast<uint8_t>(c.value()[5]));
+      ci.lookup_id = GetU64BE(c.value(), 6);
+    }
+    auto held = FileLock::IsHeld(impl_->CursorLockPath(qid, ci.name));
+    ci.holder = held.ok() && *held;
+    out.push_back(std::move(ci));
+  }
+  // Cursors in use that have not moved yet exist only as held lock files.
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir(impl_->paths.locks_dir().c_str()), closedir);
+  std::vector<CursorInfo> fresh;
+  while (dir) {
+    dirent* e = readdir(dir.get());
+    if (!e) break;
+    unsigned qid = 0;
+    int used = 0;
+    if (std::sscanf(e->d_name, "cursor.%u.%n", &qid, &used) != 1 || used == 0) continue;
+    std::string name = e->d_name + used;
+    if (txn->Get(impl_->cursors, CursorKey(qid, name))) continue;
+    auto held = FileLock::IsHeld(impl_->CursorLockPath(qid, name));
+    if (!held.ok() || !*held) continue;
+    auto qname = txn->Get(impl_->queue_ids, QueueIdKey(qid));
+    if (!qname) continue;
+    CursorInfo ci;
+    ci.queue = std::string(*qname);
+    ci.name = name;
+    ci.holder = true;
+    fresh.push_back(std::move(ci));
+  }
+  std::sort(fresh.begin(), fresh.end(),
+            [](const CursorInfo& a, const CursorInfo& b) {
+              return std::tie(a.queue, a.name) < std::tie(b.queue, b.name);
+            });
+  out.insert(out.end(), fresh.begin(), fresh.end());
+  return out;
+}
+
+Status Store::DeleteCursor(const QueueRef& ref, const std::string& name) {
+  MQ_RETURN_IF_ERROR(CheckCursorName(name));
+  return impl_->Write([&](lmdb::Txn& txn) -> Status {
+    auto q = impl_->FindQueue(txn, ref);
+    if (!q.ok()) return q.status();
+    auto r = txn.Del(impl_->cursors, CursorKey(q->id, name));
+    if (!r.ok()) return r.status();
+    if (!*r) return Status(Code::kInvalidArg, fmt::format("no cursor named {}", name), q->name);
+    return {};
+  });
+}
+
+Status Store::Watch(const QueueRef& ref, const WatchOptions& wo, const ReadOptions& ro,
+                    const std::function<Status(const Message&)>& on_arrived) {
+  bool named = !wo.cursor_name.empty();
+  if (!named && wo.action != CursorAction::kFirst)
+    return Status(Code::kInvalidArg, "--cursor current and next need --cursor-name");
+  FileLock lock;
+  if (named) {
+    MQ_RETURN_IF_ERROR(CheckCursorName(wo.cursor_name));
+    auto qid = impl_->QueueIdForWait(ref, false);
+    if (!qid.ok()) return qid.status();
+    int64_t started = MonotonicMs();
+    auto l = impl_->LockCursor(ref, *qid, wo.cursor_name, wo.wait_lock, wo.lock_wait_ms);
+    if (!l.ok()) return l.status();
+    lock = std::move(*l);
+    if (ro.wait_ms > 0) {
+      ReadOptions left = ro;
+      left.wait_ms = std::max<int64_t>(1, ro.wait_ms - (MonotonicMs() - started));
+      return WatchLocked(ref, wo, left, on_arrived);
+    }
+  }
+  return WatchLocked(ref, wo, ro, on_arrived);
+}
+
+Status Store::WatchLocked(const QueueRef& ref, const WatchOptions& wo, const ReadOptions& ro,
+                          const std::function<Status(const Message&)>& on_arrived) {
+  bool named = !wo.cursor_name.empty();
+  CursorAction action = wo.action;
+  uint64_t high_water = 0;  // anonymous --follow: the last lookup id reported
+  for (;;) {
+    Message event;
+    Status s = impl_->WaitLoop(ref, ro, [&](bool waiting, int64_t& deadline) -> Status {
+      MQ_RETURN_IF_ERROR(impl_->MaintainIfNeeded(ref));
+      if (!named && wo.follow) {
+        // Arrival order: every visible message with a lookup id above the high-water mark.
+        // Promoted delayed messages get new, higher lookup ids, so none is skipped.
+        auto txn = lmdb::Txn::Begin(impl_->env, false);
+        if (!txn.ok()) return txn.status();
+        auto q = impl_->FindQueue(*txn, ref);
+        if (!q.ok()) return q.status();
+        if (!q->enabled)
+          return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
+        deadline = impl_->NextDeadline(*txn, q->id);
+        int64_t now = NowMs();
+        lmdb::Cursor c(*txn, impl_->messages);
+        std::string prefix = QueueIdKey(q->id);
+        for (bool on = c.SeekGe(MsgKey(q->id, high_water + 1)); on && HasPrefix(c.key(), prefix);
+             on = c.Next()) {
+          Message m;
+          m.lookup_id = GetU64BE(c.key(), 4);
+          m.queue = q->name;
+          MQ_RETURN_IF_ERROR(DecodeRecord(c.value(), m));
+          if (!txn->Get(impl_->order, Impl::OrderKeyFor(*q, m))) continue;
+          high_water = m.lookup_id;
+          if (Impl::Expired(*q, m, now)) continue;  // never delivered: no event either
+          event = std::move(m);
+          return {};
+        }
+        return Status(Code::kMessageNotFound, "no message", ref.Full());
+      }
+      if (!named) {
+        auto txn = lmdb::Txn::Begin(impl_->env, false);
+        if (!txn.ok()) return txn.status();
+        auto q = impl_->FindQueue(*txn, ref);
+        if (!q.ok()) return q.status();
+        if (waiting && !q->enabled)
+          return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
+        deadline = impl_->NextDeadline(*txn, q->id);
+        auto f = impl_->NextVisible(*txn, *q, {});
+        if (!f.ok()) return f.status();
+        // Retained messages (status 0, the last band of `order`) are not arrivals.
+        if (!*f || (Impl::IsConvMessage(*q, (*f)->msg) && (*f)->msg.status == 0))
+          return Status(Code::kMessageNotFound, "no message", ref.Full());
+        event = std::move((*f)->msg);
+        return {};
+      }
+      // A named cursor, moved as EnableNotification moves it.
+      return impl_->Write([&](lmdb::Txn& txn) -> Status {
+        auto q = impl_->FindQueue(txn, ref);
+        if (!q.ok()) return q.status();
+        if (waiting && !q->enabled)
+          return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
+        deadline = impl_->NextDeadline(txn, q->id);
+        auto found = impl_->MoveCursor(txn, *q, wo.cursor_name, action, true);
+        if (!found.ok()) return found.status();
+        event = std::move(found->msg);
+        return {};
+      });
+    });
+    if (s.code() == Code::kOperationCancelled) return {};
+    if (!s.ok()) return s;
+    MQ_RETURN_IF_ERROR(on_arrived(event));
+    if (!wo.follow) return {};
+    if (named) action = CursorAction::kNext;
+  }
+}
+
+}  // namespace mq

@@ -1,0 +1,352 @@
+// store_leases.cpp: transactional receive. A lease marks messages Locked (out of
+// `order`, into `locked`) under a lease record; a process lease is held through the flock on
+// its lock file (filelock.hpp), an expiring one by its token. Commit removes the messages,
+// rollback returns them to the same order keys; a dead holder's lease is rolled back by the
+// next writer that looks at the queue.
+#include "store_impl.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "codec.hpp"
+#include "conversation.hpp"
+#include "filelock.hpp"
+#include "lmdb.hpp"
+#include "paths.hpp"
+#include "units.hpp"
+#include "waiter.hpp"
+
+namespace mq {
+
+std::string Store::Impl::LeaseLockPath(uint32_t qid, uint64_t lease_id) {
+  return paths.locks_dir() + "/lease." + std::to_string(qid) + "." + std::to_string(lease_id);
+}
+
+// Ends a lease by removing its messages.
+Status Store::Impl::CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
+                                const LeaseRecord& rec) {
+  for (const std::string& key : rec.keys) {
+    auto holder = txn.Get(locked, key);
+    if (!holder || holder->size() != 8 || GetU64BE(*holder, 0) != lease_id) continue;
+    Found f;
+    MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(key, 5), f));
+    MQ_RETURN_IF_ERROR(Received(txn, q, f.msg, NowMs()));
+    if (IsConvMessage(q, f.msg) && q.retention)
+      MQ_RETURN_IF_ERROR(Retain(txn, q, f, true));
+    else
+      MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, f.msg, f.size));
+  }
+  auto r = txn.Del(leases, LeaseKey(q.id, lease_id));
+  if (!r.ok()) return r.status();
+  return PutQueue(txn, q);
+}
+
+// Ends a lease by returning its messages to their places (after `delay_ms`), abort count
+// + 1; a message rolled back max_retries times meets the queue's poison action.
+Status Store::Impl::RollbackLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
+                                  const LeaseRecord& rec, int64_t delay_ms, int64_t now,
+                                  FinishReport* report) {
+  for (const std::string& key : rec.keys) {
+    auto holder = txn.Get(locked, key);
+    if (!holder || holder->size() != 8 || GetU64BE(*holder, 0) != lease_id) continue;
+    auto r = txn.Del(locked, key);
+    if (!r.ok()) return r.status();
+    q.locked -= std::min<uint64_t>(q.locked, 1);
+    Found f;
+    MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(key, 5), f));
+    Message& m = f.msg;
+    m.abort_count++;
+    bool poison = q.max_retries && m.abort_count >= q.max_retries;
+    // A conversation message returns at once: its group's order is its sequence.
+    if (!poison && delay_ms > 0 && !IsConvMessage(q, m)) {
+      m.visible_time = now + delay_ms;
+      MQ_RETURN_IF_ERROR(Rewrite(txn, q, m, f.size, &f.size));
+      MQ_RETURN_IF_ERROR(txn.Put(delays, DelayKey(q.id, m.visible_time, m.lookup_id), {}));
+      q.delayed++;
+      continue;
+    }
+    m.visible_time = 0;
+    MQ_RETURN_IF_ERROR(Rewrite(txn, q, m, f.size, &f.size));
+    MQ_RETURN_IF_ERROR(txn.Put(order, key, {}));  // the same key: the same place
+    if (IsConvMessage(q, m)) MQ_RETURN_IF_ERROR(ConvOnRestore(txn, q, m));
+    to_notify.insert(q.id);
+    if (!poison) continue;
+    switch (q.poison) {
+      case PoisonAction::kSubqueue: {
+        std::string to = q.name + ";poison";
+        MQ_RETURN_IF_ERROR(MoveMessage(txn, q, f, to, true, now));
+        if (report)
+          report->notes.push_back(fmt::format("message {} rolled back {} times: moved to {}",
+                                              m.lookup_id, m.abort_count, to));
+        break;
+      }
+      case PoisonAction::kDeadletter: {
+        std::string to = q.transactional ? "system;deadxact" : "system;deadletter";
+        uint64_t lookup = m.lookup_id;
+        MQ_RETURN_IF_ERROR(EmitAck(txn, q, m, kClassNackReceiveRejected, now));
+        m.msg_class = kClassNackReceiveRejected;
+        m.destination_queue = q.name;
+        MQ_RETURN_IF_ERROR(MoveMessage(txn, q, f, to, false, now));
+        if (report)
+          report->notes.push_back(fmt::format("message {} rolled back {} times: moved to {}",
+                                              lookup, m.abort_count, to));
+        break;
+      }
+      case PoisonAction::kDisable:
+        q.enabled = false;
+        q.modified_time = now;
+        if (report)
+          report->notes.push_back(fmt::format(
+              "message {} rolled back {} times: queue disabled (status OFF)", m.lookup_id,
+              m.abort_count));
+        break;
+    }
+  }
+  auto r = txn.Del(leases, LeaseKey(q.id, lease_id));
+  if (!r.ok()) return r.status();
+  to_notify.insert(q.id);
+  return PutQueue(txn, q);
+}
+
+Result<std::vector<Store::Impl::LeaseEntry>> Store::Impl::LeasesOf(lmdb::Txn& txn, uint32_t qid) {
+  std::vector<LeaseEntry> out;
+  if (qid == 0) return out;
+  std::string prefix = QueueIdKey(qid);
+  lmdb::Cursor c(txn, leases);
+  for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix); on = c.Next()) {
+    LeaseEntry e;
+    e.id = GetU64BE(c.key(), 4);
+    if (!DecodeLease(c.value(), e.rec))
+      return Status(Code::kCorrupted, "malformed lease record", fmt::format("#{}", qid));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+// Whether a lease's holder is gone: its lock file is not locked (process lease), or it
+// expired by `now` (token lease).
+bool Store::Impl::LeaseIsOver(uint32_t qid, const LeaseEntry& e, int64_t now) {
+  if (!e.rec.process) return e.rec.expires <= now;
+  auto held = FileLock::IsHeld(LeaseLockPath(qid, e.id));
+  return held.ok() && !*held;
+}
+
+// Returns the messages of dead or expired leases of `q`.
+Result<uint64_t> Store::Impl::RecoverLeases(lmdb::Txn& txn, QueueInfo& q, int64_t now) {
+  auto list = LeasesOf(txn, q.id);
+  if (!list.ok()) return list.status();
+  uint64_t n = 0;
+  for (const LeaseEntry& e : *list) {
+    if (!LeaseIsOver(q.id, e, now)) continue;
+    MQ_RETURN_IF_ERROR(RollbackLease(txn, q, e.id, e.rec, 0, now, nullptr));
+    if (e.rec.process) ::unlink(LeaseLockPath(q.id, e.id).c_str());
+    ++n;
+  }
+  return n;
+}
+
+Result<std::unique_ptr<Lease>> Store::Lock(const QueueRef& ref, const Selection& sel_in,
+                                           const ReadOptions& ro, const LockOptions& lo,
+                                           MessageSink* sink) {
+  if (sel_in.anchor == Anchor::kArrival || sel_in.include_locked)
+    return Status(Code::kInvalidArg, "a receive takes visible messages only", ref.Full());
+  if (Impl::GroupCandidate(sel_in)) return LockConversation(ref, sel_in, ro, lo, sink);
+  Selection sel = sel_in;
+  sel.plain_only = true;
+  std::unique_ptr<Lease> lease(new Lease());
+  Status s = impl_->WaitLoop(ref, ro, [&](bool, int64_t& deadline) -> Status {
+    bool found = false;
+    Status w = impl_->WriteLight(
+        [&](lmdb::Txn& txn) -> Status {
+          auto q = impl_->FindQueue(txn, ref);
+          if (!q.ok()) return q.status();
+          if (!q->enabled)
+            return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
+          int64_t now = NowMs();
+          auto n = impl_->Maintain(txn, *q, now);
+          if (!n.ok()) return n.status();
+          std::vector<Impl::Found> batch;
+          uint64_t limit = sel.limit ? sel.limit : UINT64_MAX;
+          MQ_RETURN_IF_ERROR(impl_->Collect(txn, *q, sel, {}, std::min<uint64_t>(limit, kBatchCount),
+                                            batch));
+          if (batch.empty()) {
+            deadline = impl_->NextDeadline(txn, q->id);
+            return {};
+          }
+          uint64_t lease_id = q->next_lease++;
+          LeaseRecord rec;
+          rec.pid = ::getpid();
+          rec.since = now;
+          if (lo.lease_ms > 0) {
+            rec.process = false;
+            rec.expires = now + lo.lease_ms;
+            Guid secret = NewGuid();
+            rec.secret = std::string(GuidBytes(secret));
+          } else {
+            // The lock is ours before the lease is visible to anyone.
+            if (lease->lock_fd_ >= 0) ::close(lease->lock_fd_);
+            lease->lock_path_ = impl_->LeaseLockPath(q->id, lease_id);
+            auto l = FileLock::Acquire(lease->lock_path_, impl_->file_mode, false);
+            if (!l.ok()) return l.status();
+            lease->lock_fd_ = l->Detach();
+          }
+          lease->messages_.clear();
+          for (auto& f : batch) {
+            std::string key = Impl::OrderKeyFor(*q, f.msg);
+            auto r = txn.Del(impl_->order, key);
+            if (!r.ok()) return r.status();
+            std::string holder;
+            PutU64BE(holder, lease_id);
+            MQ_RETURN_IF_ERROR(txn.Put(impl_->locked, key, holder));
+            f.msg.delivery_count++;
+            MQ_RETURN_IF_ERROR(impl_->Rewrite(txn, *q, f.msg, f.size));
+            q->locked++;
+            rec.keys.push_back(key);
+            lease->messages_.push_back(f.msg);
+          }
+          MQ_RETURN_IF_ERROR(txn.Put(impl_->leases, LeaseKey(q->id, lease_id), EncodeLease(rec)));
+          MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, *q));
+          MQ_RETURN_IF_ERROR(PublishLease(*lease, q->name, q->id, lease_id, rec.process,
+                                          rec.expires, rec.secret, sink));
+          found = true;
+          return {};
+        },
+        /*rerun_after_commit=*/sink == nullptr);
+    if (!w.ok()) return w;
+    if (!found) return Status(Code::kMessageNotFound, "no message", ref.Full());
+    return {};
+  });
+  if (!s.ok()) {
+    if (lease->lock_fd_ >= 0) {
+      ::unlink(lease->lock_path_.c_str());
+      ::close(lease->lock_fd_);
+      lease->lock_fd_ = -1;
+    }
+    return s;
+  }
+  return lease;
+}
+
+Status Store::PublishLease(Lease& lease, const std::string& queue, uint32_t qid,
+                           uint64_t lease_id, bool process, int64_t expires,
+                           const std::string& secret, MessageSink* sink) {
+  lease.queue_ = queue;
+  lease.qid_ = qid;
+  lease.lease_id_ = lease_id;
+  lease.expires_ = expires;
+  if (!process) lease.token_ = fmt::format("{}.{}.{}", qid, lease_id, HexEncode(secret));
+  if (!sink) return {};
+  if (!process) sink->SetLease(lease.token_, lease.expires_);
+  for (auto& m : lease.messages_) MQ_RETURN_IF_ERROR(sink->Add(m));
+  return sink->Flush();
+}
+
+Status Store::Finish(Lease& lease, bool commit, int64_t delay_ms, FinishReport* report) {
+  if (lease.finished_) return Status(Code::kTransactionUsage, "lease already ended", lease.queue_);
+  Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
+    auto q = impl_->LoadQueue(txn, lease.queue_);
+    if (!q.ok()) return q.status();
+    if (!*q || (*q)->id != lease.qid_) return {};  // the queue was deleted: nothing to do
+    auto v = txn.Get(impl_->leases, LeaseKey(lease.qid_, lease.lease_id_));
+    LeaseRecord rec;
+    if (!v || !DecodeLease(*v, rec))
+      return Status(Code::kTransactionUsage, "the lease is gone (expired or returned)",
+                    lease.queue_);
+    if (commit) return impl_->CommitLease(txn, **q, lease.lease_id_, rec);
+    return impl_->RollbackLease(txn, **q, lease.lease_id_, rec, delay_ms, NowMs(), report);
+  });
+  if (lease.lock_fd_ >= 0) {
+    if (s.ok()) ::unlink(lease.lock_path_.c_str());
+    ::close(lease.lock_fd_);  // after the commit: until then the lease is ours
+    lease.lock_fd_ = -1;
+  }
+  lease.finished_ = true;
+  return s;
+}
+
+Lease::~Lease() {
+  // Unfinished: closing the lock file hands the messages to the next reader, as a death would.
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+}
+
+Status Store::FinishToken(const std::string& token, bool commit, int64_t delay_ms,
+                          FinishReport* report) {
+  Status unknown(Code::kTransactionUsage, "unknown or expired lease token", token);
+  unsigned long long qid = 0, lease_id = 0;
+  char hex[64] = {0};
+  if (std::sscanf(token.c_str(), "%llu.%llu.%32[0-9a-f]", &qid, &lease_id, hex) != 3 ||
+      std::strlen(hex) != 32 || qid > UINT32_MAX)
+    return Status(Code::kInvalidArg, "invalid lease token", token);
+  auto secret = HexDecode(hex);
+  bool expired = false;
+  std::string queue;
+  Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
+    expired = false;
+    auto name = txn.Get(impl_->queue_ids, QueueIdKey(static_cast<uint32_t>(qid)));
+    if (!name) return unknown;
+    queue = std::string(*name);
+    auto q = impl_->LoadQueue(txn, queue);
+    if (!q.ok()) return q.status();
+    if (!*q) return unknown;
+    auto v = txn.Get(impl_->leases, LeaseKey(static_cast<uint32_t>(qid), lease_id));
+    LeaseRecord rec;
+    if (!v || !DecodeLease(*v, rec) || rec.process || rec.secret != *secret) return unknown;
+    int64_t now = NowMs();
+    if (rec.expires <= now) {
+      // Expired: it rolls back by itself, here if no one did yet; the token changes nothing.
+      expired = true;
+      return impl_->RollbackLease(txn, **q, lease_id, rec, 0, now, report);
+    }
+    if (commit) return impl_->CommitLease(txn, **q, lease_id, rec);
+    return impl_->RollbackLease(txn, **q, lease_id, rec, delay_ms, now, report);
+  });
+  if (!s.ok()) return s;
+  if (expired)
+    return Status(Code::kTransactionUsage, "the lease expired; its messages were returned", token);
+  return {};
+}
+
+Result<std::vector<LeaseInfo>> Store::ListLeases() {
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  std::vector<LeaseInfo> out;
+  int64_t now = NowMs();
+  lmdb::Cursor c(*txn, impl_->leases);
+  for (bool on = c.First(); on; on = c.Next()) {
+    if (c.key().size() != 12) continue;
+    uint32_t qid = GetU32BE(c.key(), 0);
+    Impl::LeaseEntry e;
+    e.id = GetU64BE(c.key(), 4);
+    if (!DecodeLease(c.value(), e.rec)) continue;
+    LeaseInfo li;
+    auto name = txn->Get(impl_->queue_ids, QueueIdKey(qid));
+    li.queue = name ? std::string(*name) : fmt::format("#{}", qid);
+    li.lease_id = e.id;
+    li.process = e.rec.process;
+    li.pid = e.rec.pid;
+    li.since = e.rec.since;
+    li.expires = e.rec.expires;
+    li.alive = !impl_->LeaseIsOver(qid, e, now);
+    for (const auto& k : e.rec.keys) li.lookup_ids.push_back(GetU64BE(k, 5));
+    out.push_back(std::move(li));
+  }
+  return out;
+}
+
+}  // namespace mq

@@ -1,0 +1,306 @@
+// store_messages.cpp: one message and its indexes. Storing a message writes its record
+// and every index entry (order or delays, by_id, by_corr, deadlines, the conversation
+// indexes) in the caller's transaction; removing it takes them all away again; Collect walks
+// the indexes for a peek or receive.
+#include "store_impl.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "codec.hpp"
+#include "conversation.hpp"
+#include "filelock.hpp"
+#include "lmdb.hpp"
+#include "paths.hpp"
+#include "units.hpp"
+#include "waiter.hpp"
+
+namespace mq {
+
+Status Store::Impl::RemoveMessage(lmdb::Txn& txn, QueueInfo& q, const Message& m, uint64_t size) {
+  auto r = txn.Del(messages, MsgKey(q.id, m.lookup_id));
+  if (!r.ok()) return r.status();
+  r = txn.Del(order, OrderKeyFor(q, m));
+  if (!r.ok()) return r.status();
+  bool was_locked = false;
+  if (!*r && m.visible_time) {
+    r = txn.Del(delays, DelayKey(q.id, m.visible_time, m.lookup_id));
+    if (!r.ok()) return r.status();
+    if (*r) q.delayed -= std::min<uint64_t>(q.delayed, 1);
+  }
+  if (!*r) {
+    // Locked: the lease that holds it skips it when it ends.
+    r = txn.Del(locked, OrderKeyFor(q, m));
+    if (!r.ok()) return r.status();
+    if (*r) q.locked -= std::min<uint64_t>(q.locked, 1);
+    was_locked = *r;
+  }
+  if (IsConvMessage(q, m)) MQ_RETURN_IF_ERROR(ConvOnRemove(txn, q, m, was_locked));
+  if (!m.id.empty()) {
+    r = txn.Del(by_id, IdKey(q, m.id));
+    if (!r.ok()) return r.status();
+  }
+  if (!m.correlation_id.empty()) {
+    r = txn.Del(by_corr, CorrKey(m.correlation_id, q.id, m.priority, m.lookup_id));
+    if (!r.ok()) return r.status();
+  }
+  if (int64_t at = ExpiryOf(m)) {
+    r = txn.Del(deadlines, DeadlineKey(q.id, at, m.lookup_id));
+    if (!r.ok()) return r.status();
+  }
+  q.count -= std::min<uint64_t>(q.count, 1);
+  q.bytes -= std::min(q.bytes, size);
+  return {};
+}
+
+Status Store::Impl::LoadMessage(lmdb::Txn& txn, const QueueInfo& q, uint64_t lookup, Found& f) {
+  auto rec = txn.Get(messages, MsgKey(q.id, lookup));
+  if (!rec)
+    return Status(Code::kCorrupted,
+                  fmt::format("index names lookup id {} but the message is missing", lookup),
+                  q.name);
+  f.msg.lookup_id = lookup;
+  f.msg.queue = q.name;
+  f.size = rec->size();
+  Status s = DecodeRecord(*rec, f.msg);
+  if (!s.ok()) return s.WithSubject(q.name);
+  return {};
+}
+
+// Whether a message is visible to readers: in `order` (not delayed, not Locked), or
+// Locked when `include_locked`.
+bool Store::Impl::Visible(lmdb::Txn& txn, const QueueInfo& q, const Message& m,
+                          bool include_locked) {
+  std::string key = OrderKeyFor(q, m);
+  return txn.Get(order, key) || (include_locked && txn.Get(locked, key));
+}
+
+// Collects up to `max_count` messages (and about `max_bytes`) chosen by `sel`, resuming
+// after `resume` if it is not empty.
+Status Store::Impl::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection& sel,
+                            const std::string& resume, size_t max_count, std::vector<Found>& out) {
+  out.clear();
+  if (q.id == 0 || max_count == 0) return {};
+  size_t bytes = 0;
+  int64_t now = NowMs();
+  auto full = [&] { return out.size() >= max_count || bytes >= kBatchBytes; };
+
+  if (sel.anchor == Anchor::kId) {
+    if (!resume.empty()) return {};
+    auto v = txn.Get(by_id, IdKey(q, sel.id));
+    if (!v || v->size() != 12 || GetU32BE(*v, 0) != q.id) return {};
+    Found f;
+    f.walk_key = "id";
+    MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(*v, 4), f));
+    if (!Visible(txn, q, f.msg, sel.include_locked) || Expired(q, f.msg, now)) return {};
+    if (sel.plain_only && IsConvMessage(q, f.msg)) return {};
+    out.push_back(std::move(f));
+    return {};
+  }
+
+  if (sel.anchor == Anchor::kArrival) {
+    std::string prefix = QueueIdKey(q.id);
+    lmdb::Cursor c(txn, messages);
+    bool on = resume.empty() ? c.SeekGe(prefix) : c.SeekGe(resume);
+    if (on && !resume.empty() && c.key() == resume) on = c.Next();
+    for (; on && HasPrefix(c.key(), prefix) && !full(); on = c.Next()) {
+      Found f;
+      f.walk_key = std::string(c.key());
+      f.msg.lookup_id = GetU64BE(c.key(), 4);
+      f.msg.queue = q.name;
+      f.size = c.value().size();
+      MQ_RETURN_IF_ERROR(DecodeRecord(c.value(), f.msg));
+      bytes += f.size;
+      out.push_back(std::move(f));
+    }
+    return {};
+  }
+
+  if (sel.anchor == Anchor::kCorrelation) {
+    std::string prefix = CorrPrefix(sel.correlation, q.id);
+    lmdb::Cursor c(txn, by_corr);
+    bool on = resume.empty() ? c.SeekGe(prefix) : c.SeekGe(resume);
+    if (on && !resume.empty() && c.key() == resume) on = c.Next();
+    for (; on && HasPrefix(c.key(), prefix) && !full(); on = c.Next()) {
+      if (c.key().size() != prefix.size() + 9)
+        return Status(Code::kCorrupted, "bad correlation index key", q.name);
+      Found f;
+      f.walk_key = std::string(c.key());
+      MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(c.key(), prefix.size() + 1), f));
+      if (!Visible(txn, q, f.msg, sel.include_locked) || Expired(q, f.msg, now)) continue;
+      if (sel.plain_only && IsConvMessage(q, f.msg)) continue;
+      bytes += f.size;
+      out.push_back(std::move(f));
+    }
+    return {};
+  }
+
+  std::string prefix = QueueIdKey(q.id);
+  bool backward = sel.anchor == Anchor::kLast || sel.anchor == Anchor::kBefore;
+  // Where the walk starts: forwards from `start` (inclusive or not), backwards from before
+  // `start` (the end of the queue if empty).
+  std::string start;
+  bool inclusive = true;
+  if (!resume.empty()) {
+    start = resume;
+    inclusive = false;
+  } else {
+    switch (sel.anchor) {
+      case Anchor::kHead:
+        start = prefix;
+        break;
+      case Anchor::kLast:
+        start = QueueIdKey(q.id + 1);
+        // Plain receives stop below the conversation bands of `order`.
+        if (sel.plain_only) start = QueueIdKey(q.id) + '\x08';
+        break;
+      case Anchor::kAt:
+      case Anchor::kAfter:
+      case Anchor::kBefore: {
+        Found anchor;
+        if (!txn.Get(messages, MsgKey(q.id, sel.lookup_id))) return {};
+        MQ_RETURN_IF_ERROR(LoadMessage(txn, q, sel.lookup_id, anchor));
+        start = OrderKeyFor(q, anchor.msg);
+        inclusive = sel.anchor == Anchor::kAt;
+        break;
+      }
+      default:
+        return {};
+    }
+  }
+  // Visible messages are in `order`; with include_locked, Locked ones (in `locked`, under
+  // the same keys) are merged in, in their places.
+  lmdb::Cursor co(txn, order);
+  std::optional<lmdb::Cursor> cl;
+  if (sel.include_locked) cl.emplace(txn, locked);
+  auto position = [&](lmdb::Cursor& c) -> bool {
+    if (backward) return c.SeekLt(start);
+    bool on = c.SeekGe(start);
+    if (on && !inclusive && c.key() == start) on = c.Next();
+    return on;
+  };
+  // The conversation bands (priority byte 8 and up) end a plain receive's walk.
+  auto plain_end = [&](lmdb::Cursor& c) {
+    return sel.plain_only && c.key().size() > 4 && static_cast<uint8_t>(c.key()[4]) >= 8;
+  };
+  bool on_o = position(co) && HasPrefix(co.key(), prefix) && !plain_end(co);
+  bool on_l = cl && position(*cl) && HasPrefix(cl->key(), prefix);
+  while ((on_o || on_l) && !full()) {
+    bool take_o = on_o && (!on_l || (backward ? co.key() > cl->key() : co.key() < cl->key()));
+    lmdb::Cursor& c = take_o ? co : *cl;
+    if (c.key().size() != 13) return Status(Code::kCorrupted, "bad order index key", q.name);
+    Found f;
+    f.walk_key = std::string(c.key());
+    MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(c.key(), 5), f));
+    if (!Expired(q, f.msg, now)) {
+      bytes += f.size;
+      out.push_back(std::move(f));
+    }
+    bool on = backward ? c.Prev() : c.Next();
+    on = on && HasPrefix(c.key(), prefix) && !plain_end(c);
+    (take_o ? on_o : on_l) = on;
+  }
+  return {};
+}
+
+// Stores `m` as a new message of `q`: its record, the delivery order (or `delays`), the id,
+// correlation and deadline indexes, and the counters. The lookup id is `lookup` if not 0 (a
+// move that keeps it), else the queue's next; a `promoted` message goes to the delivery
+// order even though it keeps its visible time. With `quota` not 0, a message that would take
+// the queue's bytes above it is refused (MQ_ERROR_INSUFFICIENT_RESOURCES) before anything
+// changes. The caller saves `q`.
+Status Store::Impl::InsertMessage(lmdb::Txn& txn, QueueInfo& q, Message& m, uint64_t quota,
+                                  uint64_t lookup, bool promoted) {
+  m.lookup_id = lookup ? lookup : q.next_lookup;
+  m.queuing_order = m.lookup_id;
+  m.queue = q.name;
+  std::string rec = EncodeRecord(m);
+  if (quota && q.bytes + rec.size() > quota)
+    return Status(Code::kInsufficientResources,
+                  fmt::format("queue quota of {} bytes would be exceeded ({} used, {} more)",
+                              quota, q.bytes, rec.size()),
+                  q.name);
+  std::string loc = MsgKey(q.id, m.lookup_id);
+  auto fresh = txn.PutNew(by_id, IdKey(q, m.id), loc);
+  if (!fresh.ok()) return fresh.status();
+  if (!*fresh)
+    return Status(Code::kIllegalPropertyValue,
+                  fmt::format("message id {} is already in the store", FormatMessageId(m.id)),
+                  q.name);
+  q.next_lookup = std::max(q.next_lookup, m.lookup_id + 1);
+  MQ_RETURN_IF_ERROR(txn.Put(messages, loc, rec));
+  if (m.visible_time && !promoted) {
+    MQ_RETURN_IF_ERROR(txn.Put(delays, DelayKey(q.id, m.visible_time, m.lookup_id), {}));
+    q.delayed++;
+  } else {
+    if (IsConvMessage(q, m))
+      MQ_RETURN_IF_ERROR(ConvOnAdd(txn, q, m));
+    else
+      MQ_RETURN_IF_ERROR(txn.Put(order, OrderKey(q.id, m.priority, m.lookup_id), {}));
+    to_notify.insert(q.id);
+  }
+  if (!m.correlation_id.empty())
+    MQ_RETURN_IF_ERROR(
+        txn.Put(by_corr, CorrKey(m.correlation_id, q.id, m.priority, m.lookup_id), {}));
+  if (int64_t at = ExpiryOf(m); at && IsLive(q) && m.status != 0)
+    MQ_RETURN_IF_ERROR(txn.Put(deadlines, DeadlineKey(q.id, at, m.lookup_id), {}));
+  q.count++;
+  q.bytes += rec.size();
+  return {};
+}
+
+// Moves a message of `q` (in any state) to the queue `to_name` (created if missing, as
+// subqueues and system queues are), keeping its lookup id if `keep_lookup` and it is free
+// there (MSMQ MoveMessage), else giving it the target's next one.
+Status Store::Impl::MoveMessage(lmdb::Txn& txn, QueueInfo& q, Found& f, const std::string& to_name,
+                                bool keep_lookup, int64_t now) {
+  MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, f.msg, f.size));
+  auto to_r = LoadOrCreate(txn, to_name);
+  if (!to_r.ok()) return to_r.status();
+  QueueInfo& to = to_r.value();
+  Message& m = f.msg;
+  m.move_count++;
+  m.last_move_time = now;
+  m.visible_time = 0;
+  m.awaiting_arrival = false;
+  uint64_t lookup = m.lookup_id;
+  if (!keep_lookup || txn.Get(messages, MsgKey(to.id, lookup))) lookup = 0;
+  MQ_RETURN_IF_ERROR(InsertMessage(txn, to, m, 0, lookup));
+  return PutQueue(txn, to);
+}
+
+// Rewrites a message's record in place; keeps the queue's byte counter right.
+Status Store::Impl::Rewrite(lmdb::Txn& txn, QueueInfo& q, const Message& m, uint64_t old_size,
+                            uint64_t* new_size) {
+  std::string rec = EncodeRecord(m);
+  MQ_RETURN_IF_ERROR(txn.Put(messages, MsgKey(q.id, m.lookup_id), rec));
+  q.bytes = q.bytes - std::min(q.bytes, old_size) + rec.size();
+  if (new_size) *new_size = rec.size();
+  return {};
+}
+
+// Assigns a new message id (the Append scheme) for a message made by the store itself.
+Status Store::Impl::NewMessageId(lmdb::Txn& txn, Message& m) {
+  auto id = NewMessageId(txn);
+  if (!id.ok()) return id.status();
+  m.id = std::move(*id);
+  return {};
+}
+
+}  // namespace mq

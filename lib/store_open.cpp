@@ -1,0 +1,414 @@
+// store_open.cpp: opening a store (directory, LMDB environment, meta record and
+// format check, databases), the write path every operation runs through (map growth, the
+// size limit, a full disk, doorbells after commit), the source of message ids, and the size
+// limit.
+#include "store_impl.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "codec.hpp"
+#include "conversation.hpp"
+#include "filelock.hpp"
+#include "lmdb.hpp"
+#include "paths.hpp"
+#include "units.hpp"
+#include "waiter.hpp"
+
+namespace mq {
+
+namespace {
+
+std::mutex g_open_mu;
+std::set<std::string> g_open_dirs;  // one env per directory per process
+
+const char* kDbNames[] = {"meta",    "queues", "queue_ids", "messages", "order",
+                          "by_id",   "by_corr", "delays",   "cursors",  "locked",
+                          "leases",  "dedup",   "dedup_exp", "deadlines",
+                          // conversations (issue 5)
+                          "convs", "conv_q", "groups", "conv_msgs", "group_sel", "conv_kept",
+                          "msg_types"};
+
+}  // namespace
+
+Result<std::string> Store::Impl::NewMessageId(lmdb::Txn& txn) {
+  if (!id_source.loaded) {
+    auto g = txn.Get(meta, "id_guid");
+    if (!g || g->size() != 16) return Status(Code::kCorrupted, "store has no id GUID", dir);
+    id_source.guid = GuidFromBytes(*g);
+    auto c = MetaU32(txn, "id_counter", 0);
+    if (!c.ok()) return c.status();
+    id_source.counter = *c;
+    id_source.loaded = true;
+  }
+  if (id_source.counter == UINT32_MAX) {
+    // The 4-byte counter is spent: continue under a fresh GUID, as ids stay unique.
+    id_source.guid = NewGuid();
+    MQ_RETURN_IF_ERROR(txn.Put(meta, "id_guid", GuidBytes(id_source.guid)));
+    id_source.counter = 0;
+  }
+  id_source.dirty = true;
+  return MakeMessageId(id_source.guid, ++id_source.counter);
+}
+
+Status Store::Impl::SaveIdSource(lmdb::Txn& txn) {
+  if (!id_source.dirty) return {};
+  id_source.dirty = false;
+  return PutMetaU32(txn, "id_counter", id_source.counter);
+}
+
+Store::Impl::~Impl() {
+  std::lock_guard<std::mutex> lock(g_open_mu);
+  g_open_dirs.erase(real_dir);
+}
+
+// Runs `fn` in a write transaction and commits. A full map is grown and `fn` runs again;
+// `rerun_after_commit` says whether that is allowed when the commit itself hit the limit
+// (not when `fn` has written output that must not be written twice).
+// A commit that need not reach the disk before the next one (locking for a transactional
+// receive: losing it to a power cut only means a redelivery). The next durable commit's
+// fdatasync takes its pages along.
+Status Store::Impl::WriteLight(const std::function<Status(lmdb::Txn&)>& fn,
+                               bool rerun_after_commit) {
+  if (express) return Write(fn, rerun_after_commit);
+  MQ_RETURN_IF_ERROR(env.SetNoMetaSync(true));
+  Status s = Write(fn, rerun_after_commit);
+  Status restored = env.SetNoMetaSync(false);
+  return s.ok() ? restored : s;
+}
+
+Status Store::Impl::Write(const std::function<Status(lmdb::Txn&)>& fn, bool rerun_after_commit) {
+  // Grow before the map is nearly full rather than after: a transaction that must not run
+  // twice (its output is written) would otherwise fail at its commit.
+  // At the store's size limit the transaction still runs: it may fit.
+  if (env.UsedBytes() > env.MapSize() / 8 * 7) {
+    Status grown = Grow();
+    if (!grown.ok() && grown.code() != Code::kInsufficientResources) return grown;
+  }
+  for (int attempt = 0;; ++attempt) {
+    auto txn = lmdb::Txn::Begin(env, true);
+    if (!txn.ok()) return txn.status();
+    to_notify.clear();
+    id_source = IdSource();
+    Status s = fn(*txn);
+    if (s.ok() && !txn->active()) return s;  // fn committed itself
+    if (s.ok()) s = SaveIdSource(*txn);
+    bool from_commit = false;
+    if (s.ok()) {
+      s = txn->Commit();
+      from_commit = true;
+      if (s.code() == Code::kIo && DiskFull())
+        // LMDB reports a short write as EIO ("filesystem full?"): say what it was.
+        return Status(Code::kInsufficientResources, "no space left on the store's disk; "
+                      "nothing was written", dir);
+      if (!s.ok() && s.code() != Code::kMapFull) return s.WithSubject(dir);
+      if (s.ok()) {
+        for (uint32_t qid : to_notify) Notify(qid);
+        to_notify.clear();
+      }
+    }
+    if (s.code() != Code::kMapFull) return s;
+    txn->Abort();
+    Status grown = Grow();
+    if (!grown.ok()) return grown;
+    if (from_commit && !rerun_after_commit)
+      return Status(Code::kInsufficientResources, "store map full at commit; retry", dir);
+    if (attempt > 40) return Status(Code::kInsufficientResources, "store is full", dir);
+  }
+}
+
+bool Store::Impl::DiskFull() {
+  struct statvfs vfs;
+  if (::statvfs(dir.c_str(), &vfs) != 0) return false;
+  return static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize < (1u << 20);
+}
+
+// The size limit of the store (SetMaxSize), read when needed: another process may set it.
+uint64_t Store::Impl::MaxMapSize() {
+  auto txn = lmdb::Txn::Begin(env, false);
+  if (!txn.ok()) return kMaxMapSize;
+  auto v = txn->Get(meta, "max_size");
+  if (!v || v->size() != 8) return kMaxMapSize;
+  uint64_t limit = GetU64BE(*v, 0);
+  return limit ? std::min(limit, kMaxMapSize) : kMaxMapSize;
+}
+
+Status Store::Impl::ApplyMaxMapSize() {
+  uint64_t limit = MaxMapSize();
+  if (env.MapSize() <= limit) return {};
+  return env.SetMapSize(std::max(limit, env.UsedBytes()));
+}
+
+Status Store::Impl::Grow() {
+  uint64_t cur = env.MapSize();
+  uint64_t limit = MaxMapSize();
+  if (cur >= limit)
+    return Status(Code::kInsufficientResources,
+                  fmt::format("store is full: it reached its maximum size of {} bytes "
+                              "(mq-admin init --max-store-size raises it)",
+                              limit),
+                  dir);
+  return env.SetMapSize(std::min(cur * 2, limit));
+}
+
+void Store::Impl::Notify(uint32_t qid) {
+  // The doorbell: after the commit, so that a woken reader sees the new state.
+  std::string path = paths.notify(qid);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0 && errno == ENOENT) {
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, file_mode);
+    // The umask may have taken the group's write bit from a group-shared store's file.
+    if (fd >= 0) (void)::fchmod(fd, file_mode);
+  }
+  if (fd < 0) return;
+  char b = 0;
+  ssize_t ignored = ::pwrite(fd, &b, 1, 0);
+  (void)ignored;
+  ::close(fd);
+}
+
+Status Store::Impl::OpenDbs(lmdb::Txn& txn, bool create) {
+  for (size_t i = 0; i < std::size(kDbNames); ++i) {
+    auto dbi = txn.OpenDb(kDbNames[i], create);
+    if (!dbi.ok()) return dbi.status();
+    *DbSlots[i] = *dbi;
+  }
+  return {};
+}
+
+Status MakeDir(const std::string& dir, mode_t mode) {
+  if (::mkdir(dir.c_str(), mode) != 0 && errno != EEXIST)
+    return ErrnoStatus(errno, dir, "cannot create directory");
+  return {};
+}
+
+Status MakeParents(const std::string& dir) {
+  for (size_t pos = 1; (pos = dir.find('/', pos)) != std::string::npos; ++pos) {
+    std::string p = dir.substr(0, pos);
+    struct stat st;
+    if (::stat(p.c_str(), &st) == 0) continue;
+    MQ_RETURN_IF_ERROR(MakeDir(p, 0755));
+  }
+  return {};
+}
+
+bool DirIsEmpty(const std::string& dir) {
+  // Cheap: a store-to-be is empty; opendir would do, but stat of the LMDB files suffices for
+  // the common case and readdir catches the rest.
+  std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(dir.c_str()), closedir);
+  if (!d) return false;
+  while (dirent* e = readdir(d.get())) {
+    if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) return false;
+  }
+  return true;
+}
+
+namespace {
+
+Status CheckAccess(const std::string& path, int mode, const char* what) {
+  if (::access(path.c_str(), mode) == 0) return {};
+  int err = errno;
+  if (err == ENOENT) return {};
+  return Status(err == EACCES || err == EPERM || err == EROFS ? Code::kAccessDenied : Code::kIo,
+                fmt::format("{}: {}", what, std::strerror(err)), path);
+}
+
+}  // namespace
+
+Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Store::~Store() = default;
+
+const std::string& Store::dir() const { return impl_->dir; }
+
+const Guid& Store::guid() const { return impl_->guid; }
+
+Status Store::SetExpress(bool on) {
+  impl_->express = on;
+  return impl_->env.SetNoMetaSync(on);
+}
+
+Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
+  std::string dir = options.dir;
+  bool may_create = options.create;
+  if (dir.empty()) {
+    auto d = DefaultStoreDir();
+    if (!d.ok()) return d.status();
+    dir = *d;
+    may_create = true;
+  }
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  StorePaths paths(dir);
+
+  struct stat st;
+  bool exists = ::stat(dir.c_str(), &st) == 0;
+  if (!exists && errno != ENOENT) return ErrnoStatus(errno, dir, "cannot open store");
+  if (exists && !S_ISDIR(st.st_mode))
+    return Status(Code::kServiceNotAvailable, "not a store directory", dir);
+  if (exists)
+    MQ_RETURN_IF_ERROR(CheckAccess(dir, R_OK | W_OK | X_OK,
+                                   "permission denied on the store directory (need rwx)"));
+  struct stat data_st;
+  bool has_data = ::stat(paths.data().c_str(), &data_st) == 0;
+  if (!has_data && errno != ENOENT) return ErrnoStatus(errno, paths.data(), "cannot open store");
+  bool group = exists ? (st.st_mode & S_ISGID) != 0 : !options.group.empty();
+  bool creating = false;
+  if (!has_data) {
+    if (!may_create)
+      return Status(Code::kServiceNotAvailable,
+                    "store not found; mq-admin init creates it", dir);
+    if (exists && !DirIsEmpty(dir))
+      return Status(Code::kServiceNotAvailable,
+                    "not an mq store (no data.mdb) and not empty; refusing to create one here",
+                    dir);
+    creating = true;
+  }
+  if (exists) {
+    MQ_RETURN_IF_ERROR(CheckAccess(paths.data(), R_OK | W_OK, "permission denied (need rw)"));
+    MQ_RETURN_IF_ERROR(CheckAccess(paths.lock(), R_OK | W_OK, "permission denied (need rw)"));
+  }
+
+  gid_t gid = static_cast<gid_t>(-1);
+  if (creating && !options.group.empty()) {
+    struct group* g = getgrnam(options.group.c_str());
+    if (!g) return Status(Code::kInvalidArg, fmt::format("no such group '{}'", options.group));
+    gid = g->gr_gid;
+  }
+  mode_t dir_mode = group ? 02770 : 0700;
+  mode_t old_umask = ::umask(group ? 007 : 077);
+  struct UmaskRestore {
+    mode_t m;
+    ~UmaskRestore() { ::umask(m); }
+  } restore{old_umask};
+
+  if (creating) {
+    MQ_RETURN_IF_ERROR(MakeParents(dir));
+    MQ_RETURN_IF_ERROR(MakeDir(dir, dir_mode));
+    if (gid != static_cast<gid_t>(-1) && ::chown(dir.c_str(), static_cast<uid_t>(-1), gid) != 0)
+      return ErrnoStatus(errno, dir, "cannot set the store's group");
+    if (::chmod(dir.c_str(), dir_mode) != 0)
+      return ErrnoStatus(errno, dir, "cannot set the store's mode");
+  }
+  char real[PATH_MAX];
+  if (!::realpath(dir.c_str(), real)) return ErrnoStatus(errno, dir, "cannot resolve store path");
+  {
+    std::lock_guard<std::mutex> lock(g_open_mu);
+    if (!g_open_dirs.insert(real).second)
+      return Status(Code::kError, "store already open in this process", dir);
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->dir = dir;
+  impl->real_dir = real;
+  impl->paths = paths;
+  impl->file_mode = group ? 0660 : 0600;
+  Status s = impl->env.Open(dir, impl->file_mode, kInitialMapSize, 32);
+  if (!s.ok()) return s.WithSubject(dir);
+  impl->env.ReaderCheck();
+
+  // Read the meta record; create the databases on first use, and any database a newer mq
+  // added to an existing store of the same format.
+  enum class Found { kStore, kEmpty, kForeign };
+  Found found = Found::kForeign;
+  bool missing_db = false;
+  {
+    auto txn = lmdb::Txn::Begin(impl->env, false);
+    if (!txn.ok()) return txn.status();
+    auto meta = txn->OpenDb("meta", false);
+    if (meta.ok()) {
+      impl->meta = *meta;
+      auto format = txn->Get(impl->meta, "format");
+      if (!format || format->size() != 4) return Status(Code::kCorrupted, "bad format record", dir);
+      uint32_t v = GetU32BE(*format, 0);
+      if (v > kFormatVersion)
+        return Status(Code::kError,
+                      fmt::format("store format {} is newer than this mq understands ({}); "
+                                  "upgrade mq or use the mq that made it",
+                                  v, kFormatVersion),
+                      dir);
+      auto g = txn->Get(impl->meta, "guid");
+      if (!g || g->size() != 16) return Status(Code::kCorrupted, "store has no GUID", dir);
+      impl->guid = GuidFromBytes(*g);
+      found = Found::kStore;
+      missing_db = !impl->OpenDbs(*txn, false).ok();
+      if (!missing_db) MQ_RETURN_IF_ERROR(txn->Commit());  // keeps the database handles
+    } else {
+      // An environment with nothing in it is a store whose creation was cut short.
+      auto main_db = txn->OpenDb(nullptr, false);
+      if (main_db.ok() && txn->Count(*main_db) == 0) found = Found::kEmpty;
+    }
+  }
+  if (found == Found::kForeign)
+    return Status(Code::kCorrupted,
+                  "not an mq store: data.mdb has no mq meta record (a foreign LMDB file?)", dir);
+  if (found == Found::kEmpty || missing_db) {
+    s = impl->Write([&](lmdb::Txn& w) -> Status {
+      MQ_RETURN_IF_ERROR(impl->OpenDbs(w, true));
+      if (w.Get(impl->meta, "format")) return {};  // an existing store, or another process won
+      std::string v;
+      PutU32BE(v, kFormatVersion);
+      MQ_RETURN_IF_ERROR(w.Put(impl->meta, "format", v));
+      MQ_RETURN_IF_ERROR(w.Put(impl->meta, "guid", GuidBytes(NewGuid())));
+      MQ_RETURN_IF_ERROR(w.Put(impl->meta, "id_guid", GuidBytes(NewGuid())));
+      for (const char* name : {"system;deadletter", "system;deadxact", "system;journal"}) {
+        auto q = impl->NewQueue(w, name);
+        if (!q.ok()) return q.status();
+      }
+      return {};
+    });
+    if (!s.ok()) return s.WithSubject(dir);
+    auto t2 = lmdb::Txn::Begin(impl->env, false);
+    if (!t2.ok()) return t2.status();
+    MQ_RETURN_IF_ERROR(impl->OpenDbs(*t2, false));
+    auto g = t2->Get(impl->meta, "guid");
+    if (!g || g->size() != 16) return Status(Code::kCorrupted, "store has no GUID", dir);
+    impl->guid = GuidFromBytes(*g);
+    MQ_RETURN_IF_ERROR(t2->Commit());
+  }
+  // A store with a size limit below the starting map: map only that much (and at least what
+  // is used), so that Grow and LMDB refuse to go past it.
+  MQ_RETURN_IF_ERROR(impl->ApplyMaxMapSize());
+  // Only now that the directory has proved to be an mq store: its lock and doorbell dirs.
+  MQ_RETURN_IF_ERROR(MakeDir(paths.locks_dir(), dir_mode));
+  MQ_RETURN_IF_ERROR(MakeDir(paths.notify_dir(), dir_mode));
+  return std::unique_ptr<Store>(new Store(std::move(impl)));
+}
+
+Status Store::SetMaxSize(uint64_t bytes) {
+  if (bytes && bytes < impl_->env.UsedBytes())
+    return Status(Code::kInvalidArg,
+                  fmt::format("the store already uses {} bytes, more than {}",
+                              impl_->env.UsedBytes(), bytes),
+                  impl_->dir);
+  MQ_RETURN_IF_ERROR(impl_->Write([&](lmdb::Txn& txn) -> Status {
+    std::string v;
+    PutU64BE(v, bytes);
+    return txn.Put(impl_->meta, "max_size", v);
+  }));
+  return impl_->ApplyMaxMapSize();
+}
+
+Result<uint64_t> Store::MaxSize() {
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  auto v = txn->Get(impl_->meta, "max_size");
+  if (!v || v->size() != 8) return uint64_t{0};
+  return GetU64BE(*v, 0);
+}
+
+}  // namespace mq
