@@ -21,7 +21,22 @@ namespace {
 const char* g_tool = "mq";
 }
 
-void SetTool(const char* name) { g_tool = name; }
+namespace {
+bool g_stdout_closed = false;
+}
+
+void SetTool(const char* name) {
+  g_tool = name;
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    if (fd == 1) g_stdout_closed = true;
+    // The lowest free descriptor: this one, as the lower ones are open by now.
+    int null_fd = ::open("/dev/null", O_RDWR);
+    if (null_fd >= 0 && null_fd != fd) ::close(null_fd);  // cannot happen; never keep a stray
+  }
+}
+
+bool StdoutWasClosed() { return g_stdout_closed; }
 const char* Tool() { return g_tool; }
 
 int Fail(const Status& status) {
@@ -318,6 +333,10 @@ Result<std::unique_ptr<OutputSink>> OutputSink::Make(const OutputArgs& a) {
     return Status(Code::kInvalidArg, "-l and -0 apply to raw bodies only");
   if (a.lines) sink->sep_ = "\n";
   if (a.null) sink->sep_ = std::string(1, '\0');
+  if (a.into.empty() && StdoutWasClosed())
+    return Status(Code::kBrokenPipe,
+                  "standard output is closed: nothing could read the messages (use --into FILE "
+                  "or redirect it)");
   if (!a.into.empty()) {
     // Opened now, before any message is touched: a bad path fails with nothing received.
     auto f = FileAppender::Open(a.into);

@@ -17,8 +17,14 @@
 
 namespace mq::cli {
 
-// The program name in diagnostics ("mq-send").
+// The program name in diagnostics ("mq-send"). Called first by every tool: it also opens
+// /dev/null on any of descriptors 0, 1 and 2 that is closed, so that no store file can ever
+// be one of them (LMDB would take the lowest free descriptor, and a later write to stdout or
+// stderr would go into the store).
 void SetTool(const char* name);
+// Whether standard output was closed when the tool started (`>&-`): a tool that prints
+// what it removes must refuse to run rather than print into /dev/null.
+bool StdoutWasClosed();
 const char* Tool();
 
 // Prints "mq-TOOL: SUBJECT: text (MQ_SYMBOL 0xHEX)" on stderr; returns the exit status.
@@ -102,6 +108,8 @@ class OutputSink : public MessageSink {
   static Result<std::unique_ptr<OutputSink>> Make(const OutputArgs& args);
   Status Add(const Message& m) override;
   Status Flush() override;
+  // stdout: the reader has read it (FdWriter::WaitTaken); --into: Flush() synced it.
+  Status Taken() override { return into_ ? Status() : out_.WaitTaken(); }
   void SetLease(const std::string& token, int64_t expires) override {
     lease_token_ = token;
     lease_expires_ = expires;

@@ -5,15 +5,18 @@
 //   mq-receive [options] QUEUE --exec CMD [ARG...]
 //   mq-receive [options] QUEUE --lease DURATION
 //
-// Protocol (why nothing is lost): in one write transaction the selected messages are deleted
-// with their index entries, their output is written completely to stdout, and only then is
-// the transaction committed. A failed write (EPIPE, ENOSPC, ...) aborts the transaction and
-// the messages stay where they were. If the commit itself fails after the output was
-// written, the messages stay too and will be delivered again: at least once, never lost.
-// Many messages (-n, --all, --top) go in batches of up to 1000 per transaction.
-// --into FILE is the same protocol with a file: each batch is appended whole under flock(2)
-// and fdatasync'ed before its transaction commits (cmd/common.hpp OutputSink).
-//
+// Protocol (why nothing is lost, and why no one waits for our reader):
+//  1. one write transaction Locks a batch (up to 1000 messages) under a lease whose lock file
+//     this process holds, and commits (lib/store_leases.cpp);
+//  2. with no transaction open, the batch is written to stdout and we wait until the reader
+//     has taken it: for a pipe or socket, until it has read every byte (FIONREAD/SIOCOUTQ is
+//     0); a file or terminal has taken what was written. --into FILE appends the batch whole
+//     under flock(2) and fdatasync's it (cmd/common.hpp OutputSink);
+//  3. a second write transaction removes the batch (journal, acks, retention).
+// A write that fails or a reader that goes away (EPIPE, POLLERR) returns the batch untouched
+// and exits 10; a crash between 1 and 3 returns it through lease recovery (the lock file is
+// released by the kernel). At least once, never lost. Standard output closed at start (>&-)
+// is refused before anything is touched.
 // --exec: each message (or, with --batch, each batch) is Locked in the store under a lease
 // whose lock file this process holds (lib/store.hpp "Locks"); CMD runs with the body on stdin;
 // exit 0 commits (the message is removed), anything else rolls back (it returns to its place,

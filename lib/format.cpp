@@ -2,10 +2,14 @@
 #include "format.hpp"
 
 #include <fcntl.h>
+#include <linux/sockios.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <set>
 
@@ -334,6 +338,28 @@ Status FdWriter::Flush() {
   }
   buf_.clear();
   return {};
+}
+
+Status FdWriter::WaitTaken() {
+  if (kind_ < 0) {
+    struct stat st;
+    kind_ = ::fstat(fd_, &st) != 0 ? 0 : S_ISFIFO(st.st_mode) ? 1 : S_ISSOCK(st.st_mode) ? 2 : 0;
+  }
+  if (kind_ == 0) return {};
+  Status gone(Code::kBrokenPipe, "the reader went away before it read everything", name_);
+  long pause_ns = 50'000;
+  for (;;) {
+    int unread = 0;
+    if (::ioctl(fd_, kind_ == 1 ? FIONREAD : SIOCOUTQ, &unread) != 0) return {};  // can't tell
+    if (unread == 0) return {};
+    // Events 0: only POLLERR/POLLHUP (the reader closed its end) end the pause early.
+    struct pollfd p = {fd_, 0, 0};
+    struct timespec ts = {0, pause_ns};
+    int n = ::ppoll(&p, 1, &ts, nullptr);
+    if (n < 0 && errno != EINTR) return ErrnoStatus(errno, name_, "poll failed");
+    if (n > 0 && (p.revents & (POLLERR | POLLHUP | POLLNVAL))) return gone;
+    pause_ns = std::min<long>(pause_ns * 2, 10'000'000);
+  }
 }
 
 Result<std::unique_ptr<FileAppender>> FileAppender::Open(const std::string& path) {

@@ -49,11 +49,19 @@ class FdWriter {
   void Append(std::string_view s) { buf_.append(s.data(), s.size()); }
   size_t buffered() const { return buf_.size(); }
   Status Flush();
+  // Returns once the reader has taken everything written so far: for a pipe, when no unread
+  // byte is left in it (FIONREAD); for a socket, when none is left in its send queue
+  // (SIOCOUTQ); anything else (a file, a terminal, /dev/null) has taken what was written.
+  // A reader that goes away first (POLLERR/POLLHUP) is Code::kBrokenPipe. There is no event
+  // for "the pipe became empty": it looks again after a pause that doubles from 50 us to
+  // 10 ms, and wakes at once when the reader closes its end.
+  Status WaitTaken();
 
  private:
   int fd_;
   std::string name_;
   std::string buf_;
+  int kind_ = -1;  // WaitTaken: 0 nothing to wait for, 1 pipe, 2 socket; -1 not known yet
 };
 
 // Appends whole batches to a file (mq-receive --into), so that no reader or other appender

@@ -253,12 +253,17 @@ class MessageSource {
 };
 
 // Receives the messages of a peek or receive. Add() may buffer; Flush() must complete the
-// output (for a receive it runs before the commit, so a failed write rolls back).
+// output. No store transaction is open during any of these calls: a receive has Locked the
+// batch under its lease before, and removes it only after Flush() and Taken() succeeded.
 class MessageSink {
  public:
   virtual ~MessageSink() = default;
   virtual Status Add(const Message& m) = 0;
   virtual Status Flush() = 0;
+  // For a receive, after Flush(): returns once the reader has taken the output (for a pipe
+  // or socket, read every byte of it; a file or terminal has taken what was written), or an
+  // error if the reader went away first (the receive then removes nothing of the batch).
+  virtual Status Taken() { return {}; }
   // Called before Add() for the messages of a --lease: their token and expiry.
   virtual void SetLease(const std::string& token, int64_t expires) {
     (void)token;
@@ -297,12 +302,19 @@ class Store {
   Status Append(const QueueRef& ref, const AppendOptions& options, MessageSource& source,
                 std::vector<std::string>* ids, AppendReport* report = nullptr);
 
-  // Gives the selected messages to `sink` without removing them. Nothing qualifying:
-  // MQ_ERROR_MESSAGE_NOT_FOUND when not waiting, MQ_ERROR_IO_TIMEOUT when the wait ran out.
+  // Gives the selected messages to `sink` without removing them, in chunks each copied out
+  // of its own short read transaction, which ends before the chunk is written (a stalled
+  // reader pins nothing). Nothing qualifying: MQ_ERROR_MESSAGE_NOT_FOUND when not waiting,
+  // MQ_ERROR_IO_TIMEOUT when the wait ran out.
   Status Peek(const QueueRef& ref, const Selection& sel, const ReadOptions& ro,
               MessageSink& sink);
-  // Removes the selected messages, each batch in a transaction that commits only after
-  // sink.Flush() succeeded. Nothing qualifying: as Peek.
+  // Removes the selected messages, batch by batch: a transaction Locks the batch under a
+  // process lease (committed without the meta sync), the batch goes to `sink` with no
+  // transaction open (Flush, then Taken: the reader has it), and a second transaction removes
+  // it (journal copies, acks and retention as for any receive; also without the meta sync, so
+  // a power loss may deliver it again but never loses it). Output that fails, or a reader that
+  // goes away, returns the batch untouched (no abort count); a crash between the two
+  // transactions returns it through lease recovery. Nothing qualifying: as Peek.
   Status Receive(const QueueRef& ref, const Selection& sel, const ReadOptions& ro,
                  MessageSink& sink);
 
@@ -310,7 +322,7 @@ class Store {
   // exclusive lock on its lock file, held for the whole call, waits included. kCurrent on a
   // cursor never moved is MQ_ERROR_ILLEGAL_CURSOR_ACTION, as is kNext; kCurrent on a message
   // removed since is MQ_ERROR_MESSAGE_ALREADY_RECEIVED. The cursor moves only if the output
-  // was written.
+  // was written (no transaction is open while it is).
   Status CursorPeek(const QueueRef& ref, const CursorOptions& co, const ReadOptions& ro,
                     MessageSink& sink);
   // Receives the message at the cursor (kCurrent only).
@@ -329,7 +341,8 @@ class Store {
 
   // Transactional receive: marks the selected messages Locked (delivery count + 1) in one
   // transaction and returns them in a Lease. With a `sink` (leases printed by the caller)
-  // the messages are written to it before that transaction commits.
+  // the messages are written to it after that transaction committed; if that output fails,
+  // the messages go back at once (no abort count) and the error is returned.
   Result<std::unique_ptr<Lease>> Lock(const QueueRef& ref, const Selection& sel,
                                       const ReadOptions& ro, const LockOptions& lo,
                                       MessageSink* sink);
@@ -392,16 +405,6 @@ class Store {
   struct Impl;
 
  private:
-  // Fills in a lease whose record the caller has just written (its messages are in it), and
-  // for a caller that prints, writes them to `sink` (the token first for an expiring lease).
-  static Status PublishLease(Lease& lease, const std::string& queue, uint32_t qid,
-                             uint64_t lease_id, bool process, int64_t expires,
-                             const std::string& secret, MessageSink* sink);
-  Status ReceiveConversation(const QueueRef& ref, const Selection& sel, const ReadOptions& ro,
-                             MessageSink& sink);
-  Result<std::unique_ptr<Lease>> LockConversation(const QueueRef& ref, const Selection& sel,
-                                                  const ReadOptions& ro, const LockOptions& lo,
-                                                  MessageSink* sink);
   Status WatchLocked(const QueueRef& ref, const WatchOptions& wo, const ReadOptions& ro,
                      const std::function<Status(const Message&)>& on_arrived);
   explicit Store(std::unique_ptr<Impl> impl);

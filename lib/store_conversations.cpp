@@ -461,190 +461,61 @@ Status Store::Impl::DropConversations(lmdb::Txn& txn, uint32_t qid) {
   return {};
 }
 
-// ---- Service Broker conversations (issue 5) ----
-
-Status Store::ReceiveConversation(const QueueRef& ref, const Selection& sel,
-                                  const ReadOptions& ro, MessageSink& sink) {
-  Selection plain = sel;
-  plain.plain_only = true;
-  return impl_->WaitLoop(ref, ro, [&](bool, int64_t& deadline) -> Status {
-    auto plain_deadline = [&] {
-      auto d = NextDeadline(ref);
-      if (d.ok()) deadline = *d;
-    };
-    // A few rounds at most: another receiver may take what one look chose.
-    for (int round = 0; round < 16; ++round) {
-      if (!impl_->MayHaveGroups(ref, sel)) {
-        Status s = Receive(ref, plain, ReadOptions(), sink);
-        if (s.code() != Code::kMessageNotFound) return s;
-        if (impl_->MayHaveGroups(ref, sel)) continue;  // its recovery freed a group
-        plain_deadline();
-        return s;
-      }
-      Impl::GroupPick::Kind kind = Impl::GroupPick::kNone;
-      size_t received = 0;
-      Status w = impl_->Write(
-          [&](lmdb::Txn& txn) -> Status {
-            kind = Impl::GroupPick::kNone;
-            auto q = impl_->FindQueue(txn, ref);
-            if (!q.ok()) return q.status();
-            if (!q->enabled)
-              return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
-            auto n = impl_->Maintain(txn, *q, NowMs());
-            if (!n.ok()) return n.status();
-            auto pick = impl_->PickGroup(txn, *q, sel);
-            if (!pick.ok()) return pick.status();
-            kind = pick->kind;
-            std::vector<Impl::Found> batch;
-            if (kind == Impl::GroupPick::kGroup)
-              MQ_RETURN_IF_ERROR(
-                  impl_->CollectGroup(txn, *q, pick->prefix, sel.group_limit, batch));
-            if (batch.empty()) {
-              if (kind != Impl::GroupPick::kPlain) kind = Impl::GroupPick::kNone;
-              deadline = impl_->NextDeadline(txn, q->id);
-              return {};  // commits what Maintain did
-            }
-            // The whole group in this one transaction: no other receiver sees it meanwhile.
-            std::vector<Message> out;
-            out.reserve(batch.size());
-            for (auto& f : batch) {
-              out.push_back(f.msg);
-              MQ_RETURN_IF_ERROR(impl_->ConsumeAvailable(txn, *q, f));
-            }
-            MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, *q));
-            for (const Message& m : out) MQ_RETURN_IF_ERROR(sink.Add(m));
-            MQ_RETURN_IF_ERROR(sink.Flush());
-            received = out.size();
-            return {};
-          },
-          /*rerun_after_commit=*/false);
-      if (!w.ok()) {
-        if (w.code() == Code::kBrokenPipe || w.code() == Code::kIo ||
-            w.code() == Code::kInsufficientResources)
-          return Status(w.code(), fmt::format("{}; nothing was removed", w.text()), w.subject());
-        return w;
-      }
-      if (kind == Impl::GroupPick::kPlain) {
-        Status s = Receive(ref, plain, ReadOptions(), sink);
-        if (s.code() == Code::kMessageNotFound) continue;
-        return s;
-      }
-      if (received) return {};
-      return Status(Code::kMessageNotFound, "no message", ref.Full());
-    }
-    return Status(Code::kMessageNotFound, "no message", ref.Full());
-  });
-}
-
-Result<std::unique_ptr<Lease>> Store::LockConversation(const QueueRef& ref, const Selection& sel,
-                                                       const ReadOptions& ro,
-                                                       const LockOptions& lo,
-                                                       MessageSink* sink) {
-  Selection plain = sel;
-  plain.plain_only = true;
+// One look at the conversation groups (LockAny decides when): Locks the messages of the best
+// free group (or of the group or conversation `sel` names) under a new lease, which is also
+// the group's lock. Null when there is none; `*try_plain` when plain messages come first in
+// delivery order.
+Result<std::unique_ptr<Lease>> Store::Impl::LockGroupOnce(const QueueRef& ref,
+                                                          const Selection& sel,
+                                                          const LockOptions& lo,
+                                                          bool count_delivery,
+                                                          int64_t& deadline, bool* try_plain) {
   std::unique_ptr<Lease> lease(new Lease());
-  std::unique_ptr<Lease> plain_lease;
-  Status s = impl_->WaitLoop(ref, ro, [&](bool, int64_t& deadline) -> Status {
-    for (int round = 0; round < 16; ++round) {
-      bool try_plain = !impl_->MayHaveGroups(ref, sel);
-      bool found = false;
-      if (!try_plain) {
-        Status w = impl_->WriteLight(
-            [&](lmdb::Txn& txn) -> Status {
-              try_plain = false;
-              found = false;
-              auto q = impl_->FindQueue(txn, ref);
-              if (!q.ok()) return q.status();
-              if (!q->enabled)
-                return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
-              int64_t now = NowMs();
-              auto n = impl_->Maintain(txn, *q, now);
-              if (!n.ok()) return n.status();
-              auto pick = impl_->PickGroup(txn, *q, sel);
-              if (!pick.ok()) return pick.status();
-              try_plain = pick->kind == Impl::GroupPick::kPlain;
-              std::vector<Impl::Found> batch;
-              if (pick->kind == Impl::GroupPick::kGroup)
-                MQ_RETURN_IF_ERROR(
-                    impl_->CollectGroup(txn, *q, pick->prefix, sel.group_limit, batch));
-              if (batch.empty()) {
-                deadline = impl_->NextDeadline(txn, q->id);
-                return {};
-              }
-              uint64_t lease_id = q->next_lease++;
-              LeaseRecord rec;
-              rec.pid = ::getpid();
-              rec.since = now;
-              if (lo.lease_ms > 0) {
-                rec.process = false;
-                rec.expires = now + lo.lease_ms;
-                rec.secret = std::string(GuidBytes(NewGuid()));
-              } else {
-                // The lease's lock file is the group's lock too: ours before anyone sees it.
-                if (lease->lock_fd_ >= 0) ::close(lease->lock_fd_);
-                lease->lock_path_ = impl_->LeaseLockPath(q->id, lease_id);
-                auto l = FileLock::Acquire(lease->lock_path_, impl_->file_mode, false);
-                if (!l.ok()) return l.status();
-                lease->lock_fd_ = l->Detach();
-              }
-              lease->messages_.clear();
-              std::string holder;
-              PutU64BE(holder, lease_id);
-              for (auto& f : batch) {
-                auto conv = impl_->ConvOf(txn, *q, f.msg);
-                if (!conv.ok()) return conv.status();
-                auto r = txn.Del(impl_->conv_msgs, impl_->ConvMsgKeyOf(*q, *conv, f.msg));
-                if (!r.ok()) return r.status();
-                std::string key = Impl::OrderKeyFor(*q, f.msg);
-                r = txn.Del(impl_->order, key);
-                if (!r.ok()) return r.status();
-                MQ_RETURN_IF_ERROR(txn.Put(impl_->locked, key, holder));
-                f.msg.delivery_count++;
-                MQ_RETURN_IF_ERROR(impl_->Rewrite(txn, *q, f.msg, f.size));
-                q->locked++;
-                rec.keys.push_back(key);
-                lease->messages_.push_back(f.msg);
-              }
-              uint64_t n_locked = batch.size();
-              MQ_RETURN_IF_ERROR(impl_->TouchGroup(txn, *q, pick->group, [&](GroupRecord& g) {
-                g.locked += n_locked;
-                g.holder = lease_id;
-              }));
-              MQ_RETURN_IF_ERROR(
-                  txn.Put(impl_->leases, LeaseKey(q->id, lease_id), EncodeLease(rec)));
-              MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, *q));
-              MQ_RETURN_IF_ERROR(PublishLease(*lease, q->name, q->id, lease_id, rec.process,
-                                              rec.expires, rec.secret, sink));
-              found = true;
-              return {};
-            },
-            /*rerun_after_commit=*/sink == nullptr);
-        if (!w.ok()) return w;
-        if (found) return {};
-        if (!try_plain) return Status(Code::kMessageNotFound, "no message", ref.Full());
-      }
-      auto l = Lock(ref, plain, ReadOptions(), lo, sink);
-      if (l.ok()) {
-        plain_lease = std::move(*l);
+  bool found = false;
+  Status w = WriteLight(
+      [&](lmdb::Txn& txn) -> Status {
+        *try_plain = false;
+        found = false;
+        auto q = FindQueue(txn, ref);
+        if (!q.ok()) return q.status();
+        if (!q->enabled)
+          return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
+        int64_t now = NowMs();
+        auto n = Maintain(txn, *q, now);
+        if (!n.ok()) return n.status();
+        auto pick = PickGroup(txn, *q, sel);
+        if (!pick.ok()) return pick.status();
+        *try_plain = pick->kind == GroupPick::kPlain;
+        std::vector<Found> batch;
+        if (pick->kind == GroupPick::kGroup)
+          MQ_RETURN_IF_ERROR(CollectGroup(txn, *q, pick->prefix, sel.group_limit, batch));
+        if (batch.empty()) {
+          deadline = NextDeadline(txn, q->id);
+          return {};  // commits what Maintain did
+        }
+        LeaseRecord rec;
+        auto lease_id = BeginLease(*q, lo, now, *lease, rec);
+        if (!lease_id.ok()) return lease_id.status();
+        for (auto& f : batch) {
+          auto conv = ConvOf(txn, *q, f.msg);
+          if (!conv.ok()) return conv.status();
+          auto r = txn.Del(conv_msgs, ConvMsgKeyOf(*q, *conv, f.msg));
+          if (!r.ok()) return r.status();
+          MQ_RETURN_IF_ERROR(MarkLocked(txn, *q, f, *lease_id, count_delivery, rec, *lease));
+        }
+        uint64_t n_locked = batch.size();
+        MQ_RETURN_IF_ERROR(TouchGroup(txn, *q, pick->group, [&](GroupRecord& g) {
+          g.locked += n_locked;
+          g.holder = *lease_id;
+        }));
+        MQ_RETURN_IF_ERROR(txn.Put(leases, LeaseKey(q->id, *lease_id), EncodeLease(rec)));
+        MQ_RETURN_IF_ERROR(PutQueue(txn, *q));
+        found = true;
         return {};
-      }
-      if (l.status().code() != Code::kMessageNotFound) return l.status();
-      if (impl_->MayHaveGroups(ref, sel)) continue;
-      auto d = NextDeadline(ref);
-      if (d.ok()) deadline = *d;
-      return l.status();
-    }
-    return Status(Code::kMessageNotFound, "no message", ref.Full());
-  });
-  if (!s.ok() || plain_lease) {
-    if (lease->lock_fd_ >= 0) {
-      ::unlink(lease->lock_path_.c_str());
-      ::close(lease->lock_fd_);
-      lease->lock_fd_ = -1;
-    }
-    if (!s.ok()) return s;
-    return plain_lease;
-  }
+      },
+      true);
+  if (!w.ok()) return w;
+  if (!found) return std::unique_ptr<Lease>();
   return lease;
 }
 

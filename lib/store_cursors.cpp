@@ -133,22 +133,42 @@ Status Store::CursorPeek(const QueueRef& ref, const CursorOptions& co, const Rea
   if (!lock.ok()) return lock.status();
   ReadOptions left = ro;
   if (ro.wait_ms > 0) left.wait_ms = std::max<int64_t>(1, ro.wait_ms - (MonotonicMs() - started));
-  return impl_->WaitLoop(ref, left, [&](bool waiting, int64_t& deadline) -> Status {
+  // The cursor moves in a transaction of its own; the message is written after it committed,
+  // and if that fails the cursor is put back where it was (no one else moves it meanwhile:
+  // its lock is ours).
+  std::optional<std::string> before;
+  Message found_msg;
+  Status moved = impl_->WaitLoop(ref, left, [&](bool waiting, int64_t& deadline) -> Status {
     MQ_RETURN_IF_ERROR(impl_->MaintainIfNeeded(ref));
-    return impl_->Write(
-        [&](lmdb::Txn& txn) -> Status {
-          auto q = impl_->FindQueue(txn, ref);
-          if (!q.ok()) return q.status();
-          if (waiting && !q->enabled)
-            return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
-          deadline = impl_->NextDeadline(txn, q->id);
-          auto found = impl_->MoveCursor(txn, *q, co.name, co.action, false);
-          if (!found.ok()) return found.status();
-          MQ_RETURN_IF_ERROR(sink.Add(found->msg));
-          return sink.Flush();
-        },
-        false);
+    return impl_->Write([&](lmdb::Txn& txn) -> Status {
+      auto q = impl_->FindQueue(txn, ref);
+      if (!q.ok()) return q.status();
+      if (waiting && !q->enabled)
+        return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
+      deadline = impl_->NextDeadline(txn, q->id);
+      auto old = txn.Get(impl_->cursors, CursorKey(q->id, co.name));
+      before = old ? std::optional<std::string>(std::string(*old)) : std::nullopt;
+      auto found = impl_->MoveCursor(txn, *q, co.name, co.action, false);
+      if (!found.ok()) return found.status();
+      found_msg = std::move(found->msg);
+      return {};
+    });
   });
+  if (!moved.ok()) return moved;
+  Status out = sink.Add(found_msg);
+  if (out.ok()) out = sink.Flush();
+  if (out.ok()) return {};
+  Status back = impl_->Write([&](lmdb::Txn& txn) -> Status {
+    std::string key = CursorKey(*qid, co.name);
+    if (before) return txn.Put(impl_->cursors, key, *before);
+    auto r = txn.Del(impl_->cursors, key);
+    return r.ok() ? Status() : r.status();
+  });
+  if (!back.ok())
+    return Status(out.code(), fmt::format("{}; and cursor {} could not be put back ({})",
+                                          out.text(), co.name, back.text()),
+                  out.subject());
+  return out;
 }
 
 Status Store::CursorReceive(const QueueRef& ref, const CursorOptions& co, const ReadOptions& ro,
@@ -162,7 +182,9 @@ Status Store::CursorReceive(const QueueRef& ref, const CursorOptions& co, const 
   auto lock = impl_->LockCursor(ref, *qid, co.name, co.wait_lock, co.lock_wait_ms);
   if (!lock.ok()) return lock.status();
   (void)ro;  // the message at a cursor is there or not: nothing to wait for
-  return impl_->Write(
+  // As Receive: Locked under a process lease, written with no transaction open, then removed.
+  std::unique_ptr<Lease> lease(new Lease());
+  Status locked = impl_->WriteLight(
       [&](lmdb::Txn& txn) -> Status {
         auto q = impl_->FindQueue(txn, ref);
         if (!q.ok()) return q.status();
@@ -189,13 +211,28 @@ Status Store::CursorReceive(const QueueRef& ref, const CursorOptions& co, const 
                                     "receive it with --conversation or --group, in its order",
                                     co.name, FormatGuid(f.msg.conversation_handle)),
                         q->name);
-        MQ_RETURN_IF_ERROR(impl_->Received(txn, *q, f.msg, now));
-        MQ_RETURN_IF_ERROR(impl_->RemoveMessage(txn, *q, f.msg, f.size));
-        MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, *q));
-        MQ_RETURN_IF_ERROR(sink.Add(f.msg));
-        return sink.Flush();
+        LeaseRecord rec;
+        auto lease_id = impl_->BeginLease(*q, LockOptions(), now, *lease, rec);
+        if (!lease_id.ok()) return lease_id.status();
+        MQ_RETURN_IF_ERROR(impl_->MarkLocked(txn, *q, f, *lease_id, false, rec, *lease));
+        MQ_RETURN_IF_ERROR(txn.Put(impl_->leases, LeaseKey(q->id, *lease_id), EncodeLease(rec)));
+        return impl_->PutQueue(txn, *q);
       },
-      false);
+      true);
+  if (!locked.ok()) return locked;
+  Status out = Impl::Deliver(*lease, sink, true);
+  if (!out.ok()) {
+    (void)impl_->EndLease(*lease, false, 0, nullptr, true, false);
+    return Status(out.code(), fmt::format("{}; nothing was removed", out.text()), out.subject());
+  }
+  Status fin = impl_->EndLease(*lease, true, 0, nullptr, true, true);
+  if (!fin.ok())
+    return Status(fin.code(),
+                  fmt::format("{}; the message was written but not removed, and will be "
+                              "received again",
+                              fin.text()),
+                  fin.subject());
+  return {};
 }
 
 Result<std::vector<CursorInfo>> Store::ListCursors() {

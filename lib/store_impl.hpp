@@ -176,10 +176,24 @@ struct Store::Impl {
   std::string LeaseLockPath(uint32_t qid, uint64_t lease_id);
   Status CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id, const LeaseRecord& rec);
   Status RollbackLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id, const LeaseRecord& rec,
-                       int64_t delay_ms, int64_t now, FinishReport* report);
+                       int64_t delay_ms, int64_t now, FinishReport* report,
+                       bool count_abort = true);
   Result<std::vector<LeaseEntry>> LeasesOf(lmdb::Txn& txn, uint32_t qid);
   bool LeaseIsOver(uint32_t qid, const LeaseEntry& e, int64_t now);
   Result<uint64_t> RecoverLeases(lmdb::Txn& txn, QueueInfo& q, int64_t now);
+  Result<uint64_t> BeginLease(QueueInfo& q, const LockOptions& lo, int64_t now, Lease& lease,
+                              LeaseRecord& rec);
+  Status MarkLocked(lmdb::Txn& txn, QueueInfo& q, Found& f, uint64_t lease_id,
+                    bool count_delivery, LeaseRecord& rec, Lease& lease);
+  Result<std::unique_ptr<Lease>> LockPlainOnce(const QueueRef& ref, const Selection& sel,
+                                               const LockOptions& lo, bool count_delivery,
+                                               std::string& resume, int64_t& deadline);
+  Result<std::unique_ptr<Lease>> LockAny(const QueueRef& ref, const Selection& sel,
+                                         const LockOptions& lo, bool count_delivery,
+                                         std::string& resume, int64_t& deadline, bool* group);
+  static Status Deliver(Lease& lease, MessageSink& sink, bool wait_taken);
+  Status EndLease(Lease& lease, bool commit, int64_t delay_ms, FinishReport* report, bool light,
+                  bool count_abort);
 
   // ---- store_wait.cpp
   Result<uint32_t> QueueIdForWait(const QueueRef& ref, bool need_enabled);
@@ -217,6 +231,9 @@ struct Store::Impl {
   Status CollectGroup(lmdb::Txn& txn, const QueueInfo& q, const std::string& prefix,
                       uint64_t limit, std::vector<Found>& out);
   bool MayHaveGroups(const QueueRef& ref, const Selection& sel);
+  Result<std::unique_ptr<Lease>> LockGroupOnce(const QueueRef& ref, const Selection& sel,
+                                               const LockOptions& lo, bool count_delivery,
+                                               int64_t& deadline, bool* try_plain);
   Result<char> TypeValidation(lmdb::Txn& txn, const std::string& name);
   Status DropConversations(lmdb::Txn& txn, uint32_t qid);
 

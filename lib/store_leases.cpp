@@ -58,10 +58,12 @@ Status Store::Impl::CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
 }
 
 // Ends a lease by returning its messages to their places (after `delay_ms`), abort count
-// + 1; a message rolled back max_retries times meets the queue's poison action.
+// + 1; a message rolled back max_retries times meets the queue's poison action. With
+// `count_abort` false (a release: the reader went away before it took the messages) they
+// return untouched, as if never received.
 Status Store::Impl::RollbackLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
                                   const LeaseRecord& rec, int64_t delay_ms, int64_t now,
-                                  FinishReport* report) {
+                                  FinishReport* report, bool count_abort) {
   for (const std::string& key : rec.keys) {
     auto holder = txn.Get(locked, key);
     if (!holder || holder->size() != 8 || GetU64BE(*holder, 0) != lease_id) continue;
@@ -71,6 +73,11 @@ Status Store::Impl::RollbackLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_i
     Found f;
     MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(key, 5), f));
     Message& m = f.msg;
+    if (!count_abort) {
+      MQ_RETURN_IF_ERROR(txn.Put(order, key, {}));
+      if (IsConvMessage(q, m)) MQ_RETURN_IF_ERROR(ConvOnRestore(txn, q, m));
+      continue;
+    }
     m.abort_count++;
     bool poison = q.max_retries && m.abort_count >= q.max_retries;
     // A conversation message returns at once: its group's order is its sequence.
@@ -161,123 +168,215 @@ Result<uint64_t> Store::Impl::RecoverLeases(lmdb::Txn& txn, QueueInfo& q, int64_
   return n;
 }
 
-Result<std::unique_ptr<Lease>> Store::Lock(const QueueRef& ref, const Selection& sel_in,
-                                           const ReadOptions& ro, const LockOptions& lo,
-                                           MessageSink* sink) {
-  if (sel_in.anchor == Anchor::kArrival || sel_in.include_locked)
-    return Status(Code::kInvalidArg, "a receive takes visible messages only", ref.Full());
-  if (Impl::GroupCandidate(sel_in)) return LockConversation(ref, sel_in, ro, lo, sink);
-  Selection sel = sel_in;
-  sel.plain_only = true;
-  std::unique_ptr<Lease> lease(new Lease());
-  Status s = impl_->WaitLoop(ref, ro, [&](bool, int64_t& deadline) -> Status {
-    bool found = false;
-    Status w = impl_->WriteLight(
-        [&](lmdb::Txn& txn) -> Status {
-          auto q = impl_->FindQueue(txn, ref);
-          if (!q.ok()) return q.status();
-          if (!q->enabled)
-            return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
-          int64_t now = NowMs();
-          auto n = impl_->Maintain(txn, *q, now);
-          if (!n.ok()) return n.status();
-          std::vector<Impl::Found> batch;
-          uint64_t limit = sel.limit ? sel.limit : UINT64_MAX;
-          MQ_RETURN_IF_ERROR(impl_->Collect(txn, *q, sel, {}, std::min<uint64_t>(limit, kBatchCount),
-                                            batch));
-          if (batch.empty()) {
-            deadline = impl_->NextDeadline(txn, q->id);
-            return {};
-          }
-          uint64_t lease_id = q->next_lease++;
-          LeaseRecord rec;
-          rec.pid = ::getpid();
-          rec.since = now;
-          if (lo.lease_ms > 0) {
-            rec.process = false;
-            rec.expires = now + lo.lease_ms;
-            Guid secret = NewGuid();
-            rec.secret = std::string(GuidBytes(secret));
-          } else {
-            // The lock is ours before the lease is visible to anyone.
-            if (lease->lock_fd_ >= 0) ::close(lease->lock_fd_);
-            lease->lock_path_ = impl_->LeaseLockPath(q->id, lease_id);
-            auto l = FileLock::Acquire(lease->lock_path_, impl_->file_mode, false);
-            if (!l.ok()) return l.status();
-            lease->lock_fd_ = l->Detach();
-          }
-          lease->messages_.clear();
-          for (auto& f : batch) {
-            std::string key = Impl::OrderKeyFor(*q, f.msg);
-            auto r = txn.Del(impl_->order, key);
-            if (!r.ok()) return r.status();
-            std::string holder;
-            PutU64BE(holder, lease_id);
-            MQ_RETURN_IF_ERROR(txn.Put(impl_->locked, key, holder));
-            f.msg.delivery_count++;
-            MQ_RETURN_IF_ERROR(impl_->Rewrite(txn, *q, f.msg, f.size));
-            q->locked++;
-            rec.keys.push_back(key);
-            lease->messages_.push_back(f.msg);
-          }
-          MQ_RETURN_IF_ERROR(txn.Put(impl_->leases, LeaseKey(q->id, lease_id), EncodeLease(rec)));
-          MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, *q));
-          MQ_RETURN_IF_ERROR(PublishLease(*lease, q->name, q->id, lease_id, rec.process,
-                                          rec.expires, rec.secret, sink));
-          found = true;
-          return {};
-        },
-        /*rerun_after_commit=*/sink == nullptr);
-    if (!w.ok()) return w;
-    if (!found) return Status(Code::kMessageNotFound, "no message", ref.Full());
-    return {};
-  });
-  if (!s.ok()) {
-    if (lease->lock_fd_ >= 0) {
-      ::unlink(lease->lock_path_.c_str());
-      ::close(lease->lock_fd_);
-      lease->lock_fd_ = -1;
-    }
-    return s;
+// A new lease of `q` for messages about to be Locked in this transaction: its id and record,
+// and for a process lease its lock file, ours before the lease is visible to anyone. The lock
+// file is never unlinked here: if the transaction does not commit, the file stays (unlocked
+// once `lease` is gone) until sweep removes it under the writer lock, so no other process can
+// hold a lock on a name that no longer leads to its file.
+Result<uint64_t> Store::Impl::BeginLease(QueueInfo& q, const LockOptions& lo, int64_t now,
+                                         Lease& lease, LeaseRecord& rec) {
+  uint64_t lease_id = q.next_lease++;
+  rec = LeaseRecord();
+  rec.pid = ::getpid();
+  rec.since = now;
+  if (lo.lease_ms > 0) {
+    rec.process = false;
+    rec.expires = now + lo.lease_ms;
+    rec.secret = std::string(GuidBytes(NewGuid()));
+  } else {
+    if (lease.lock_fd_ >= 0) ::close(lease.lock_fd_);
+    lease.lock_fd_ = -1;
+    lease.lock_path_ = LeaseLockPath(q.id, lease_id);
+    auto l = FileLock::Acquire(lease.lock_path_, file_mode, false);
+    if (!l.ok()) return l.status();
+    lease.lock_fd_ = l->Detach();
   }
+  lease.messages_.clear();
+  lease.queue_ = q.name;
+  lease.qid_ = q.id;
+  lease.lease_id_ = lease_id;
+  lease.expires_ = rec.expires;
+  lease.token_.clear();
+  if (!rec.process) lease.token_ = fmt::format("{}.{}.{}", q.id, lease_id, HexEncode(rec.secret));
+  return lease_id;
+}
+
+// Marks the message `f` of `q` Locked under `lease_id`: out of `order`, into `locked` under the
+// same key. With `count_delivery` its delivery count rises (a transactional receive); a plain
+// receive leaves the record alone, as its messages are either removed once taken or returned
+// as if never received. The message moves into `lease`.
+Status Store::Impl::MarkLocked(lmdb::Txn& txn, QueueInfo& q, Found& f, uint64_t lease_id,
+                               bool count_delivery, LeaseRecord& rec, Lease& lease) {
+  std::string key = OrderKeyFor(q, f.msg);
+  auto r = txn.Del(order, key);
+  if (!r.ok()) return r.status();
+  std::string holder;
+  PutU64BE(holder, lease_id);
+  MQ_RETURN_IF_ERROR(txn.Put(locked, key, holder));
+  if (count_delivery) {
+    f.msg.delivery_count++;
+    MQ_RETURN_IF_ERROR(Rewrite(txn, q, f.msg, f.size));
+  }
+  q.locked++;
+  rec.keys.push_back(std::move(key));
+  lease.messages_.push_back(std::move(f.msg));
+  return {};
+}
+
+// One look for plain messages, without waiting: Locks what `sel` picks (up to a batch, after
+// `resume`) under a new lease, in one write transaction committed without the meta sync (a
+// lock lost to a power cut means only a redelivery). Null when nothing qualifies; then
+// `deadline` is when something may become due. On success `resume` is where the walk stopped;
+// it is cleared when maintenance changed the queue (returned or promoted messages).
+Result<std::unique_ptr<Lease>> Store::Impl::LockPlainOnce(const QueueRef& ref,
+                                                          const Selection& sel,
+                                                          const LockOptions& lo,
+                                                          bool count_delivery,
+                                                          std::string& resume,
+                                                          int64_t& deadline) {
+  std::unique_ptr<Lease> lease(new Lease());
+  bool found = false;
+  std::string walked;
+  Status w = WriteLight(
+      [&](lmdb::Txn& txn) -> Status {
+        found = false;
+        auto q = FindQueue(txn, ref);
+        if (!q.ok()) return q.status();
+        if (!q->enabled)
+          return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
+        int64_t now = NowMs();
+        auto n = Maintain(txn, *q, now);
+        if (!n.ok()) return n.status();
+        std::string from = *n ? std::string() : resume;
+        std::vector<Found> batch;
+        uint64_t limit = sel.limit ? sel.limit : UINT64_MAX;
+        MQ_RETURN_IF_ERROR(
+            Collect(txn, *q, sel, from, std::min<uint64_t>(limit, kBatchCount), batch));
+        if (batch.empty()) {
+          deadline = NextDeadline(txn, q->id);
+          return {};  // commits what Maintain did
+        }
+        LeaseRecord rec;
+        auto lease_id = BeginLease(*q, lo, now, *lease, rec);
+        if (!lease_id.ok()) return lease_id.status();
+        walked = batch.back().walk_key;
+        for (auto& f : batch)
+          MQ_RETURN_IF_ERROR(MarkLocked(txn, *q, f, *lease_id, count_delivery, rec, *lease));
+        MQ_RETURN_IF_ERROR(txn.Put(leases, LeaseKey(q->id, *lease_id), EncodeLease(rec)));
+        MQ_RETURN_IF_ERROR(PutQueue(txn, *q));
+        found = true;
+        return {};
+      },
+      true);
+  if (!w.ok()) return w;
+  if (!found) return std::unique_ptr<Lease>();
+  resume = walked;
   return lease;
 }
 
-Status Store::PublishLease(Lease& lease, const std::string& queue, uint32_t qid,
-                           uint64_t lease_id, bool process, int64_t expires,
-                           const std::string& secret, MessageSink* sink) {
-  lease.queue_ = queue;
-  lease.qid_ = qid;
-  lease.lease_id_ = lease_id;
-  lease.expires_ = expires;
-  if (!process) lease.token_ = fmt::format("{}.{}.{}", qid, lease_id, HexEncode(secret));
-  if (!sink) return {};
-  if (!process) sink->SetLease(lease.token_, lease.expires_);
-  for (auto& m : lease.messages_) MQ_RETURN_IF_ERROR(sink->Add(m));
-  return sink->Flush();
+// One look from the head of a queue that may hold conversation groups (Service Broker
+// RECEIVE): Locks the best free group's messages, or, when plain messages come first in
+// delivery order, plain ones (`*group` tells which). For other selections, plain messages.
+// Null when nothing qualifies.
+Result<std::unique_ptr<Lease>> Store::Impl::LockAny(const QueueRef& ref, const Selection& sel,
+                                                    const LockOptions& lo, bool count_delivery,
+                                                    std::string& resume, int64_t& deadline,
+                                                    bool* group) {
+  *group = false;
+  Selection plain = sel;
+  plain.plain_only = true;
+  if (!GroupCandidate(sel)) return LockPlainOnce(ref, plain, lo, count_delivery, resume, deadline);
+  // A few rounds at most: another receiver may take what one look chose.
+  for (int round = 0; round < 16; ++round) {
+    bool try_plain = !MayHaveGroups(ref, sel);
+    if (!try_plain) {
+      auto l = LockGroupOnce(ref, sel, lo, count_delivery, deadline, &try_plain);
+      if (!l.ok()) return l.status();
+      if (*l) {
+        *group = true;
+        return l;
+      }
+      if (!try_plain) return l;
+    }
+    auto l = LockPlainOnce(ref, plain, lo, count_delivery, resume, deadline);
+    if (!l.ok() || *l) return l;
+    if (MayHaveGroups(ref, sel)) continue;  // its recovery freed a group
+    return l;
+  }
+  return std::unique_ptr<Lease>();
 }
 
-Status Store::Finish(Lease& lease, bool commit, int64_t delay_ms, FinishReport* report) {
+// Writes a lease's messages to `sink` with no transaction open (the token first for an
+// expiring lease); with `wait_taken`, returns only once the reader has taken them.
+Status Store::Impl::Deliver(Lease& lease, MessageSink& sink, bool wait_taken) {
+  if (!lease.token_.empty()) sink.SetLease(lease.token_, lease.expires_);
+  for (const Message& m : lease.messages_) MQ_RETURN_IF_ERROR(sink.Add(m));
+  MQ_RETURN_IF_ERROR(sink.Flush());
+  return wait_taken ? sink.Taken() : Status();
+}
+
+// Ends a lease: commit removes its messages (with journal copies, acks, retention), rollback
+// returns them (abort count + 1, unless `count_abort` is false: a release). `light` commits
+// without the meta sync. The lock file goes only after the commit: until then the lease is ours.
+Status Store::Impl::EndLease(Lease& lease, bool commit, int64_t delay_ms, FinishReport* report,
+                             bool light, bool count_abort) {
   if (lease.finished_) return Status(Code::kTransactionUsage, "lease already ended", lease.queue_);
-  Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
-    auto q = impl_->LoadQueue(txn, lease.queue_);
+  auto fn = [&](lmdb::Txn& txn) -> Status {
+    auto q = LoadQueue(txn, lease.queue_);
     if (!q.ok()) return q.status();
     if (!*q || (*q)->id != lease.qid_) return {};  // the queue was deleted: nothing to do
-    auto v = txn.Get(impl_->leases, LeaseKey(lease.qid_, lease.lease_id_));
+    auto v = txn.Get(leases, LeaseKey(lease.qid_, lease.lease_id_));
     LeaseRecord rec;
     if (!v || !DecodeLease(*v, rec))
       return Status(Code::kTransactionUsage, "the lease is gone (expired or returned)",
                     lease.queue_);
-    if (commit) return impl_->CommitLease(txn, **q, lease.lease_id_, rec);
-    return impl_->RollbackLease(txn, **q, lease.lease_id_, rec, delay_ms, NowMs(), report);
-  });
+    if (commit) return CommitLease(txn, **q, lease.lease_id_, rec);
+    return RollbackLease(txn, **q, lease.lease_id_, rec, delay_ms, NowMs(), report, count_abort);
+  };
+  Status s = light ? WriteLight(fn, true) : Write(fn);
   if (lease.lock_fd_ >= 0) {
     if (s.ok()) ::unlink(lease.lock_path_.c_str());
-    ::close(lease.lock_fd_);  // after the commit: until then the lease is ours
+    ::close(lease.lock_fd_);
     lease.lock_fd_ = -1;
   }
   lease.finished_ = true;
   return s;
+}
+
+Result<std::unique_ptr<Lease>> Store::Lock(const QueueRef& ref, const Selection& sel,
+                                           const ReadOptions& ro, const LockOptions& lo,
+                                           MessageSink* sink) {
+  if (sel.anchor == Anchor::kArrival || sel.include_locked)
+    return Status(Code::kInvalidArg, "a receive takes visible messages only", ref.Full());
+  std::unique_ptr<Lease> lease;
+  Status s = impl_->WaitLoop(ref, ro, [&](bool, int64_t& deadline) -> Status {
+    std::string resume;
+    bool group = false;
+    auto l = impl_->LockAny(ref, sel, lo, true, resume, deadline, &group);
+    if (!l.ok()) return l.status();
+    if (!*l) return Status(Code::kMessageNotFound, "no message", ref.Full());
+    lease = std::move(*l);
+    return {};
+  });
+  if (!s.ok()) return s;
+  if (sink) {
+    // Printed after the commit: output that cannot be written returns the messages untouched.
+    Status out = Impl::Deliver(*lease, *sink, false);
+    if (!out.ok()) {
+      Status back = impl_->EndLease(*lease, false, 0, nullptr, true, false);
+      if (!back.ok()) return Status(out.code(), fmt::format("{}; and the messages could not be "
+                                                            "returned ({}): the lease expires",
+                                                            out.text(), back.text()),
+                                    out.subject());
+      return Status(out.code(), fmt::format("{}; nothing was removed", out.text()),
+                    out.subject());
+    }
+  }
+  return lease;
+}
+
+Status Store::Finish(Lease& lease, bool commit, int64_t delay_ms, FinishReport* report) {
+  return impl_->EndLease(lease, commit, delay_ms, report, false, true);
 }
 
 Lease::~Lease() {

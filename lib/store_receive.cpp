@@ -35,19 +35,24 @@ Status Store::Peek(const QueueRef& ref, const Selection& sel, const ReadOptions&
                    MessageSink& sink) {
   return impl_->WaitLoop(ref, ro, [&](bool waiting, int64_t& deadline) -> Status {
     MQ_RETURN_IF_ERROR(impl_->MaintainIfNeeded(ref));
-    auto txn = lmdb::Txn::Begin(impl_->env, false);
-    if (!txn.ok()) return txn.status();
-    auto q = impl_->FindQueue(*txn, ref);
-    if (!q.ok()) return q.status();
-    if (waiting && !q->enabled)
-      return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
     uint64_t remaining = sel.limit ? sel.limit : UINT64_MAX;
     uint64_t seen = 0;
     std::string resume;
     std::vector<Impl::Found> batch;
     while (remaining) {
-      MQ_RETURN_IF_ERROR(impl_->Collect(*txn, *q, sel, resume,
-                                        std::min<uint64_t>(remaining, kBatchCount), batch));
+      {
+        // A chunk is copied out of its own read transaction, which ends before the chunk is
+        // written: a reader that stalls pins no pages of the store.
+        auto txn = lmdb::Txn::Begin(impl_->env, false);
+        if (!txn.ok()) return txn.status();
+        auto q = impl_->FindQueue(*txn, ref);
+        if (!q.ok()) return q.status();
+        if (waiting && !q->enabled)
+          return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
+        MQ_RETURN_IF_ERROR(impl_->Collect(*txn, *q, sel, resume,
+                                          std::min<uint64_t>(remaining, kBatchCount), batch));
+        if (batch.empty() && !seen) deadline = impl_->NextDeadline(*txn, q->id);
+      }
       if (batch.empty()) break;
       for (auto& f : batch) MQ_RETURN_IF_ERROR(sink.Add(f.msg));
       MQ_RETURN_IF_ERROR(sink.Flush());
@@ -56,69 +61,61 @@ Status Store::Peek(const QueueRef& ref, const Selection& sel, const ReadOptions&
       seen += batch.size();
     }
     if (seen) return {};
-    deadline = impl_->NextDeadline(*txn, q->id);
     return Status(Code::kMessageNotFound, "no message", ref.Full());
   });
 }
+
+namespace {
+
+// A receive that stopped after `received` messages: the error, and what became of the rest.
+Status Stopped(const Status& s, uint64_t received) {
+  if (s.code() != Code::kBrokenPipe && s.code() != Code::kIo &&
+      s.code() != Code::kInsufficientResources)
+    return s;
+  std::string what = received ? fmt::format("{} messages were received, the rest stay in the "
+                                            "queue",
+                                            received)
+                              : "nothing was removed";
+  return Status(s.code(), fmt::format("{}; {}", s.text(), what), s.subject());
+}
+
+}  // namespace
 
 Status Store::Receive(const QueueRef& ref, const Selection& sel_in, const ReadOptions& ro,
                       MessageSink& sink) {
   if (sel_in.anchor == Anchor::kArrival || sel_in.include_locked)
     return Status(Code::kInvalidArg, "a receive takes visible messages only", ref.Full());
-  if (Impl::GroupCandidate(sel_in)) return ReceiveConversation(ref, sel_in, ro, sink);
-  // From here on plain MSMQ messages only: conversation messages go by group.
-  Selection sel = sel_in;
-  sel.plain_only = true;
   return impl_->WaitLoop(ref, ro, [&](bool, int64_t& deadline) -> Status {
-    uint64_t remaining = sel.limit ? sel.limit : UINT64_MAX;
+    uint64_t remaining = sel_in.limit ? sel_in.limit : UINT64_MAX;
     uint64_t received = 0;
     std::string resume;
-    std::vector<Impl::Found> batch;
+    Selection sel = sel_in;
     while (remaining) {
-      bool got = false;
-      Status s = impl_->Write(
-          [&](lmdb::Txn& txn) -> Status {
-            auto q = impl_->FindQueue(txn, ref);
-            if (!q.ok()) return q.status();
-            if (!q->enabled)
-              return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
-            auto n = impl_->Maintain(txn, *q, NowMs());
-            if (!n.ok()) return n.status();
-            if (*n) resume.clear();  // returned or promoted messages: look from the start
-            MQ_RETURN_IF_ERROR(impl_->Collect(
-                txn, *q, sel, resume, std::min<uint64_t>(remaining, kBatchCount), batch));
-            if (batch.empty()) {
-              deadline = impl_->NextDeadline(txn, q->id);
-              return {};  // commits what Maintain did
-            }
-            int64_t now = NowMs();
-            for (auto& f : batch) {
-              MQ_RETURN_IF_ERROR(impl_->Received(txn, *q, f.msg, now));
-              MQ_RETURN_IF_ERROR(impl_->RemoveMessage(txn, *q, f.msg, f.size));
-            }
-            MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, *q));
-            // Output last: nothing may fail after it but the commit.
-            for (auto& f : batch) MQ_RETURN_IF_ERROR(sink.Add(f.msg));
-            MQ_RETURN_IF_ERROR(sink.Flush());
-            got = true;
-            return {};
-          },
-          /*rerun_after_commit=*/false);
-      if (!s.ok()) {
-        if (s.code() == Code::kBrokenPipe || s.code() == Code::kIo ||
-            s.code() == Code::kInsufficientResources) {
-          std::string what = received ? fmt::format("{} messages were received, the rest stay "
-                                                    "in the queue",
-                                                    received)
-                                      : "nothing was removed";
-          return Status(s.code(), fmt::format("{}; {}", s.text(), what), s.subject());
-        }
-        return s;
+      sel.limit = remaining == UINT64_MAX ? 0 : remaining;
+      bool group = false;
+      auto l = impl_->LockAny(ref, sel, LockOptions(), false, resume, deadline, &group);
+      if (!l.ok()) return Stopped(l.status(), received);
+      if (!*l) break;
+      Lease& lease = **l;
+      uint64_t n = lease.messages().size();
+      Status out = Impl::Deliver(lease, sink, true);
+      if (!out.ok()) {
+        // Not taken: the batch goes back as it was. Should that fail too, the lease ends
+        // with this process and the next reader returns the batch.
+        (void)impl_->EndLease(lease, false, 0, nullptr, true, false);
+        return Stopped(out, received);
       }
-      if (!got) break;
-      resume = batch.back().walk_key;
-      remaining -= batch.size();
-      received += batch.size();
+      Status fin = impl_->EndLease(lease, true, 0, nullptr, true, true);
+      if (!fin.ok())
+        return Status(fin.code(),
+                      fmt::format("{}; the last {} message(s) were written but not removed, and "
+                                  "will be received again",
+                                  fin.text(), n),
+                      fin.subject());
+      received += n;
+      if (group) break;  // one conversation group per receive
+      sel.plain_only = true;  // the rest: plain messages, after this batch
+      if (remaining != UINT64_MAX) remaining -= n;
     }
     if (!received) return Status(Code::kMessageNotFound, "no message", ref.Full());
     return {};

@@ -142,8 +142,9 @@ expect_rc 0 mq-admin create empty
 expect_rc 1 mq-receive empty --columns '*' --into "$T/empty.tsv"
 [ ! -s "$T/empty.tsv" ] || fail "an empty receive wrote to the --into file"
 
-# The order of a receive with --into, and faults in it (strace): the rows are written and
-# fdatasync'ed before the store's commit writes anything; a failed fdatasync leaves the file
+# The order of a receive with --into, and faults in it (strace): the message is Locked by a
+# first commit, the rows are written and fdatasync'ed with no transaction open, and only then
+# does the commit that removes the message write anything; a failed fdatasync leaves the file
 # as it was and the message in the queue; a failed commit after the append says so.
 if command -v strace >/dev/null 2>&1 && strace -o /dev/null -e trace=none true 2>/dev/null; then
   traced() {
@@ -157,18 +158,19 @@ if command -v strace >/dev/null 2>&1 && strace -o /dev/null -e trace=none true 2
   order=$(grep -Eo "(flock|write|fdatasync)\([0-9]+<$F>|(pwrite64|pwritev|writev|fdatasync)\([0-9]+<[^>]*data.mdb>" "$T/trace" |
     sed -E "s/\([0-9]+<$(printf '%s' "$F" | sed 's/[\/.]/\\&/g')>/(F)/; s/\([0-9]+<.*data.mdb>/(store)/" | uniq | tr '\n' ' ')
   case $order in
-    "flock(F) write(F) fdatasync(F) flock(F) "*"(store)"*) ;;
+    *"(store) flock(F) write(F) fdatasync(F) flock(F) "*"(store)"*) ;;
     *) fail "receive --into: syscalls in the order '$order'" ;;
   esac
   expect_rc 0 mq-send q again
   printf 'before\n' >"$F"
-  run traced -e trace=fdatasync -e inject=fdatasync:error=EIO:when=1 \
+  # fdatasync 1 is the store's (the lock), 2 the file's, 3 the store's (the removal).
+  run traced -e trace=fdatasync -e inject=fdatasync:error=EIO:when=2 \
     mq-receive q --columns message_body --into "$F"
   [ "$RC" = 10 ] || fail "receive with a failing fdatasync of the file exited $RC"
   grep -q 'fdatasync failed' "$T/err" || fail "failing fdatasync: stderr $(cat "$T/err")"
   [ "$(cat "$F")" = before ] || fail "a failed append left '$(cat "$F")' in the file"
   [ "$(count q)" = 1 ] || fail "a failed append removed the message"
-  run traced -e trace=fdatasync -e inject=fdatasync:error=EIO:when=2 \
+  run traced -e trace=fdatasync -e inject=fdatasync:error=EIO:when=3 \
     mq-receive q --columns message_body --into "$F"
   if [ "$RC" = 10 ]; then  # the store's commit failed after the append
     grep -q "^mq-receive: $F: the last 1 row(s) appended here may stand for messages" "$T/err" ||
