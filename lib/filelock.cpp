@@ -1,6 +1,8 @@
 // filelock.cpp: flock(2)-based exclusive locks (see filelock.hpp).
 #include "filelock.hpp"
 
+#include "paths.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -39,11 +41,9 @@ void OnAlarm(int) {}  // only to interrupt flock()
 Result<FileLock> FileLock::Acquire(const std::string& path, unsigned mode, bool wait,
                                    int64_t timeout_ms) {
   FileLock l;
-  l.fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
-                 static_cast<mode_t>(mode));
-  if (l.fd_ < 0) return ErrnoStatus(errno, path, "cannot open lock file");
-  struct stat st;
-  if (::fstat(l.fd_, &st) == 0 && (st.st_mode & 0777) != mode) (void)::fchmod(l.fd_, mode);
+  auto fd = OpenStoreFile(path, O_RDWR, mode);
+  if (!fd.ok()) return fd.status();
+  l.fd_ = *fd;
   if (::flock(l.fd_, LOCK_EX | LOCK_NB) == 0) return l;
   if (errno != EWOULDBLOCK) return ErrnoStatus(errno, path, "cannot lock");
   if (!wait) return Status(Code::kSharingViolation, "in use by another process", path);

@@ -4,6 +4,9 @@
 #include <lmdb.h>
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -23,7 +26,125 @@ std::string_view View(const MDB_val& v) {
   return {static_cast<const char*>(v.mv_data), v.mv_size};
 }
 
+// Damage reporting: see lmdb.hpp. Everything the signal handler touches is set up before.
+volatile sig_atomic_t g_txn_depth = 0;  // transactions open in this process
+std::vector<std::string>* g_recorded = nullptr;
+char g_context[200] = "";
+
+void WriteAll(const char* s, size_t n) {
+  while (n) {
+    ssize_t w = ::write(2, s, n);
+    if (w <= 0) return;
+    s += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+void WriteStr(const char* s) { WriteAll(s, std::strlen(s)); }
+
+// Reports damage and ends the process with exit 10. Async-signal-safe (write, _exit).
+[[noreturn]] void DieDamaged(const char* what) {
+  if (g_recorded)
+    for (const std::string& p : *g_recorded) {
+      WriteAll(p.data(), p.size());
+      WriteStr("\n");
+    }
+  WriteStr(program_invocation_short_name);
+  WriteStr(": store damaged (");
+  WriteStr(what);
+  WriteStr(")");
+  if (g_context[0]) {
+    WriteStr(" while ");
+    WriteStr(g_context);
+  }
+  WriteStr(": run mq-admin check; mq(7) DAMAGE AND RECOVERY says what to do (MQ_CORRUPTED_STORE)\n");
+  ::_exit(10);
+}
+
+void OnFault(int sig, siginfo_t*, void*) {
+  if (sig == SIGBUS) DieDamaged("a page of data.mdb is past the end of the file");
+  if (g_txn_depth > 0) DieDamaged("a page of data.mdb points outside the store");
+  // Not a store access: the default action (SA_RESETHAND restored it).
+  ::raise(sig);
+}
+
+void OnAssert(MDB_env*, const char* msg) { DieDamaged(msg ? msg : "LMDB assertion"); }
+
+void InstallFaultHandlers() {
+  static bool installed = false;
+  if (installed) return;
+  installed = true;
+  struct sigaction sa {};
+  sa.sa_sigaction = OnFault;
+  sa.sa_flags = SA_SIGINFO | SA_RESETHAND;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGBUS, &sa, nullptr);
+  sigaction(SIGSEGV, &sa, nullptr);
+}
+
+// A read that failed because a page is damaged (other failures stay "not found").
+void ReadDamage(int rc, const char* op) {
+  if (rc != MDB_CORRUPTED && rc != MDB_PAGE_NOTFOUND && rc != MDB_INVALID && rc != EIO) return;
+  std::string what = fmt::format("{}: {}", op, mdb_strerror(rc));
+  if (!g_recorded) DieDamaged(what.c_str());
+  g_recorded->push_back(g_context[0] ? fmt::format("{} while {}", what, g_context) : what);
+}
+
+uint64_t Le64(const unsigned char* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = v << 8 | p[i];
+  return v;
+}
+uint32_t Le32(const unsigned char* p) { return p[0] | p[1] << 8 | p[2] << 16 | uint32_t(p[3]) << 24; }
+
 }  // namespace
+
+void RecordDamage(std::vector<std::string>* sink) { g_recorded = sink; }
+
+void SetDamageContext(const std::string& context) {
+  size_t n = std::min(context.size(), sizeof g_context - 1);
+  std::memcpy(g_context, context.data(), n);
+  g_context[n] = 0;
+}
+
+Status CheckDataFile(int fd, const std::string& path) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return ErrnoStatus(errno, path, "cannot stat");
+  uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size == 0) return {};
+  // The meta pages of LMDB 0.9 (mdb.c, MDB_meta after a 16-byte page header): magic at 16,
+  // version at 20, the free DB's md_pad (the page size) at 40, mm_last_pg at 136, mm_txnid at
+  // 144. Meta page 0 is at 0, meta page 1 one page further; the current one has the larger
+  // txnid.
+  constexpr uint32_t kMagic = 0xBEEFC0DE;
+  Status bad(Code::kCorrupted, "data.mdb is damaged: no valid LMDB meta page", path);
+  unsigned char page[160];
+  uint64_t best_txn = 0, need = 0;
+  bool any = false;
+  uint32_t psize = 0;
+  for (int i = 0; i < 2; ++i) {
+    off_t at = i == 0 ? 0 : static_cast<off_t>(psize ? psize : 4096);
+    if (::pread(fd, page, sizeof page, at) != static_cast<ssize_t>(sizeof page)) continue;
+    if (Le32(page + 16) != kMagic) continue;
+    uint32_t ps = Le32(page + 40);
+    if (ps < 512 || ps > 65536 || (ps & (ps - 1))) continue;
+    if (i == 0) psize = ps;
+    if (i == 1 && psize && ps != psize) continue;
+    uint64_t last = Le64(page + 136), txn = Le64(page + 144);
+    if (!any || txn > best_txn) {
+      best_txn = txn;
+      need = (last + 1) * ps;
+      psize = ps;
+    }
+    any = true;
+  }
+  if (!any) return bad;
+  if (size < need)
+    return Status(Code::kCorrupted,
+                  fmt::format("data.mdb is truncated: {} bytes, its last page ends at {}", size,
+                              need),
+                  path);
+  return {};
+}
 
 Status FromRc(int rc, const std::string& what) {
   if (rc == MDB_SUCCESS) return {};
@@ -65,6 +186,8 @@ Status Env::Open(const std::string& dir, unsigned mode, uint64_t map_size, unsig
   MDB_env* env = nullptr;
   int rc = mdb_env_create(&env);
   if (rc) return FromRc(rc, dir);
+  InstallFaultHandlers();
+  mdb_env_set_assert(env, OnAssert);
   mdb_env_set_maxdbs(env, max_dbs);
   mdb_env_set_maxreaders(env, 1022);
   mdb_env_set_mapsize(env, map_size);
@@ -80,6 +203,12 @@ Status Env::Open(const std::string& dir, unsigned mode, uint64_t map_size, unsig
   if (env_) mdb_env_close(env_);
   env_ = env;
   return {};
+}
+
+int Env::DataFd() const {
+  mdb_filehandle_t fd = -1;
+  if (!env_ || mdb_env_get_fd(env_, &fd) != MDB_SUCCESS) return -1;
+  return fd;
 }
 
 Status Env::SetMapSize(uint64_t size) { return FromRc(mdb_env_set_mapsize(env_, size), "map"); }
@@ -114,7 +243,10 @@ void Env::ReaderCheck() {
 Txn::~Txn() { Abort(); }
 
 Txn::Txn(Txn&& o) noexcept
-    : txn_(std::exchange(o.txn_, nullptr)), write_(o.write_), cursors_(std::move(o.cursors_)) {
+    : txn_(std::exchange(o.txn_, nullptr)),
+      write_(o.write_),
+      cursors_(std::move(o.cursors_)),
+      seq_(std::move(o.seq_)) {
   for (Cursor* c : cursors_) c->txn_ = this;
 }
 
@@ -124,6 +256,7 @@ Txn& Txn::operator=(Txn&& o) noexcept {
     txn_ = std::exchange(o.txn_, nullptr);
     write_ = o.write_;
     cursors_ = std::move(o.cursors_);
+    seq_ = std::move(o.seq_);
     for (Cursor* c : cursors_) c->txn_ = this;
   }
   return *this;
@@ -140,12 +273,15 @@ Result<Txn> Txn::Begin(Env& env, bool write) {
     }
     if (rc) return FromRc(rc, "transaction");
     t.write_ = write;
+    g_txn_depth = g_txn_depth + 1;
     return t;
   }
   return Status(Code::kError, "map size keeps changing", "transaction");
 }
 
 void Txn::CloseCursors() {
+  for (auto& [dbi, c] : seq_) mdb_cursor_close(c);
+  seq_.clear();
   for (Cursor* c : cursors_) {
     if (c->cur_) mdb_cursor_close(c->cur_);
     c->cur_ = nullptr;
@@ -158,6 +294,7 @@ Status Txn::Commit() {
   if (!txn_) return Status(Code::kError, "commit of a finished transaction");
   CloseCursors();
   int rc = mdb_txn_commit(std::exchange(txn_, nullptr));
+  g_txn_depth = g_txn_depth - 1;
   return FromRc(rc, "");
 }
 
@@ -165,6 +302,7 @@ void Txn::Abort() {
   if (!txn_) return;
   CloseCursors();
   mdb_txn_abort(std::exchange(txn_, nullptr));
+  g_txn_depth = g_txn_depth - 1;
 }
 
 Result<Dbi> Txn::OpenDb(const char* name, bool create) {
@@ -176,13 +314,22 @@ Result<Dbi> Txn::OpenDb(const char* name, bool create) {
 
 std::optional<std::string_view> Txn::Get(Dbi dbi, std::string_view key) const {
   MDB_val k = Val(key), v;
-  if (mdb_get(txn_, dbi, &k, &v) != MDB_SUCCESS) return std::nullopt;
-  return View(v);
+  int rc = mdb_get(txn_, dbi, &k, &v);
+  if (rc == MDB_SUCCESS) return View(v);
+  if (rc != MDB_NOTFOUND) ReadDamage(rc, "get");
+  return std::nullopt;
 }
 
 Status Txn::Put(Dbi dbi, std::string_view key, std::string_view value) {
   MDB_val k = Val(key), v = Val(value);
   return FromRc(mdb_put(txn_, dbi, &k, &v, 0), "put");
+}
+
+Status Txn::PutAppend(Dbi dbi, std::string_view key, std::string_view value) {
+  MDB_val k = Val(key), v = Val(value);
+  int rc = mdb_put(txn_, dbi, &k, &v, MDB_APPEND);
+  if (rc == MDB_KEYEXIST) return Put(dbi, key, value);
+  return FromRc(rc, "put");
 }
 
 Result<bool> Txn::PutNew(Dbi dbi, std::string_view key, std::string_view value) {
@@ -197,6 +344,30 @@ Result<bool> Txn::Del(Dbi dbi, std::string_view key) {
   MDB_val k = Val(key);
   int rc = mdb_del(txn_, dbi, &k, nullptr);
   if (rc == MDB_NOTFOUND) return false;
+  if (rc) return FromRc(rc, "delete");
+  return true;
+}
+
+Result<bool> Txn::DelSeq(Dbi dbi, std::string_view key) {
+  MDB_cursor* c = nullptr;
+  for (auto& [d, cur] : seq_)
+    if (d == dbi) c = cur;
+  if (!c) {
+    int rc = mdb_cursor_open(txn_, dbi, &c);
+    if (rc) return FromRc(rc, "delete");
+    seq_.emplace_back(dbi, c);
+  }
+  MDB_val k, v;
+  // LMDB fixes up every cursor of a write transaction after changes made through others, so
+  // where this one stands is still an entry of the database; the key decides.
+  int rc = mdb_cursor_get(c, &k, &v, MDB_GET_CURRENT);
+  if (rc != MDB_SUCCESS || View(k) != key) {
+    k = Val(key);
+    rc = mdb_cursor_get(c, &k, &v, MDB_SET);
+    if (rc == MDB_NOTFOUND) return false;
+    if (rc) return FromRc(rc, "delete");
+  }
+  rc = mdb_cursor_del(c, 0);
   if (rc) return FromRc(rc, "delete");
   return true;
 }
@@ -230,6 +401,7 @@ bool Cursor::Op(int op, std::string_view key) {
   MDB_val k = Val(key), v;
   int rc = mdb_cursor_get(cur_, &k, &v, static_cast<MDB_cursor_op>(op));
   if (rc != MDB_SUCCESS) {
+    if (rc != MDB_NOTFOUND) ReadDamage(rc, "cursor");
     key_ = value_ = {};
     return false;
   }

@@ -31,6 +31,26 @@ using Dbi = unsigned int;
 // Translates an LMDB return code into a Status about `what`.
 Status FromRc(int rc, const std::string& what);
 
+// Damage (issue 12). A damaged store must never kill a tool with a signal or an LMDB
+// assertion, nor read as an empty queue:
+//  - Every Env installs, once per process, handlers that turn SIGBUS (a page past the end of
+//    a truncated data.mdb) and a SIGSEGV while a transaction is open (a page that points
+//    nowhere) into "PROG: store damaged ...: run mq-admin check" on stderr and exit 10; LMDB's
+//    assertion callback does the same. Nothing is half-written by that: LMDB's commit is its
+//    only write, and a process that dies before it leaves the store as it was.
+//  - An LMDB error other than "not found" from a read (Get, a cursor move), which the
+//    wrappers below report as "not found", is damage too: by default it ends the process the
+//    same way; in recording mode (mq-admin check) it is noted and the read returns "not
+//    found", so that the walk goes on and reports everything it can.
+//  - `context` (what is being walked) is named in the report.
+void RecordDamage(std::vector<std::string>* sink);  // nullptr: exit on damage (the default)
+void SetDamageContext(const std::string& context);
+
+// What a data.mdb's meta pages require of it, read with pread(2) from `fd` before LMDB maps
+// it: a file shorter than its last page would be a SIGBUS later. An empty file is ok (LMDB
+// makes a new environment of it; the caller decides whether that may happen).
+Status CheckDataFile(int fd, const std::string& path);
+
 class Env {
  public:
   Env() = default;
@@ -60,6 +80,8 @@ class Env {
   Status CopyTo(const std::string& dir);
   // Releases reader slots left behind by dead processes.
   void ReaderCheck();
+  // LMDB's descriptor of data.mdb (-1 if not open); never to be closed.
+  int DataFd() const;
   MDB_env* raw() const { return env_; }
 
  private:
@@ -89,10 +111,17 @@ class Txn {
   std::optional<std::string_view> Get(Dbi dbi, std::string_view key) const;
   // Stores key -> value, replacing any value.
   Status Put(Dbi dbi, std::string_view key, std::string_view value);
+  // Put() for a key that is usually above every key of the database (MDB_APPEND: no search,
+  // pages filled whole); falls back to Put() when it is not.
+  Status PutAppend(Dbi dbi, std::string_view key, std::string_view value);
   // Stores key -> value only if key is absent; false if it was present.
   Result<bool> PutNew(Dbi dbi, std::string_view key, std::string_view value);
   // Deletes key; false if it was absent.
   Result<bool> Del(Dbi dbi, std::string_view key);
+  // Del() for keys deleted in increasing order (a batch drained from the head of a queue):
+  // keeps one cursor per database, which after a delete stands on the next entry, so a key
+  // that is the next one needs no search. Any other key is found with a search, as by Del().
+  Result<bool> DelSeq(Dbi dbi, std::string_view key);
   // Number of entries of a database.
   uint64_t Count(Dbi dbi) const;
   // Empties a database without dropping it.
@@ -106,6 +135,7 @@ class Txn {
   MDB_txn* txn_ = nullptr;
   bool write_ = false;
   std::vector<Cursor*> cursors_;
+  std::vector<std::pair<Dbi, MDB_cursor*>> seq_;  // DelSeq's cursors
 };
 
 class Cursor {

@@ -4,7 +4,17 @@
 //                               such a descriptor would drop LMDB's own fcntl locks)
 //   DIR/locks/                  lock files of cursors and transactions
 //   DIR/notify/Q                one doorbell file per queue id; writers touch it after commit
+//   DIR/mq-store                "mq store GUID": written once the store is made, so that a
+//                               missing or empty data.mdb is seen as damage, not a new store
+//
+// Files of a store are opened with O_NOFOLLOW and checked on the descriptor: a symbolic link,
+// a file with other hard links or anything but a regular file is refused (a member of a
+// group store, or a store's owner against root, could plant one to have the tools write
+// through it). A tool running as root gives what it creates in a store to the store's owner
+// and group (the store directory's), so that the owner is never locked out.
 #pragma once
+
+#include <sys/types.h>
 
 #include <cstdint>
 #include <string>
@@ -24,6 +34,7 @@ class StorePaths {
   std::string notify(uint32_t queue_id) const {
     return notify_dir() + "/" + std::to_string(queue_id);
   }
+  std::string marker() const { return dir_ + "/mq-store"; }
 
  private:
   std::string dir_;
@@ -31,5 +42,18 @@ class StorePaths {
 
 // The default store directory: $MQ_STORE, else $XDG_DATA_HOME/mq, else ~/.local/share/mq.
 Result<std::string> DefaultStoreDir();
+
+// The owner and group of the store in use (its directory's), set by Store::Open.
+void SetStoreOwner(uid_t uid, gid_t gid);
+// Gives a file or directory just created in the store to the store's owner and group when
+// the tool runs as root and is not the owner (lchown for a path: never follows a link).
+// Errors are ignored: the file works for root either way.
+void AdoptFd(int fd);
+void AdoptPath(const std::string& path);
+// Opens a file of the store with `flags` (O_CLOEXEC|O_NOFOLLOW added), creating it with
+// `mode` if missing: a file it creates gets exactly `mode` (whatever the umask) and is
+// adopted; an existing one must be a regular file with one link (Code::kCorrupted names it
+// otherwise).
+Result<int> OpenStoreFile(const std::string& path, int flags, unsigned mode);
 
 }  // namespace mq

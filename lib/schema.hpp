@@ -44,6 +44,9 @@ namespace mq {
 inline constexpr uint64_t kInitialMapSize = 256ULL << 20;
 inline constexpr uint64_t kMaxMapSize = 1ULL << 40;
 inline constexpr size_t kBatchCount = 1000;
+// A receive's batch (Locked, written, then removed: two commits a batch): larger, as it
+// costs a second commit; kBatchBytes still bounds it.
+inline constexpr size_t kLockBatchCount = 4000;
 inline constexpr size_t kBatchBytes = 4 << 20;
 
 inline std::string QueueIdKey(uint32_t qid) {

@@ -238,6 +238,7 @@ class Lease {
   std::string token_;
   int64_t expires_ = 0;
   std::vector<Message> messages_;
+  std::vector<uint64_t> sizes_;  // their record sizes, as Locked
   std::string lock_path_;
   int lock_fd_ = -1;
   bool finished_ = false;

@@ -140,7 +140,9 @@ struct Store::Impl {
   Result<QueueInfo> LoadOrCreate(lmdb::Txn& txn, const std::string& name);
 
   // ---- store_messages.cpp
-  Status RemoveMessage(lmdb::Txn& txn, QueueInfo& q, const Message& m, uint64_t size);
+  // `is_locked`: the caller knows the message is Locked (skips looking in order and delays).
+  Status RemoveMessage(lmdb::Txn& txn, QueueInfo& q, const Message& m, uint64_t size,
+                       bool is_locked = false);
   Status LoadMessage(lmdb::Txn& txn, const QueueInfo& q, uint64_t lookup, Found& f);
   bool Visible(lmdb::Txn& txn, const QueueInfo& q, const Message& m, bool include_locked);
   Status Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection& sel,
@@ -174,7 +176,8 @@ struct Store::Impl {
 
   // ---- store_leases.cpp
   std::string LeaseLockPath(uint32_t qid, uint64_t lease_id);
-  Status CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id, const LeaseRecord& rec);
+  Status CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id, const LeaseRecord& rec,
+                     const Lease* held = nullptr);
   Status RollbackLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id, const LeaseRecord& rec,
                        int64_t delay_ms, int64_t now, FinishReport* report,
                        bool count_abort = true);

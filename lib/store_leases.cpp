@@ -39,18 +39,34 @@ std::string Store::Impl::LeaseLockPath(uint32_t qid, uint64_t lease_id) {
 }
 
 // Ends a lease by removing its messages.
+// `held`, if given, is the lease object of this process: its messages are the records as
+// Locked (a Locked record does not change), so they need not be read and decoded again.
 Status Store::Impl::CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
-                                const LeaseRecord& rec) {
-  for (const std::string& key : rec.keys) {
+                                const LeaseRecord& rec, const Lease* held) {
+  bool known = held && held->messages_.size() == rec.keys.size() &&
+               held->sizes_.size() == rec.keys.size();
+  int64_t now = NowMs();
+  for (size_t i = 0; i < rec.keys.size(); ++i) {
+    const std::string& key = rec.keys[i];
     auto holder = txn.Get(locked, key);
     if (!holder || holder->size() != 8 || GetU64BE(*holder, 0) != lease_id) continue;
     Found f;
-    MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(key, 5), f));
-    MQ_RETURN_IF_ERROR(Received(txn, q, f.msg, NowMs()));
+    if (known && held->messages_[i].lookup_id == GetU64BE(key, 5)) {
+      MQ_RETURN_IF_ERROR(Received(txn, q, held->messages_[i], now));
+      if (!(IsConvMessage(q, held->messages_[i]) && q.retention)) {
+        MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, held->messages_[i], held->sizes_[i], true));
+        continue;
+      }
+      f.msg = held->messages_[i];
+      f.size = held->sizes_[i];
+    } else {
+      MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(key, 5), f));
+      MQ_RETURN_IF_ERROR(Received(txn, q, f.msg, now));
+    }
     if (IsConvMessage(q, f.msg) && q.retention)
       MQ_RETURN_IF_ERROR(Retain(txn, q, f, true));
     else
-      MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, f.msg, f.size));
+      MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, f.msg, f.size, true));
   }
   auto r = txn.Del(leases, LeaseKey(q.id, lease_id));
   if (!r.ok()) return r.status();
@@ -192,6 +208,7 @@ Result<uint64_t> Store::Impl::BeginLease(QueueInfo& q, const LockOptions& lo, in
     lease.lock_fd_ = l->Detach();
   }
   lease.messages_.clear();
+  lease.sizes_.clear();
   lease.queue_ = q.name;
   lease.qid_ = q.id;
   lease.lease_id_ = lease_id;
@@ -208,18 +225,20 @@ Result<uint64_t> Store::Impl::BeginLease(QueueInfo& q, const LockOptions& lo, in
 Status Store::Impl::MarkLocked(lmdb::Txn& txn, QueueInfo& q, Found& f, uint64_t lease_id,
                                bool count_delivery, LeaseRecord& rec, Lease& lease) {
   std::string key = OrderKeyFor(q, f.msg);
-  auto r = txn.Del(order, key);
+  auto r = txn.DelSeq(order, key);
   if (!r.ok()) return r.status();
   std::string holder;
   PutU64BE(holder, lease_id);
-  MQ_RETURN_IF_ERROR(txn.Put(locked, key, holder));
+  // A batch Locks keys in increasing order, usually above every key Locked before.
+  MQ_RETURN_IF_ERROR(txn.PutAppend(locked, key, holder));
   if (count_delivery) {
     f.msg.delivery_count++;
-    MQ_RETURN_IF_ERROR(Rewrite(txn, q, f.msg, f.size));
+    MQ_RETURN_IF_ERROR(Rewrite(txn, q, f.msg, f.size, &f.size));
   }
   q.locked++;
   rec.keys.push_back(std::move(key));
   lease.messages_.push_back(std::move(f.msg));
+  lease.sizes_.push_back(f.size);
   return {};
 }
 
@@ -251,7 +270,7 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockPlainOnce(const QueueRef& ref,
         std::vector<Found> batch;
         uint64_t limit = sel.limit ? sel.limit : UINT64_MAX;
         MQ_RETURN_IF_ERROR(
-            Collect(txn, *q, sel, from, std::min<uint64_t>(limit, kBatchCount), batch));
+            Collect(txn, *q, sel, from, std::min<uint64_t>(limit, kLockBatchCount), batch));
         if (batch.empty()) {
           deadline = NextDeadline(txn, q->id);
           return {};  // commits what Maintain did
@@ -260,6 +279,8 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockPlainOnce(const QueueRef& ref,
         auto lease_id = BeginLease(*q, lo, now, *lease, rec);
         if (!lease_id.ok()) return lease_id.status();
         walked = batch.back().walk_key;
+        lease->messages_.reserve(batch.size());
+        lease->sizes_.reserve(batch.size());
         for (auto& f : batch)
           MQ_RETURN_IF_ERROR(MarkLocked(txn, *q, f, *lease_id, count_delivery, rec, *lease));
         MQ_RETURN_IF_ERROR(txn.Put(leases, LeaseKey(q->id, *lease_id), EncodeLease(rec)));
@@ -330,7 +351,7 @@ Status Store::Impl::EndLease(Lease& lease, bool commit, int64_t delay_ms, Finish
     if (!v || !DecodeLease(*v, rec))
       return Status(Code::kTransactionUsage, "the lease is gone (expired or returned)",
                     lease.queue_);
-    if (commit) return CommitLease(txn, **q, lease.lease_id_, rec);
+    if (commit) return CommitLease(txn, **q, lease.lease_id_, rec, &lease);
     return RollbackLease(txn, **q, lease.lease_id_, rec, delay_ms, NowMs(), report, count_abort);
   };
   Status s = light ? WriteLight(fn, true) : Write(fn);

@@ -33,27 +33,29 @@
 
 namespace mq {
 
-Status Store::Impl::RemoveMessage(lmdb::Txn& txn, QueueInfo& q, const Message& m, uint64_t size) {
-  auto r = txn.Del(messages, MsgKey(q.id, m.lookup_id));
+Status Store::Impl::RemoveMessage(lmdb::Txn& txn, QueueInfo& q, const Message& m, uint64_t size,
+                                  bool is_locked) {
+  // DelSeq: a batch from the head removes its messages in increasing key order in each index.
+  auto r = txn.DelSeq(messages, MsgKey(q.id, m.lookup_id));
   if (!r.ok()) return r.status();
-  r = txn.Del(order, OrderKeyFor(q, m));
+  r = is_locked ? Result<bool>(false) : txn.DelSeq(order, OrderKeyFor(q, m));
   if (!r.ok()) return r.status();
   bool was_locked = false;
-  if (!*r && m.visible_time) {
+  if (!*r && m.visible_time && !is_locked) {
     r = txn.Del(delays, DelayKey(q.id, m.visible_time, m.lookup_id));
     if (!r.ok()) return r.status();
     if (*r) q.delayed -= std::min<uint64_t>(q.delayed, 1);
   }
   if (!*r) {
     // Locked: the lease that holds it skips it when it ends.
-    r = txn.Del(locked, OrderKeyFor(q, m));
+    r = txn.DelSeq(locked, OrderKeyFor(q, m));
     if (!r.ok()) return r.status();
     if (*r) q.locked -= std::min<uint64_t>(q.locked, 1);
     was_locked = *r;
   }
   if (IsConvMessage(q, m)) MQ_RETURN_IF_ERROR(ConvOnRemove(txn, q, m, was_locked));
   if (!m.id.empty()) {
-    r = txn.Del(by_id, IdKey(q, m.id));
+    r = txn.DelSeq(by_id, IdKey(q, m.id));
     if (!r.ok()) return r.status();
   }
   if (!m.correlation_id.empty()) {
@@ -97,6 +99,7 @@ Status Store::Impl::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection&
                             const std::string& resume, size_t max_count, std::vector<Found>& out) {
   out.clear();
   if (q.id == 0 || max_count == 0) return {};
+  out.reserve(std::min<size_t>(max_count, kLockBatchCount));
   size_t bytes = 0;
   int64_t now = NowMs();
   auto full = [&] { return out.size() >= max_count || bytes >= kBatchBytes; };

@@ -169,18 +169,12 @@ Status Store::Impl::Grow() {
 
 void Store::Impl::Notify(uint32_t qid) {
   // The doorbell: after the commit, so that a woken reader sees the new state.
-  std::string path = paths.notify(qid);
-  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0 && errno == ENOENT) {
-    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, file_mode);
-    // The umask may have taken the group's write bit from a group-shared store's file.
-    if (fd >= 0) (void)::fchmod(fd, file_mode);
-  }
-  if (fd < 0) return;
+  auto fd = OpenStoreFile(paths.notify(qid), O_WRONLY, file_mode);
+  if (!fd.ok()) return;  // a planted file gets no ring; waiters still wake on their timeouts
   char b = 0;
-  ssize_t ignored = ::pwrite(fd, &b, 1, 0);
+  ssize_t ignored = ::pwrite(*fd, &b, 1, 0);
   (void)ignored;
-  ::close(fd);
+  ::close(*fd);
 }
 
 Status Store::Impl::OpenDbs(lmdb::Txn& txn, bool create) {
@@ -193,8 +187,11 @@ Status Store::Impl::OpenDbs(lmdb::Txn& txn, bool create) {
 }
 
 Status MakeDir(const std::string& dir, mode_t mode) {
-  if (::mkdir(dir.c_str(), mode) != 0 && errno != EEXIST)
-    return ErrnoStatus(errno, dir, "cannot create directory");
+  if (::mkdir(dir.c_str(), mode) == 0) {
+    AdoptPath(dir);
+    return {};
+  }
+  if (errno != EEXIST) return ErrnoStatus(errno, dir, "cannot create directory");
   return {};
 }
 
@@ -220,6 +217,75 @@ bool DirIsEmpty(const std::string& dir) {
 }
 
 namespace {
+
+// What InspectStoreFile found.
+struct StoreFile {
+  bool exists = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  off_t size = 0;
+};
+
+// data.mdb and lock.mdb are checked on a descriptor opened with O_NOFOLLOW before LMDB opens
+// them (no LMDB lock exists yet that closing the descriptor could drop, paths.hpp): a
+// symbolic link, a file with other hard links, anything but a regular file, or a file of
+// another owner than the store directory's (in a group store: of another group) is refused.
+// data.mdb must also be as long as its meta pages say (a shorter one would be a SIGBUS).
+// LMDB then opens the files by name; that data.mdb is still the same file is checked on its
+// descriptor afterwards.
+Status InspectStoreFile(const std::string& path, const struct stat& dir_st, bool data,
+                        StoreFile& out) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return {};
+    if (errno == ELOOP)
+      return Status(Code::kCorrupted,
+                    "is a symbolic link: refusing to open it (a store's files never are)", path);
+    if (errno == EACCES) return Status(Code::kAccessDenied, "permission denied (need rw)", path);
+    return ErrnoStatus(errno, path, "cannot open");
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return ErrnoStatus(errno, path, "cannot stat");
+  if (!S_ISREG(st.st_mode))
+    return Status(Code::kCorrupted, "is not a regular file: refusing to open it", path);
+  if (st.st_nlink != 1)
+    return Status(Code::kCorrupted,
+                  fmt::format("has {} hard links: refusing to open it (a store's files have one)",
+                              st.st_nlink),
+                  path);
+  bool group_store = (dir_st.st_mode & S_ISGID) != 0;
+  if (st.st_uid != dir_st.st_uid && !(group_store && st.st_gid == dir_st.st_gid))
+    return Status(Code::kCorrupted,
+                  fmt::format("is owned by uid {}, not by the store's owner (uid {}): refusing "
+                              "to open it",
+                              st.st_uid, dir_st.st_uid),
+                  path);
+  if (data) MQ_RETURN_IF_ERROR(lmdb::CheckDataFile(fd, path));
+  out.exists = true;
+  out.dev = st.st_dev;
+  out.ino = st.st_ino;
+  out.size = st.st_size;
+  return {};
+}
+
+bool PathExists(const std::string& path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+// The marker that says this directory holds an mq store (paths.hpp).
+void WriteMarker(const std::string& path, const Guid& guid, unsigned mode) {
+  auto fd = OpenStoreFile(path, O_WRONLY, mode);
+  if (!fd.ok()) return;
+  std::string text = fmt::format("mq store {}\n", FormatGuid(guid));
+  ssize_t ignored = ::pwrite(*fd, text.data(), text.size(), 0);
+  (void)ignored;
+  ::close(*fd);
+}
 
 Status CheckAccess(const std::string& path, int mode, const char* what) {
   if (::access(path.c_str(), mode) == 0) return {};
@@ -264,9 +330,23 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   if (exists)
     MQ_RETURN_IF_ERROR(CheckAccess(dir, R_OK | W_OK | X_OK,
                                    "permission denied on the store directory (need rwx)"));
-  struct stat data_st;
-  bool has_data = ::stat(paths.data().c_str(), &data_st) == 0;
-  if (!has_data && errno != ENOENT) return ErrnoStatus(errno, paths.data(), "cannot open store");
+  StoreFile data_file, lock_file;
+  if (exists) {
+    MQ_RETURN_IF_ERROR(InspectStoreFile(paths.data(), st, true, data_file));
+    MQ_RETURN_IF_ERROR(InspectStoreFile(paths.lock(), st, false, lock_file));
+  }
+  bool has_data = data_file.exists;
+  // A directory that held a store (its marker, or the lock and doorbell directories made once
+  // a store proved itself) whose data.mdb is missing or empty is damage: making a new store
+  // there would silently drop every queue.
+  if (exists && (!has_data || data_file.size == 0) &&
+      (PathExists(paths.marker()) || PathExists(paths.locks_dir()) ||
+       PathExists(paths.notify_dir())))
+    return Status(Code::kCorrupted,
+                  fmt::format("data.mdb is {}, but this directory holds an mq store: refusing "
+                              "to make a new store over it (see mq(7) DAMAGE AND RECOVERY)",
+                              has_data ? "empty" : "missing"),
+                  dir);
   bool group = exists ? (st.st_mode & S_ISGID) != 0 : !options.group.empty();
   bool creating = false;
   if (!has_data) {
@@ -317,8 +397,26 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   impl->real_dir = real;
   impl->paths = paths;
   impl->file_mode = group ? 0660 : 0600;
+  struct stat owner_st;
+  if (::stat(dir.c_str(), &owner_st) != 0) return ErrnoStatus(errno, dir, "cannot open store");
+  SetStoreOwner(owner_st.st_uid, owner_st.st_gid);
   Status s = impl->env.Open(dir, impl->file_mode, kInitialMapSize, 32);
   if (!s.ok()) return s.WithSubject(dir);
+  {
+    // Still the file inspected above (nothing swapped it in between), and one LMDB made is a
+    // plain file of the store's owner.
+    struct stat now;
+    int fd = impl->env.DataFd();
+    if (fd < 0 || ::fstat(fd, &now) != 0)
+      return Status(Code::kIo, "cannot stat the opened data.mdb", paths.data());
+    if (data_file.exists && (now.st_dev != data_file.dev || now.st_ino != data_file.ino))
+      return Status(Code::kCorrupted, "data.mdb was replaced while it was being opened",
+                    paths.data());
+    if (!S_ISREG(now.st_mode) || now.st_nlink != 1)
+      return Status(Code::kCorrupted, "is not a plain file: refusing it", paths.data());
+    if (!data_file.exists) AdoptPath(paths.data());
+    if (!lock_file.exists) AdoptPath(paths.lock());
+  }
   impl->env.ReaderCheck();
 
   // Read the meta record; create the databases on first use, and any database a newer mq
@@ -383,9 +481,11 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   // A store with a size limit below the starting map: map only that much (and at least what
   // is used), so that Grow and LMDB refuse to go past it.
   MQ_RETURN_IF_ERROR(impl->ApplyMaxMapSize());
-  // Only now that the directory has proved to be an mq store: its lock and doorbell dirs.
+  // Only now that the directory has proved to be an mq store: its lock and doorbell dirs,
+  // and its marker.
   MQ_RETURN_IF_ERROR(MakeDir(paths.locks_dir(), dir_mode));
   MQ_RETURN_IF_ERROR(MakeDir(paths.notify_dir(), dir_mode));
+  if (!PathExists(paths.marker())) WriteMarker(paths.marker(), impl->guid, impl->file_mode);
   return std::unique_ptr<Store>(new Store(std::move(impl)));
 }
 

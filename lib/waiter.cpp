@@ -1,6 +1,8 @@
 // waiter.cpp: the inotify side of the wait protocol (see waiter.hpp).
 #include "waiter.hpp"
 
+#include "paths.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/inotify.h>
@@ -38,12 +40,9 @@ Waiter& Waiter::operator=(Waiter&& o) noexcept {
 
 Result<Waiter> Waiter::Arm(const std::string& path, unsigned mode,
                            const std::string& locks_dir) {
-  int f = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
-                 static_cast<mode_t>(mode));
-  if (f < 0) return ErrnoStatus(errno, path, "cannot create the queue's doorbell");
-  struct stat st;
-  if (::fstat(f, &st) == 0 && (st.st_mode & 0777) != mode) (void)::fchmod(f, mode);
-  ::close(f);
+  auto f = OpenStoreFile(path, O_WRONLY, mode);
+  if (!f.ok()) return f.status();
+  ::close(*f);
   Waiter w;
   w.fd_ = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
   if (w.fd_ < 0) return ErrnoStatus(errno, "inotify", "cannot watch the queue");
