@@ -47,7 +47,10 @@ before_due() {
   shift 2
   run "$@"
   now_us
-  if [ "$NOW" -lt "$due" ] && { [ "$RC" != "$want" ] || ! grep -q "${WANT_OUT:-^$}" "$T/out"; }; then
+  local out_ok=1
+  if [ -n "${WANT_OUT:-}" ]; then grep -q "$WANT_OUT" "$T/out" || out_ok=0
+  else [ ! -s "$T/out" ] || out_ok=0; fi
+  if [ "$NOW" -lt "$due" ] && { [ "$RC" != "$want" ] || [ "$out_ok" = 0 ]; }; then
     fail "'$*' before the due time: exit $RC (expected $want), stdout '$(cat "$T/out")'"
   fi
 }
