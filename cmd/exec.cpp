@@ -74,6 +74,35 @@ std::string ExecResult::Describe() const {
 
 namespace {
 
+// The process group of the running command (0: none), and whether AbandonCommand was called
+// for it: read and written by signal handlers.
+volatile sig_atomic_t g_command_group = 0;
+volatile sig_atomic_t g_abandoned = 0;
+
+void KillGroupWithSavedErrno(int sig) {
+  int saved = errno;
+  pid_t g = g_command_group;
+  if (g > 0) ::kill(-g, sig);
+  errno = saved;
+}
+
+}  // namespace
+
+void AbandonCommand() {
+  g_abandoned = 1;
+  KillGroupWithSavedErrno(SIGKILL);
+}
+
+void InterruptCommand() { KillGroupWithSavedErrno(SIGINT); }
+
+Status BecomeSubreaper() {
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+    return ErrnoStatus(errno, "prctl", "cannot become the reaper of commands");
+  return {};
+}
+
+namespace {
+
 std::vector<std::string> Environment(const std::vector<Message>& msgs, const std::string& store) {
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
@@ -123,7 +152,7 @@ std::vector<std::string> Environment(const std::vector<Message>& msgs, const std
 
 Result<ExecResult> RunCommand(const std::vector<std::string>& cmd,
                               const std::vector<Message>& messages, bool batch, char sep,
-                              const std::string& store_dir) {
+                              const std::string& store_dir, int lease_fd) {
   if (cmd.empty()) return Status(Code::kInvalidArg, "--exec needs a command");
   std::vector<std::string> env = Environment(messages, store_dir);
   std::vector<char*> argv, envp;
@@ -150,6 +179,7 @@ Result<ExecResult> RunCommand(const std::vector<std::string>& cmd,
     return ErrnoStatus(errno, "pipe", "cannot run command");
   }
   pid_t parent = ::getpid();
+  g_abandoned = 0;
   pid_t pid = ::fork();
   if (pid < 0) {
     int e = errno;
@@ -160,14 +190,25 @@ Result<ExecResult> RunCommand(const std::vector<std::string>& cmd,
     // The child: only async-signal-safe calls until exec.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);
+    ::setpgid(0, 0);
     ::signal(SIGPIPE, SIG_DFL);
+    ::signal(SIGHUP, SIG_DFL);
+    ::signal(SIGINT, SIG_DFL);
+    ::signal(SIGTERM, SIG_DFL);
     ::dup2(in[0], 0);
+    // The lease lives while any process of the command holds this (exec.hpp).
+    if (lease_fd >= 0) ::fcntl(lease_fd, F_SETFD, 0);
     ::execvpe(argv[0], argv.data(), envp.data());
     int e = errno;
     ssize_t ignored = ::write(err[1], &e, sizeof e);
     (void)ignored;
     ::_exit(127);
   }
+  // Also here, so that the group exists before a signal handler can kill it (the child may
+  // not have run yet; after its exec this fails harmlessly, the child having done it).
+  ::setpgid(pid, pid);
+  g_command_group = pid;
+  if (g_abandoned) ::kill(-pid, SIGKILL);
   ::close(in[0]);
   ::close(err[1]);
   // Feed stdin; a command that does not read its input is fine (EPIPE is ignored).
@@ -188,9 +229,24 @@ Result<ExecResult> RunCommand(const std::vector<std::string>& cmd,
   } while (got < 0 && errno == EINTR);
   ::close(err[0]);
   int status = 0;
+  Status lost;
   while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return ErrnoStatus(errno, "waitpid", "lost the command");
+    if (errno != EINTR) {
+      lost = ErrnoStatus(errno, "waitpid", "lost the command");
+      break;
+    }
   }
+  // Nothing of the command outlives it: its group is killed, and what we inherited of it (as
+  // the subreaper) reaped, before the caller ends the transaction.
+  ::kill(-pid, SIGKILL);
+  g_command_group = 0;
+  int ignored_status;
+  for (;;) {
+    pid_t r = ::waitpid(-pid, &ignored_status, 0);
+    if (r > 0 || (r < 0 && errno == EINTR)) continue;
+    break;
+  }
+  if (!lost.ok()) return lost;
   if (got == static_cast<ssize_t>(sizeof exec_errno))
     return Status(exec_errno == ENOENT ? Code::kInvalidArg : Code::kExecFailed,
                   fmt::format("cannot run '{}': {}", cmd[0], std::strerror(exec_errno)));

@@ -2,8 +2,23 @@
 //
 // The command is run directly (execvp of argv, never a shell), so message content can never
 // become part of a command line. The body goes to its stdin; the properties go to MQ_*
-// environment variables. The child gets PR_SET_PDEATHSIG(SIGKILL): if mq-receive dies, its
-// command dies with it, so a message returned to the queue is never still being worked on.
+// environment variables.
+//
+// Which processes hold the transaction (the protocol, also in mq-receive(1)):
+//  - The command runs in a process group of its own, and inherits the lease's lock-file
+//    descriptor (not close-on-exec), as do all its descendants: the lease is a flock on that
+//    open file description (filelock.hpp), so it lives while mq-receive or any process of
+//    the command holds the descriptor, and no other reader takes the messages back before
+//    the last of them is gone.
+//  - When the command (the process mq-receive started) exits, whatever is left of its
+//    process group is killed (SIGKILL) and reaped (mq-receive is a child subreaper) before
+//    the transaction ends: nothing of a command outlives its commit or rollback.
+//  - If mq-receive dies, its command gets SIGKILL (PR_SET_PDEATHSIG); descendants of the
+//    command that still hold the descriptor keep the messages Locked until they exit, and
+//    then the messages return to the queue (a death is a rollback).
+//  - AbandonCommand() (async-signal-safe, for SIGHUP: a lost terminal, or mq-watch's death)
+//    kills the running command's process group at once; Interrupt forwards SIGINT to it, as
+//    a terminal would have if the command were in the foreground group.
 #pragma once
 
 #include <string>
@@ -31,8 +46,19 @@ Status CheckCommand(const std::vector<std::string>& cmd);
 // Runs `cmd` with the messages: one message: its body on stdin and its properties in MQ_*;
 // a --batch: every body followed by `sep` (even a batch of one), MQ_COUNT, MQ_LOOKUP_IDS,
 // MQ_IDS, and the first message's properties.
+// `lease_fd` (if >= 0) is inherited by the command and its descendants.
 Result<ExecResult> RunCommand(const std::vector<std::string>& cmd,
                               const std::vector<Message>& messages, bool batch, char sep,
-                              const std::string& store_dir);
+                              const std::string& store_dir, int lease_fd = -1);
+
+// Makes this process a child subreaper, so that RunCommand can reap what is left of a
+// command's process group; call once before the first RunCommand.
+Status BecomeSubreaper();
+
+// For signal handlers: SIGKILL (AbandonCommand) or SIGINT (InterruptCommand) to the process
+// group of the command running now, if any; a command started later by the same RunCommand
+// call is killed as soon as it exists.
+void AbandonCommand();
+void InterruptCommand();
 
 }  // namespace mq::cli

@@ -20,8 +20,13 @@
 // --exec: each message (or, with --batch, each batch) is Locked in the store under a lease
 // whose lock file this process holds (lib/store.hpp "Locks"); CMD runs with the body on stdin;
 // exit 0 commits (the message is removed), anything else rolls back (it returns to its place,
-// abort count + 1). If mq-receive dies, the lock file is released by the kernel and the next
-// reader returns the message. SIGTERM/SIGINT: the running command finishes, no new one starts.
+// abort count + 1). The command runs in its own process group and holds the lease's lock
+// file too, as do its descendants (cmd/exec.hpp): the lease ends when the last of them and
+// mq-receive are gone, and whatever of the command's group is left when the command exits
+// is killed before the commit or rollback. SIGTERM: the running command finishes, no new one
+// starts. SIGINT: passed on to the command's group (as a terminal would), no new one starts.
+// SIGHUP (a lost terminal; mq-watch's death, through PR_SET_PDEATHSIG): the command's group
+// is killed at once and the messages are rolled back.
 //
 // --lease: the messages are Locked under an expiring lease and printed with its token (on
 // stderr, or in the JSON); mq-admin ack/nack TOKEN ends it, expiry rolls it back.
@@ -49,15 +54,33 @@
 namespace mq {
 namespace {
 
+volatile sig_atomic_t g_exec_stop = 0;  // SIGINT or SIGHUP came: no new command
+
+void OnExecSignal(int sig) {
+  g_exec_stop = 1;
+  if (sig == SIGHUP) cli::AbandonCommand();
+  else cli::InterruptCommand();
+  cli::WakeStopPipe();
+}
+
 int RunExec(Store& store, const QueueRef& ref, Selection sel, ReadOptions ro,
             const std::vector<std::string>& cmd, bool batch, char sep, bool all) {
   // The commands get the store by its absolute path, wherever they cd.
   char real[PATH_MAX];
   std::string store_dir = ::realpath(store.dir().c_str(), real) ? real : store.dir();
   ro.stop_fd = cli::StopOnSignals();
+  if (ro.stop_fd < 0) return cli::Fail(ErrnoStatus(errno, "pipe", "cannot set up signal handling"));
+  Status reaper = cli::BecomeSubreaper();
+  if (!reaper.ok()) return cli::Fail(reaper);
+  struct sigaction sa {};
+  sa.sa_handler = OnExecSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+  auto stopping = [] { return cli::Stopping() || g_exec_stop; };
   uint64_t wanted = all ? UINT64_MAX : sel.limit;
   uint64_t done = 0;
-  while (done < wanted && !cli::Stopping()) {
+  while (done < wanted && !stopping()) {
     Selection one = sel;
     one.limit = batch ? (all ? 0 : wanted - done) : 1;
     auto lease = store.Lock(ref, one, ro, {}, nullptr);
@@ -71,15 +94,16 @@ int RunExec(Store& store, const QueueRef& ref, Selection sel, ReadOptions ro,
     const auto& msgs = (*lease)->messages();
     Result<cli::ExecResult> ran = cli::ExecResult();
     if (batch || msgs.size() == 1) {
-      ran = cli::RunCommand(cmd, msgs, batch, sep, store_dir);
+      ran = cli::RunCommand(cmd, msgs, batch, sep, store_dir, (*lease)->lock_fd());
     } else {
       // A conversation group's messages: one run each, in order, in one transaction.
       for (const Message& m : msgs) {
-        if (cli::Stopping()) {
+        if (stopping()) {
           ran = Status(Code::kOperationCancelled, "stopped by a signal");
           break;
         }
-        ran = cli::RunCommand(cmd, std::vector<Message>{m}, false, sep, store_dir);
+        ran = cli::RunCommand(cmd, std::vector<Message>{m}, false, sep, store_dir,
+                              (*lease)->lock_fd());
         if (!ran.ok() || !ran->ok()) break;
       }
     }

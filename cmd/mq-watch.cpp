@@ -28,7 +28,22 @@
 // messages arrive (doorbell) or become due (deadline), never more than there are available
 // messages. SIGTERM/SIGINT: no new receivers; the running ones get SIGTERM, finish their
 // current command (commit or roll back) and exit; then mq-watch exits 0. A queue disabled or
-// deleted: the same, exit 5.
+// deleted: the same, exit 5. If mq-watch dies (SIGKILL included), each receiver gets SIGHUP
+// (PR_SET_PDEATHSIG), which makes it kill its command's process group and roll back
+// (mq-receive(1)): the work stops with the activator.
+//
+// The activator's loop, and why it neither spins nor stalls:
+//  - A receiver that exits 8 (its command failed) holds off new receivers until a backoff
+//    time (100 ms doubling up to 30 s); the wait ends at that time (kTimeout), which clears
+//    the hold: a hold that has passed never stays in the wait's timeout.
+//  - A receiver that exits 1 found nothing it could take (the rest is in conversation groups
+//    that other receivers hold): the activator goes idle, starting no receiver until the
+//    doorbell rings (a commit, a rollback, a holder's death), unless the doorbell already rang
+//    after that receiver started (counted in `rings`): that ring may be the very one that
+//    freed the work it missed.
+//  - Otherwise it sleeps in the Waiter until a ring, the store's next deadline, a child's
+//    exit (SIGCHLD through the stop pipe) or a stop signal, and then looks again.
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <limits.h>
 #include <fcntl.h>
@@ -36,7 +51,7 @@
 
 #include <cerrno>
 #include <csignal>
-#include <set>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -75,19 +90,28 @@ int Activate(Store& store, const QueueRef& ref, const std::vector<std::string>& 
   sa.sa_flags = SA_NOCLDSTOP;
   sigaction(SIGCHLD, &sa, nullptr);
 
-  std::set<pid_t> children;
+  std::map<pid_t, uint64_t> children;  // receiver -> `rings` when it started
+  uint64_t rings = 0;                  // doorbell rings (kLook wake-ups) seen so far
   int failures = 0;
-  int64_t hold_until = 0;  // monotonic ms: no new receivers before
+  int64_t hold_until = 0;  // monotonic ms: no new receivers before (0: no hold)
   int rc = 0;
   bool stopping = false;
   bool idle = false;
+  pid_t self = ::getpid();
   auto waiter = store.ArmDoorbell(ref);
   if (!waiter.ok()) return cli::Fail(waiter.status().WithSubject(ref.Full()));
+  auto stop_all = [&] {
+    stopping = true;
+    for (const auto& c : children) ::kill(c.first, SIGTERM);
+  };
   for (;;) {
     int status;
     pid_t pid;
     while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
-      children.erase(pid);
+      auto it = children.find(pid);
+      if (it == children.end()) continue;
+      uint64_t started_at = it->second;
+      children.erase(it);
       // A receiver whose command failed (exit 8): hold off new receivers for a while,
       // doubling up to 30 s, so that a message that keeps failing (max-retries 0) does not
       // make a hot loop; a success ends the backoff.
@@ -97,16 +121,12 @@ int Activate(Store& store, const QueueRef& ref, const std::vector<std::string>& 
       } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         failures = 0;
         hold_until = 0;
-      } else if (WIFEXITED(status) && WEXITSTATUS(status) == 1) {
-        // Nothing it could take: the rest is held by other receivers (a locked conversation
-        // group). No new receivers until the doorbell rings again.
+      } else if (WIFEXITED(status) && WEXITSTATUS(status) == 1 && rings == started_at) {
         idle = true;
       }
     }
-    if (cli::Stopping() && !stopping) {
-      stopping = true;
-      for (pid_t c : children) ::kill(c, SIGTERM);
-    }
+    if (hold_until && MonotonicMs() >= hold_until) hold_until = 0;
+    if (cli::Stopping() && !stopping) stop_all();
     int64_t deadline = 0;
     if (!stopping) {
       auto st = store.StatQueue(ref);
@@ -115,24 +135,26 @@ int Activate(Store& store, const QueueRef& ref, const std::vector<std::string>& 
                                    ref.Full())
                           : Status(Code::kQueueDeleted, "queue was deleted", ref.Full()));
         rc = 5;
-        stopping = true;
-        for (pid_t c : children) ::kill(c, SIGTERM);
+        stop_all();
       } else {
         const QueueInfo& q = st->info;
         uint64_t available = q.count - std::min(q.count, q.delayed + q.locked + q.retained);
-        bool held = hold_until && MonotonicMs() < hold_until;
-        while (!held && !idle && children.size() < static_cast<size_t>(max_readers) &&
+        while (!hold_until && !idle && children.size() < static_cast<size_t>(max_readers) &&
                children.size() < available) {
           pid_t c = ::fork();
           if (c < 0) return cli::Fail(ErrnoStatus(errno, "fork", "cannot start a receiver"));
           if (c == 0) {
+            // Dies with us: SIGHUP makes a receiver kill its command and roll back. Checked
+            // after the prctl, as we may have died before it.
+            ::prctl(PR_SET_PDEATHSIG, SIGHUP);
+            if (::getppid() != self) ::_exit(127);
             ::signal(SIGCHLD, SIG_DFL);
             ::signal(SIGINT, SIG_DFL);
             ::signal(SIGTERM, SIG_DFL);
             ::execv(cargv[0], cargv.data());
             ::_exit(127);
           }
-          children.insert(c);
+          children.emplace(c, rings);
         }
         auto d = store.NextDeadline(ref);
         if (d.ok()) deadline = *d;
@@ -142,7 +164,10 @@ int Activate(Store& store, const QueueRef& ref, const std::vector<std::string>& 
     int64_t until = hold_until && !stopping ? hold_until : -1;
     auto wake = waiter->Wait(deadline, until, stop_fd);
     if (!wake.ok()) return cli::Fail(wake.status());
-    if (*wake == Waiter::Wake::kLook) idle = false;
+    if (*wake == Waiter::Wake::kLook) {
+      ++rings;
+      idle = false;
+    }
     char buf[64];
     while (::read(stop_fd, buf, sizeof buf) > 0) {
     }

@@ -4,12 +4,13 @@
 #include "paths.hpp"
 
 #include <fcntl.h>
-#include <signal.h>
+#include <poll.h>
 #include <sys/file.h>
-#include <sys/time.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <utility>
 
@@ -34,10 +35,6 @@ void FileLock::Release() {
   fd_ = -1;
 }
 
-namespace {
-void OnAlarm(int) {}  // only to interrupt flock()
-}  // namespace
-
 Result<FileLock> FileLock::Acquire(const std::string& path, unsigned mode, bool wait,
                                    int64_t timeout_ms) {
   FileLock l;
@@ -48,37 +45,43 @@ Result<FileLock> FileLock::Acquire(const std::string& path, unsigned mode, bool 
   if (errno != EWOULDBLOCK) return ErrnoStatus(errno, path, "cannot lock");
   if (!wait) return Status(Code::kSharingViolation, "in use by another process", path);
   if (timeout_ms == 0) return Status(Code::kIoTimeout, "in use by another process", path);
-  // Block in flock(); a timeout is a one-shot SIGALRM without SA_RESTART, which makes flock()
-  // return EINTR.
-  struct sigaction sa {}, old {};
-  itimerval timer{}, old_timer{};
-  if (timeout_ms > 0) {
-    sa.sa_handler = OnAlarm;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGALRM, &sa, &old);
-    timer.it_value.tv_sec = timeout_ms / 1000;
-    timer.it_value.tv_usec = (timeout_ms % 1000) * 1000;
-    setitimer(ITIMER_REAL, &timer, &old_timer);
+  if (timeout_ms < 0) {
+    for (;;) {
+      if (::flock(l.fd_, LOCK_EX) == 0) return l;
+      if (errno != EINTR) return ErrnoStatus(errno, path, "cannot lock");
+    }
+  }
+  // A bounded wait: no signal around a blocking flock() (a timer that fires just before the
+  // call would leave it blocked for good), but LOCK_NB tries, woken by the holder's close of
+  // the file (IN_CLOSE_WRITE: every holder opens it for writing) and at least every 50 ms, as
+  // the kernel queues that event before it drops the lock.
+  int in = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  if (in >= 0 && ::inotify_add_watch(in, path.c_str(), IN_CLOSE_WRITE) < 0) {
+    ::close(in);
+    in = -1;
   }
   int64_t until = MonotonicMs() + timeout_ms;
-  Status result;
+  Status result(Code::kIoTimeout, "in use by another process", path);
   for (;;) {
-    if (::flock(l.fd_, LOCK_EX) == 0) break;
-    if (errno == EINTR) {
-      if (timeout_ms > 0 && MonotonicMs() >= until) {
-        result = Status(Code::kIoTimeout, "in use by another process", path);
-        break;
-      }
-      continue;
+    if (::flock(l.fd_, LOCK_EX | LOCK_NB) == 0) {
+      result = Status();
+      break;
     }
-    result = ErrnoStatus(errno, path, "cannot lock");
-    break;
+    if (errno != EWOULDBLOCK && errno != EINTR) {
+      result = ErrnoStatus(errno, path, "cannot lock");
+      break;
+    }
+    int64_t left = until - MonotonicMs();
+    if (left <= 0) break;
+    pollfd p{in, POLLIN, 0};
+    int n = ::poll(&p, in >= 0 ? 1 : 0, static_cast<int>(std::min<int64_t>(left, 50)));
+    if (n > 0) {
+      char buf[1024];
+      while (::read(in, buf, sizeof buf) > 0) {
+      }
+    }
   }
-  if (timeout_ms > 0) {
-    itimerval off{};
-    setitimer(ITIMER_REAL, &off, nullptr);
-    sigaction(SIGALRM, &old, nullptr);
-  }
+  if (in >= 0) ::close(in);
   if (!result.ok()) return result;
   return l;
 }

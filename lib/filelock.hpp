@@ -24,7 +24,8 @@ class FileLock {
   // Takes an exclusive lock on `path` (created with `mode` if missing). With `wait` false, a
   // lock held by another process is MQ_ERROR_SHARING_VIOLATION (exit 5) at once; with `wait`
   // true, blocks until it is free.
-  // With `wait` and `timeout_ms` >= 0, waits at most that long: MQ_ERROR_IO_TIMEOUT after.
+  // With `wait` and `timeout_ms` >= 0, waits at most that long: MQ_ERROR_IO_TIMEOUT after
+  // (no signals are used: it retries, woken by the holder's close and every 50 ms).
   static Result<FileLock> Acquire(const std::string& path, unsigned mode, bool wait,
                                   int64_t timeout_ms = -1);
   // Whether some process holds a lock on `path` now (probing takes and drops it).

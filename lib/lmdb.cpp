@@ -264,11 +264,16 @@ Txn& Txn::operator=(Txn&& o) noexcept {
 
 Result<Txn> Txn::Begin(Env& env, bool write) {
   Txn t;
-  for (int attempt = 0; attempt < 2; ++attempt) {
+  // Other processes may grow the map again between our adoption and our retry (a store filling
+  // fast under several writers): a few rounds, each adopting the size the file has now.
+  constexpr int kAttempts = 8;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
     int rc = mdb_txn_begin(env.raw(), nullptr, write ? 0 : MDB_RDONLY, &t.txn_);
     if (rc == MDB_MAP_RESIZED) {
-      // Another process grew the map: adopt its size and try again.
-      mdb_env_set_mapsize(env.raw(), 0);
+      // Another process grew the map: adopt its size (0: the size the file has now). This
+      // fails only while this process has a transaction open, which would be a bug here.
+      rc = mdb_env_set_mapsize(env.raw(), 0);
+      if (rc) return FromRc(rc, "cannot adopt the map size another process set");
       continue;
     }
     if (rc) return FromRc(rc, "transaction");

@@ -228,6 +228,9 @@ class Lease {
   const std::string& token() const { return token_; }
   int64_t expires() const { return expires_; }
   uint64_t id() const { return lease_id_; }
+  // The descriptor of a process lease's lock file (-1 for a token lease): the lease lives
+  // while any process holds it open (filelock.hpp), so a command given it keeps the lease.
+  int lock_fd() const { return lock_fd_; }
 
  private:
   friend class Store;

@@ -28,15 +28,28 @@ Waiter::~Waiter() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Waiter::Waiter(Waiter&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+Waiter::Waiter(Waiter&& o) noexcept
+    : fd_(std::exchange(o.fd_, -1)),
+      locks_wd_(std::exchange(o.locks_wd_, -1)),
+      relook_at_(std::exchange(o.relook_at_, 0)),
+      relooks_done_(std::exchange(o.relooks_done_, 0)) {}
 
 Waiter& Waiter::operator=(Waiter&& o) noexcept {
   if (this != &o) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = std::exchange(o.fd_, -1);
+    locks_wd_ = std::exchange(o.locks_wd_, -1);
+    relook_at_ = std::exchange(o.relook_at_, 0);
+    relooks_done_ = std::exchange(o.relooks_done_, 0);
   }
   return *this;
 }
+
+namespace {
+// When to look again after a lock file's close (waiter.hpp), counted from that close.
+constexpr int64_t kRelookAfterMs[] = {25, 250, 1000};
+constexpr int kRelooks = sizeof kRelookAfterMs / sizeof kRelookAfterMs[0];
+}  // namespace
 
 Result<Waiter> Waiter::Arm(const std::string& path, unsigned mode,
                            const std::string& locks_dir) {
@@ -50,17 +63,25 @@ Result<Waiter> Waiter::Arm(const std::string& path, unsigned mode,
                           IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_DELETE_SELF |
                               IN_MOVE_SELF) < 0)
     return ErrnoStatus(errno, path, "cannot watch the queue's doorbell");
-  if (!locks_dir.empty() && ::inotify_add_watch(w.fd_, locks_dir.c_str(), IN_CLOSE_WRITE) < 0)
-    return ErrnoStatus(errno, locks_dir, "cannot watch the lock files");
+  if (!locks_dir.empty()) {
+    w.locks_wd_ = ::inotify_add_watch(w.fd_, locks_dir.c_str(), IN_CLOSE_WRITE);
+    if (w.locks_wd_ < 0) return ErrnoStatus(errno, locks_dir, "cannot watch the lock files");
+  }
   return w;
 }
 
 Result<Waiter::Wake> Waiter::Wait(int64_t deadline_real_ms, int64_t until_mono_ms, int stop_fd) {
   for (;;) {
     int64_t now_mono = MonotonicMs();
+    if (relook_at_ && now_mono >= relook_at_) {
+      int64_t closed_at = relook_at_ - kRelookAfterMs[relooks_done_];
+      relook_at_ = ++relooks_done_ < kRelooks ? closed_at + kRelookAfterMs[relooks_done_] : 0;
+      return Wake::kLook;
+    }
     if (until_mono_ms >= 0 && now_mono >= until_mono_ms) return Wake::kTimeout;
     int64_t wait = -1;
     if (until_mono_ms >= 0) wait = until_mono_ms - now_mono;
+    if (relook_at_ && (wait < 0 || relook_at_ - now_mono < wait)) wait = relook_at_ - now_mono;
     if (deadline_real_ms > 0) {
       int64_t d = deadline_real_ms - NowMs();
       if (d <= 0) return Wake::kLook;
@@ -76,13 +97,25 @@ Result<Waiter::Wake> Waiter::Wait(int64_t deadline_real_ms, int64_t until_mono_m
     }
     if (n == 0) {
       if (deadline_real_ms > 0 && NowMs() >= deadline_real_ms) return Wake::kLook;
-      continue;  // our own timeout: the loop head decides
+      continue;  // our own timeout or a re-look: the loop head decides
     }
     if (stop_fd >= 0 && fds[1].revents) return Wake::kStop;
     if (fds[0].revents) {
-      // Drain the events; their content does not matter, only that something changed.
-      char buf[4096];
-      while (::read(fd_, buf, sizeof buf) > 0) {
+      // Drain the events; only whether one came from the locks directory matters (an
+      // overflow counts as one), not what changed.
+      alignas(inotify_event) char buf[4096];
+      bool lock_closed = false;
+      ssize_t got;
+      while ((got = ::read(fd_, buf, sizeof buf)) > 0) {
+        for (ssize_t off = 0; off + static_cast<ssize_t>(sizeof(inotify_event)) <= got;) {
+          const auto* ev = reinterpret_cast<const inotify_event*>(buf + off);
+          if (ev->wd == locks_wd_ || (ev->mask & IN_Q_OVERFLOW)) lock_closed = true;
+          off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
+        }
+      }
+      if (lock_closed && locks_wd_ >= 0) {
+        relooks_done_ = 0;
+        relook_at_ = MonotonicMs() + kRelookAfterMs[0];
       }
     }
     return Wake::kLook;

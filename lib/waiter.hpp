@@ -10,7 +10,10 @@
 //    becoming visible, a lease expiring) or its own timeout, and then looks again. A wake-up
 //    is only a hint: any event, IN_Q_OVERFLOW or EINTR means "look again".
 //  - A process holding a lease lock file can die without ringing anything; the kernel closes
-//    its files, and the IN_CLOSE_WRITE on the locks directory wakes waiters instead.
+//    its files, and the IN_CLOSE_WRITE on the locks directory wakes waiters instead. Linux
+//    queues that event before it drops the closing file's flock, so a waiter can look too
+//    early and still see the lock held: after an event on the locks directory the waiter
+//    looks again 25 ms, 250 ms and 1 s later, whatever else happens.
 //  - No read transaction is held while blocked.
 #pragma once
 
@@ -42,8 +45,8 @@ class Waiter {
                             const std::string& locks_dir = {});
 
   enum class Wake { kLook, kTimeout, kStop };
-  // Blocks until the doorbell rings or the wall-clock time `deadline_real_ms` passes (0:
-  // none): kLook; the monotonic time `until_mono_ms` passes (-1: never): kTimeout; or
+  // Blocks until the doorbell rings, a re-look after a lock file's close is due, or the
+  // wall-clock time `deadline_real_ms` passes (0: none): kLook; the monotonic time `until_mono_ms` passes (-1: never): kTimeout; or
   // `stop_fd` (if >= 0; a signalfd or self-pipe) becomes readable: kStop.
   Result<Wake> Wait(int64_t deadline_real_ms, int64_t until_mono_ms, int stop_fd = -1);
 
@@ -51,6 +54,9 @@ class Waiter {
 
  private:
   int fd_ = -1;
+  int locks_wd_ = -1;      // the watch on the locks directory
+  int64_t relook_at_ = 0;  // monotonic ms of the next re-look after a lock file's close
+  int relooks_done_ = 0;   // of kRelookAfterMs, since the last such close
 };
 
 }  // namespace mq

@@ -57,6 +57,24 @@ expect_err_match() {
   fi
 }
 
+# wait_holder_gone PID: after a kill of the mq-receive PID, waits (up to 10 s) until no lease of
+# PID is held any more: the processes of its --exec command hold the lease until they end
+# (mq-receive(1), --exec), a moment after the kill.
+wait_holder_gone() {
+  local i
+  for ((i = 0; i < 500; i++)); do
+    mq-admin locks 2>/dev/null | grep -Eq "	pid $1	.*	alive	" || return 0
+    sleep 0.02
+  done
+  fail "the command of the killed mq-receive $1 still holds its lease after 10 s"
+}
+
+# skip REASON: ends the test as skipped (exit 77, CTest's SKIP_RETURN_CODE), never as passed.
+skip() {
+  echo "skipped: $*"
+  exit 77
+}
+
 # finish: exit status of the test.
 finish() {
   if [ "$FAILS" -ne 0 ]; then

@@ -170,15 +170,19 @@ if command -v strace >/dev/null 2>&1 && strace -o /dev/null -e trace=none true 2
   grep -q 'fdatasync failed' "$T/err" || fail "failing fdatasync: stderr $(cat "$T/err")"
   [ "$(cat "$F")" = before ] || fail "a failed append left '$(cat "$F")' in the file"
   [ "$(count q)" = 1 ] || fail "a failed append removed the message"
-  run traced -e trace=fdatasync -e inject=fdatasync:error=EIO:when=3 \
+  # The commit that removes the message fails (the second fdatasync of data.mdb; the first is
+  # the one that Locks it): exit 10, the message stays, the file has the row and a note says
+  # that it may stand for a message not removed.
+  run traced -P "$STORE/data.mdb" -e trace=fdatasync -e inject=fdatasync:error=EIO:when=2 \
     mq-receive q --columns message_body --into "$F"
-  if [ "$RC" = 10 ]; then  # the store's commit failed after the append
-    grep -q "^mq-receive: $F: the last 1 row(s) appended here may stand for messages" "$T/err" ||
-      fail "failed commit after --into: stderr $(cat "$T/err")"
-    [ "$(count q)" = 1 ] || fail "a failed commit removed the message"
-    [ "$(cat "$F")" = $'before\nagain' ] || fail "append before a failed commit: '$(cat "$F")'"
-  fi
+  [ "$RC" = 10 ] || fail "receive whose store commit fails exited $RC, expected 10: $(cat "$T/err")"
+  [ "$(count q)" = 1 ] || fail "a failed commit removed the message"
+  [ "$(cat "$F")" = $'before\nagain' ] || fail "append before a failed commit: '$(cat "$F")'"
+  grep -q "^mq-receive: $F: the last 1 row(s) appended here may stand for messages" "$T/err" ||
+    fail "failed commit after --into: stderr $(cat "$T/err")"
   expect_rc 0 mq-receive q --all
+else
+  fail "strace is missing or cannot trace here (scripts/setup.sh installs it)"
 fi
 
 # --- concurrent appenders: whole rows only -------------------------------------------------

@@ -52,8 +52,10 @@ expect_rc 1 mq-receive q --group "$k"
 expect_rc 0 mq-admin locks --json
 [ "$(jq -c .lookup_ids "$T/out" | tr -d '[]' | tr , '\n' | wc -l)" = 4 ] ||
   fail "the holder does not hold the 4 messages of the group: $(cat "$T/out")"
-kill -KILL "$(tool_pid "$holder")"
+holder_tool=$(tool_pid "$holder")
+kill -KILL "$holder_tool"
 expect_bg 137 "$holder"
+wait_holder_gone "$holder_tool"
 expect_rc 0 mq-receive q --group "$k" --json
 [ "$(jq -r '[.body, .delivery_count, .abort_count] | @tsv' "$T/out" | tr '\n' ' ')" = "k.0	1	1 k.1	1	1 k.2	1	1 k.3	1	1 " ] ||
   fail "after SIGKILL: $(jq -c '[.body, .delivery_count]' "$T/out" | tr '\n' ' ')"

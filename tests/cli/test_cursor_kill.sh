@@ -23,7 +23,8 @@ expect_rc 0 mq-admin cursors
 expect_out $'q\tc\t1\tin-use\n'
 # A second user that waits for the lock queues behind the holder...
 start mq-peek q --cursor c --first --wait 10s --template '{lookup_id} {body}\n'; second=$PID
-wait_blocked "$second" lock
+# (a bounded wait for a cursor sleeps in poll() between tries of the lock: filelock.cpp)
+wait_blocked "$second" poll
 # ... until the holder is killed: then it gets its turn at once.
 kill -KILL "$(tool_pid "$holder")"
 expect_bg 137 "$holder"

@@ -1,10 +1,16 @@
 #!/bin/bash
 # Delayed messages (mq-send --delay / --at): stored at once, invisible to peek, receive, cursors
-# and watch before their time, visible neither early nor more than 50 ms late: a receiver
+# and watch before their time, visible never early and not much late: a receiver
 # started after the send and waiters already asleep wake at the visible time (the deadline
 # comes from the store's index: no polling); --at takes RFC 3339 (with milliseconds and
 # offsets) and @EPOCH; sweep promotes due messages without a reader; a promoted message
 # arrives (gets its lookup id) at its visible time.
+#
+# Timing on a loaded machine (issue 13, defect 7): "never early" is asserted strictly (a line
+# read before the due time was written before it); "not late" with a generous bound (1 s, 3 s
+# under the sanitizers), as a busy 2-core CI machine can deschedule the tools and this script
+# for hundreds of ms; no polling is checked apart, by counting the waiter's wake-ups. A check
+# that a message is still invisible counts only if it ended before the message was due.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/bg.sh"
 
@@ -26,42 +32,54 @@ waiter_line() {
   read -r -t 10 -u 3 LINE || fail "no line from '$(cat "$T/bg.$PID.cmd")'"
   now_us
 }
-# expect_window WHAT T_US DUE_US: asserts DUE <= T <= DUE + 50 ms.
+# expect_window WHAT T_US DUE_US: asserts DUE <= T (strictly) and T <= DUE + LATE_MS.
+LATE_MS=1000
+[ -n "${MQ_SANITIZED:-}" ] && LATE_MS=3000
 expect_window() {
   local ms=$((($2 - $3) / 1000))
   [ "$2" -ge "$3" ] || fail "$1: visible $(((${3} - ${2}) / 1000)) ms early"
-  # Under the sanitizers every process starts several times slower: the bound is for the
-  # real build, the sanitized one only checks that nothing is early or absurdly late.
-  local late=50
-  [ -n "${MQ_SANITIZED:-}" ] && late=1000
-  [ "$ms" -le "$late" ] || fail "$1: visible $ms ms late (more than $late ms)"
+  [ "$ms" -le "$LATE_MS" ] || fail "$1: visible $ms ms late (more than $LATE_MS ms)"
+}
+# before_due DUE_US RC CMD...: runs CMD, expecting exit RC and no output; a different result
+# fails only if CMD ended before DUE (later, the message may rightly be visible).
+before_due() {
+  local due=$1 want=$2
+  shift 2
+  run "$@"
+  now_us
+  local out_ok=1
+  if [ -n "${WANT_OUT:-}" ]; then grep -q "$WANT_OUT" "$T/out" || out_ok=0
+  else [ ! -s "$T/out" ] || out_ok=0; fi
+  if [ "$NOW" -lt "$due" ] && { [ "$RC" != "$want" ] || [ "$out_ok" = 0 ]; }; then
+    fail "'$*' before the due time: exit $RC (expected $want), stdout '$(cat "$T/out")'"
+  fi
 }
 
-# Before its time a delayed message is stored but seen by no reader.
+# Before its time a delayed message is stored but seen by no reader (2 s: long against the
+# start-up of the tools, even on a loaded machine).
 now_us; t0=$NOW
-expect_rc 0 mq-send --delay 300ms q d1
-expect_rc 1 mq-peek q
-expect_err_match '^mq-peek: q: no message \(MQ_ERROR_MESSAGE_NOT_FOUND 0xC00E0088\)$'
-expect_rc 1 mq-peek q --all
-expect_out ''
-expect_rc 1 mq-receive q
-expect_out ''
-expect_rc 1 mq-peek q --cursor c --first
-expect_rc 1 mq-watch q -t 0
-expect_out $'error q MQ_ERROR_MESSAGE_NOT_FOUND 0xC00E0088\n'
-expect_rc 1 mq-watch q --follow -t 0
-expect_out $'error q MQ_ERROR_MESSAGE_NOT_FOUND 0xC00E0088\n'
-expect_rc 0 mq-admin stat q --json
-grep -q '"delayed":1,' "$T/out" && grep -q '"messages":1,' "$T/out" ||
-  fail "stat after a delayed send: $(cat "$T/out")"
-# Still invisible just before its time (250 ms after the send started).
+expect_rc 0 mq-send --delay 2s q d1
+due=$((t0 + 2000000))
+before_due "$due" 1 mq-peek q
+[ "$NOW" -ge "$due" ] || grep -q '^mq-peek: q: no message (MQ_ERROR_MESSAGE_NOT_FOUND 0xC00E0088)$' "$T/err" ||
+  fail "mq-peek of a delayed message: $(cat "$T/err")"
+before_due "$due" 1 mq-peek q --all
+before_due "$due" 1 mq-receive q
+before_due "$due" 1 mq-peek q --cursor c --first
+WANT_OUT='^error q MQ_ERROR_MESSAGE_NOT_FOUND 0xC00E0088$' before_due "$due" 1 mq-watch q -t 0
+WANT_OUT='^error q MQ_ERROR_MESSAGE_NOT_FOUND 0xC00E0088$' before_due "$due" 1 mq-watch q --follow -t 0
+run mq-admin stat q --json
 now_us
-sleep "0.$(printf '%06d' $((250000 - (NOW - t0))))" 2>/dev/null
-expect_rc 1 mq-peek q
-# A receiver started after the send gets it 300 ms after the send, not more than 50 ms late.
-waiter_start mq-receive q --wait 5s -l
+[ "$NOW" -ge "$due" ] || { grep -q '"delayed":1,' "$T/out" && grep -q '"messages":1,' "$T/out"; } ||
+  fail "stat after a delayed send: $(cat "$T/out")"
+# Still invisible just before its time (1.8 s after the send started).
+now_us
+[ "$NOW" -lt $((t0 + 1800000)) ] && sleep "$(printf '%d.%06d' $(((t0 + 1800000 - NOW) / 1000000)) $(((t0 + 1800000 - NOW) % 1000000)))"
+before_due "$due" 1 mq-peek q
+# A receiver started after the send gets it 2 s after the send, not much late.
+waiter_start mq-receive q --wait 10s -l
 waiter_line
-expect_window "mq-send --delay 300ms, then mq-receive --wait" "$NOW" $((t0 + 300000))
+expect_window "mq-send --delay 2s, then mq-receive --wait" "$NOW" "$due"
 [ "$LINE" = d1 ] || fail "the receiver got '$LINE', not d1"
 wait "$PID" || fail "the receiver exited $?"
 exec 3<&-
@@ -110,7 +128,7 @@ at=$(((NOW + 1500000) / 1000000))
 waiter_start mq-receive q --wait 5s -l
 wait_blocked "$PID" poll
 expect_rc 0 mq-send --at "@$at" q epoch
-expect_rc 1 mq-peek q
+before_due $((at * 1000000)) 1 mq-peek q
 waiter_line
 expect_window "mq-send --at @$at" "$NOW" $((at * 1000000))
 [ "$LINE" = epoch ] || fail "--at @EPOCH: got '$LINE'"
@@ -144,12 +162,15 @@ expect_rc 0 mq-admin stat q --json
 grep -q '"delayed":0,' "$T/out" || fail "stat: $(cat "$T/out")"
 
 # A delayed message arrives at its visible time: messages sent meanwhile come before it.
-expect_rc 0 mq-send --delay 200ms q A
+now_us; t0=$NOW
+expect_rc 0 mq-send --delay 2s q A
 expect_rc 0 mq-send q B
 # Once due it is no longer counted as delayed: stat, like every reader, promotes it first.
-expect_rc 0 mq-admin stat q --json
-grep -q '"delayed":1,' "$T/out" || fail "stat before the delay: $(cat "$T/out")"
-sleep 0.3
+run mq-admin stat q --json
+now_us
+[ "$NOW" -ge $((t0 + 2000000)) ] || grep -q '"delayed":1,' "$T/out" || fail "stat before the delay: $(cat "$T/out")"
+now_us
+[ "$NOW" -lt $((t0 + 2100000)) ] && sleep "$(printf '%d.%06d' $(((t0 + 2100000 - NOW) / 1000000)) $(((t0 + 2100000 - NOW) % 1000000)))"
 expect_rc 0 mq-admin stat q --json
 grep -q '"delayed":0,' "$T/out" || fail "stat after the delay: $(cat "$T/out")"
 expect_rc 0 mq-admin sweep
@@ -167,7 +188,7 @@ expect_rc 1 timeout -s KILL 10 mq-receive q -w 200ms
 now_us
 expect_err_match 'MQ_ERROR_IO_TIMEOUT 0xC00E001B'
 ms=$(((NOW - t0) / 1000))
-[ "$ms" -ge 200 ] && [ "$ms" -lt 1000 ] || fail "-w 200ms with a message due in 2 s took $ms ms"
+[ "$ms" -ge 200 ] && [ "$ms" -lt $((1000 + LATE_MS)) ] || fail "-w 200ms with a message due in 2 s took $ms ms"
 # A waiter whose next deadline is the delayed message sleeps until then: no polling.
 start mq-receive q --wait 5s
 wait_blocked "$PID" poll

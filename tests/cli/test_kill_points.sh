@@ -20,8 +20,7 @@
 . "$(dirname "$0")/lib.sh"
 
 if ! command -v strace >/dev/null 2>&1 || ! strace -o /dev/null -e trace=none true 2>/dev/null; then
-  echo "skipped: strace is missing or cannot trace here"
-  exit 0
+  skip "strace is missing or cannot trace here"
 fi
 # kill_at SYSCALL N CMD...: runs CMD, SIGKILLed on entering its Nth SYSCALL; RC its status.
 kill_at() {

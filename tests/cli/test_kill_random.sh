@@ -121,6 +121,7 @@ for ((t = 1; t <= TRIALS; t++)); do
   kill -9 "$victim" 2>/dev/null
   wait "$victim" 2>/dev/null
   vrc=$?
+  [ "$kind" = R ] && wait_holder_gone "$victim"
   wait "$hs" "$hr"
   ran[$kind]=$((ran[$kind] + 1))
   [ $vrc = 137 ] && killed[$kind]=$((killed[$kind] + 1))

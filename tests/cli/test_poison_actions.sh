@@ -124,6 +124,7 @@ for i in 1 2; do
   for _ in $(seq 100); do [ "$(mq-admin stat k --json | jq .locked)" = 1 ] && break; sleep 0.02; done
   kill -9 "${BG[-1]}"
   wait "${BG[-1]}" 2>/dev/null
+  wait_holder_gone "${BG[-1]}"
 done
 expect_rc 1 mq-peek k   # the peek returns the lease: the 2nd rollback moves it to k;poison
 [ "$(field 'k;poison' '[.body, .abort_count, .delivery_count]')" = '["kbody",2,2]' ] ||

@@ -5,15 +5,14 @@
 if [ "${1:-}" != inner ]; then
   if ! unshare -m true 2>/dev/null; then
     echo "skipped: unshare -m is not permitted here (needs root or user namespaces)"
-    exit 0
+    exit 77
   fi
   exec unshare -m bash "$0" inner
 fi
 . "$(dirname "$0")/lib.sh"
 mkdir "$T/disk"
 if ! mount -t tmpfs -o size=2m none "$T/disk" 2>"$T/mount.err"; then
-  echo "skipped: cannot mount a tmpfs: $(cat "$T/mount.err")"
-  exit 0
+  skip "cannot mount a tmpfs: $(cat "$T/mount.err")"
 fi
 trap 'umount "$T/disk" 2>/dev/null; rm -rf "$T"' EXIT
 export MQ_STORE=$T/disk/store

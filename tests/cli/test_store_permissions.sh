@@ -4,20 +4,17 @@
 . "$(dirname "$0")/lib.sh"
 
 if [ "$(id -u)" != 0 ] || ! setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
-  echo "skipped: needs root and setpriv to act as another user"
-  exit 0
+  skip "needs root and setpriv to act as another user"
 fi
 chmod 755 "$T"
 if ! setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$T"; then
-  echo "skipped: user nobody cannot reach $T (a parent directory is private); set TMPDIR"
-  exit 0
+  skip "user nobody cannot reach $T (a parent directory is private); set TMPDIR"
 fi
 # as_nobody / as_member CMD...: CMD as user nobody, outside or inside group users.
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups env PATH="$PATH" MQ_STORE="$MQ_STORE" "$@"; }
 as_member() { setpriv --reuid=65534 --regid=65534 --groups="$USERS_GID" env PATH="$PATH" "$@"; }
 if ! as_nobody mq-send --version >/dev/null 2>&1; then
-  echo "skipped: user nobody cannot run the tools in $MQ_BIN (a parent directory is private)"
-  exit 0
+  skip "user nobody cannot run the tools in $MQ_BIN (a parent directory is private)"
 fi
 
 # A private store (0700, root's): nobody may not use it, and is told so, in one line.

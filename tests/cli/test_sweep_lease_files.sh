@@ -1,7 +1,7 @@
 # A receiver killed after its lease ended but before it removed its lock file leaves the file;
 # mq-admin sweep removes it, and leaves the files of live leases alone.
 . "$(dirname "$0")/lib.sh"
-command -v strace >/dev/null || { echo "skipped: strace not installed"; exit 0; }
+command -v strace >/dev/null || skip "strace not installed"
 
 expect_rc 0 mq-admin create q
 expect_rc 0 mq-send q a

@@ -102,6 +102,8 @@ touch "$T/stop"
 timeout 10 tail --pid="$obs" -f /dev/null
 bad=$(grep -Ev '^stat (0|100000)$' "$T/seen2" | sort | uniq -c | head -5)
 [ -z "$bad" ] || fail "an observer saw a partial 100000-line --tx send: $bad"
+grep -q '^stat 0$' "$T/seen2" && grep -q '^stat 100000$' "$T/seen2" ||
+  fail "the observer did not run before and after the 100000-line send: $(sort "$T/seen2" | uniq -c | tr '\n' ' ')"
 mq-peek big --first --json | jq -c '[.body, .eod_first, .eod_last]' >"$T/a"
 mq-peek big --last --json | jq -c '[.body, .eod_first, .eod_last]' >>"$T/a"
 [ "$(tr -d '\n' <"$T/a")" = '["1",true,false]["100000",false,true]' ] || fail "100000-line send ends: $(cat "$T/a")"

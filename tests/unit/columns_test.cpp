@@ -110,7 +110,7 @@ TEST_CASE("TSV escapes like PostgreSQL COPY text", "[columns]") {
   CHECK(c->Row(m) == "\\N\t\t\n");  // NULL, empty body, empty label
 }
 
-TEST_CASE("CSV quotes as RFC 4180; bodies that are not text are \\x hex", "[columns]") {
+TEST_CASE("CSV quotes as RFC 4180 and writes bodies that are not text as hex escapes", "[columns]") {
   CHECK(CsvQuote("plain") == "plain");
   CHECK(CsvQuote("") == "\"\"");
   CHECK(CsvQuote("a,b") == "\"a,b\"");

@@ -162,7 +162,7 @@ TEST_CASE("journal copies keep the id and are indexed apart from the original",
   CHECK(found->body == "b");
 }
 
-TEST_CASE("a delayed message past its ttrq never arrives; one in time does",
+TEST_CASE("a delayed message past its ttrq never arrives but one in time does",
           "[lifecycle][store]") {
   Fixture f;
   Message late;

@@ -309,7 +309,7 @@ TEST_CASE("check finds an index that disagrees with the messages", "[store][chec
   CHECK(problems.front().find("delivery order") != std::string::npos);
 }
 
-TEST_CASE("delete removes a queue with its subqueues; purge empties", "[store]") {
+TEST_CASE("delete removes a queue with its subqueues and purge empties one", "[store]") {
   TempDir t;
   auto st = OpenNew(t.path);
   Send(*st, "q", {{3, "a"}});
