@@ -79,6 +79,9 @@ void InstallFaultHandlers() {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGBUS, &sa, nullptr);
   sigaction(SIGSEGV, &sa, nullptr);
+  // Past the file-size limit (ulimit -f) write(2) is to fail with EFBIG, which the store
+  // reports as a resource error, rather than kill the process mid-commit.
+  ::signal(SIGXFSZ, SIG_IGN);
 }
 
 // A read that failed because a page is damaged (other failures stay "not found").

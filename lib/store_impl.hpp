@@ -27,6 +27,8 @@ namespace mq {
 Status MakeDir(const std::string& dir, mode_t mode);
 Status MakeParents(const std::string& dir);
 bool DirIsEmpty(const std::string& dir);
+// The name of the database in slot `i` of Store::Impl::DbSlots.
+const char* StoreDbName(size_t i);
 
 struct Store::Impl {
   std::string dir;
@@ -123,7 +125,7 @@ struct Store::Impl {
   ~Impl();
   Status WriteLight(const std::function<Status(lmdb::Txn&)>& fn, bool rerun_after_commit);
   Status Write(const std::function<Status(lmdb::Txn&)>& fn, bool rerun_after_commit = true);
-  bool DiskFull();
+  std::string ResourceShortage();
   uint64_t MaxMapSize();
   Status ApplyMaxMapSize();
   Status Grow();

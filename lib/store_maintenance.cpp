@@ -157,12 +157,47 @@ void Store::Impl::CheckConversations(lmdb::Txn& t, const std::map<uint32_t, Queu
 }
 
 Status Store::Check(std::vector<std::string>& problems) {
+  // A damaged page found by any read below is noted in `problems` and the walk goes on
+  // (lmdb.hpp); a fault that cannot be survived ends the process with what was found so far
+  // and the tree being walked.
+  lmdb::RecordDamage(&problems);
+  struct Stop {
+    ~Stop() {
+      lmdb::RecordDamage(nullptr);
+      lmdb::SetDamageContext("");
+    }
+  } stop;
   auto txn = lmdb::Txn::Begin(impl_->env, false);
   if (!txn.ok()) return txn.status();
   auto& t = *txn;
   auto problem = [&](std::string s) {
     if (problems.size() < 1000) problems.push_back(std::move(s));
   };
+  // First every page of every tree, the free-page list and the catalog of databases
+  // included: each entry's key and value bytes are read, and the count must be the tree's.
+  {
+    std::vector<std::pair<std::string, lmdb::Dbi>> trees = {{"the free-page list", 0},
+                                                             {"the database catalog", 1}};
+    for (size_t i = 0; i < std::size(impl_->DbSlots); ++i)
+      trees.emplace_back(fmt::format("database {}", StoreDbName(i)), *impl_->DbSlots[i]);
+    for (const auto& [name, dbi] : trees) {
+      lmdb::SetDamageContext("walking " + name);
+      size_t before = problems.size();
+      uint64_t n = 0, sum = 0;
+      lmdb::Cursor c(t, dbi);
+      for (bool on = c.First(); on; on = c.Next()) {
+        ++n;
+        for (char ch : c.key()) sum += static_cast<unsigned char>(ch);
+        for (char ch : c.value()) sum += static_cast<unsigned char>(ch);
+      }
+      (void)sum;
+      if (problems.size() == before && n != t.Count(dbi))
+        problem(fmt::format("{}: {} entries found, {} counted in its root", name, n, t.Count(dbi)));
+      else if (problems.size() != before)
+        problem(fmt::format("{}: damaged; {} entries could be read", name, n));
+    }
+    lmdb::SetDamageContext("checking the indexes");
+  }
   auto format = t.Get(impl_->meta, "format");
   if (!format || format->size() != 4) problem("meta: no format record");
   if (!t.Get(impl_->meta, "guid")) problem("meta: no store GUID");

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -46,6 +47,8 @@ const char* kDbNames[] = {"meta",    "queues", "queue_ids", "messages", "order",
                           "msg_types"};
 
 }  // namespace
+
+const char* StoreDbName(size_t i) { return i < std::size(kDbNames) ? kDbNames[i] : "?"; }
 
 Result<std::string> Store::Impl::NewMessageId(lmdb::Txn& txn) {
   if (!id_source.loaded) {
@@ -113,10 +116,14 @@ Status Store::Impl::Write(const std::function<Status(lmdb::Txn&)>& fn, bool reru
     if (s.ok()) {
       s = txn->Commit();
       from_commit = true;
-      if (s.code() == Code::kIo && DiskFull())
+      if (s.code() == Code::kIo) {
         // LMDB reports a short write as EIO ("filesystem full?"): say what it was.
-        return Status(Code::kInsufficientResources, "no space left on the store's disk; "
-                      "nothing was written", dir);
+        std::string why = ResourceShortage();
+        if (!why.empty())
+          return Status(Code::kInsufficientResources, why + "; nothing was written", dir);
+      }
+      if (s.code() == Code::kInsufficientResources)  // ENOSPC, EDQUOT, EFBIG from LMDB
+        return Status(s.code(), s.text() + "; nothing was written", dir);
       if (!s.ok() && s.code() != Code::kMapFull) return s.WithSubject(dir);
       if (s.ok()) {
         for (uint32_t qid : to_notify) Notify(qid);
@@ -133,10 +140,30 @@ Status Store::Impl::Write(const std::function<Status(lmdb::Txn&)>& fn, bool reru
   }
 }
 
-bool Store::Impl::DiskFull() {
+// Why a commit's write failed with EIO (LMDB's word for a short write), if it was a resource:
+// a full disk, the process's file-size limit (ulimit -f; SIGXFSZ is ignored, lmdb.cpp), or a
+// disk quota, which only an allocation shows (a temporary file that never gets a name).
+// Empty if none of these.
+std::string Store::Impl::ResourceShortage() {
   struct statvfs vfs;
-  if (::statvfs(dir.c_str(), &vfs) != 0) return false;
-  return static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize < (1u << 20);
+  if (::statvfs(dir.c_str(), &vfs) == 0 &&
+      static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize < (1u << 20))
+    return "no space left on the store's disk";
+  struct rlimit rl;
+  struct stat st;
+  if (::getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+      ::stat(paths.data().c_str(), &st) == 0 &&
+      static_cast<uint64_t>(st.st_size) + (1u << 20) >= rl.rlim_cur)
+    return fmt::format("data.mdb would pass the file-size limit of {} bytes (ulimit -f)",
+                       static_cast<uint64_t>(rl.rlim_cur));
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+  if (fd < 0) return {};
+  int rc = ::posix_fallocate(fd, 0, 1 << 20);
+  ::close(fd);
+  if (rc == EDQUOT) return "the disk quota of the store's owner is exhausted";
+  if (rc == ENOSPC) return "no space left on the store's disk";
+  if (rc == EFBIG) return "the file-size limit (ulimit -f) is reached";
+  return {};
 }
 
 // The size limit of the store (SetMaxSize), read when needed: another process may set it.

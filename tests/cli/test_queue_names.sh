@@ -23,7 +23,7 @@ done
 # Nothing of those names reached the disk or the catalog.
 [ -e "$T/x" ] || [ -e "$STORE/../x" ] || [ -e "$STORE/a" ] && fail "a queue name became a path"
 run ls -A "$STORE"
-expect_out $'data.mdb\nlock.mdb\nlocks\nnotify\n'
+expect_out $'data.mdb\nlock.mdb\nlocks\nmq-store\nnotify\n'
 expect_rc 0 mq-admin list
 expect_out $'system;deadletter\nsystem;deadxact\nsystem;journal\n'
 
