@@ -240,6 +240,24 @@ Result<Endpoint> ParseEndpoint(const std::string& url, const std::string& creden
   return ep;
 }
 
+AmqpMessage ThroughWire(const AmqpMessage& m) {
+  OutProps props(m);
+  std::string buf(1 << 20, '\0');
+  amqp_bytes_t encoded{buf.size(), buf.data()};
+  int n = amqp_encode_properties(AMQP_BASIC_CLASS, const_cast<amqp_basic_properties_t*>(props.get()),
+                                 encoded);
+  if (n < 0) return {};
+  encoded.len = static_cast<size_t>(n);
+  amqp_pool_t pool;
+  init_amqp_pool(&pool, 4096);
+  void* decoded = nullptr;
+  AmqpMessage out;
+  if (amqp_decode_properties(AMQP_BASIC_CLASS, &pool, encoded, &decoded) >= 0)
+    out = FromProps(*static_cast<amqp_basic_properties_t*>(decoded), Bytes(m.body));
+  empty_amqp_pool(&pool);
+  return out;
+}
+
 bool Transient(const Status& s) { return s.code() == Code::kBrokerUnavailable; }
 
 Link::Link(Endpoint ep) : ep_(std::move(ep)), st_(std::make_unique<State>()) {}

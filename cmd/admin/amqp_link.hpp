@@ -43,6 +43,10 @@ struct Endpoint {
 // percent-encoded: %2F is "/"). `credentials_file`, if not empty, holds one line USER:PASSWORD.
 Result<Endpoint> ParseEndpoint(const std::string& url, const std::string& credentials_file);
 
+// For tests: `m` through rabbitmq-c's structures and the wire encoding of a content header's
+// properties (headers table included), and back, as a broker would pass it on.
+AmqpMessage ThroughWire(const AmqpMessage& m);
+
 // Whether a reconnection may cure the error (a lost connection, a broker restarting).
 bool Transient(const Status& s);
 
