@@ -331,12 +331,13 @@ Result<std::unique_ptr<Link>> Link::Connect(const Endpoint& ep, int timeout_ms) 
     if (!sock) return Status(Code::kBrokerUnavailable, "cannot make a socket", subject);
   }
   timeval tv = Tv(timeout_ms);
-  errno = 0;
   int rc = amqp_socket_open_noblock(sock, ep.host.c_str(), ep.port, &tv);
   if (rc != AMQP_STATUS_OK) {
-    int err = errno;
-    std::string why = amqp_error_string2(rc);
-    if (rc == AMQP_STATUS_SOCKET_ERROR && err) why = std::strerror(err);
+    // rabbitmq-c keeps the connect's errno to itself: a socket error here is a refusal or
+    // an unreachable host.
+    std::string why = rc == AMQP_STATUS_SOCKET_ERROR
+                          ? std::string("connection refused or host unreachable")
+                          : std::string(amqp_error_string2(rc));
     st.broken = Status(Code::kBrokerUnavailable, fmt::format("cannot connect: {}", why), subject);
     return st.broken;
   }
