@@ -30,7 +30,8 @@ cc -O2 -o "$T/amqp_confirm" "$SRC/bench/c/amqp_confirm.c" -lrabbitmq
 mq-admin init >/dev/null && mq-admin -s "$T/b" init >/dev/null
 mq-admin create src && mq-admin -s "$T/b" create dst --dedup-window 1h
 # N lines of 1023 characters + newline: 1 KiB bodies.
-head -c $((N * 768)) /dev/urandom | base64 -w 1023 | head -n "$N" >"$T/lines"
+head -c $((N * 768)) /dev/urandom | base64 -w 1023 >"$T/b64"
+head -n "$N" "$T/b64" >"$T/lines"
 [ "$(wc -l <"$T/lines")" = "$N" ]
 mq-send src warm-up
 mq-admin bridge out src --amqp "$AMQP_URL" --exchange '' --routing-key rq --declare --once
