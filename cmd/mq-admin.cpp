@@ -26,6 +26,7 @@ int Run(int argc, char** argv) {
       admin::SetupNack(app, ctx), admin::SetupLocks(app, ctx), admin::SetupRequeue(app, ctx),
       admin::SetupMove(app, ctx), admin::SetupMessageType(app, ctx),
       admin::SetupEndConversation(app, ctx), admin::SetupConversations(app, ctx),
+      admin::SetupBridge(app, ctx),
   };
   if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
   for (auto& c : commands)

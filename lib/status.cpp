@@ -49,6 +49,8 @@ const char* CodeSymbol(Code code) {
     case Code::kValidationFailed: return "MQ_VALIDATION_FAILED";
     case Code::kMessageTypeNotFound: return "MQ_MESSAGE_TYPE_NOT_FOUND";
     case Code::kMessageTypeExists: return "MQ_MESSAGE_TYPE_EXISTS";
+    case Code::kBrokerUnavailable: return "MQ_BROKER_UNAVAILABLE";
+    case Code::kBrokerRefused: return "MQ_BROKER_REFUSED";
   }
   return "MQ_ERROR";
 }
@@ -93,6 +95,7 @@ int ExitCode(const Status& status) {
     case Code::kMessageLockedUnderTransaction:
     case Code::kConversationClosed:
     case Code::kMessageTypeExists:
+    case Code::kBrokerRefused:
       return 5;
     case Code::kInsufficientResources:
     case Code::kMapFull:
@@ -109,6 +112,7 @@ int ExitCode(const Status& status) {
     case Code::kCorrupted:
     case Code::kBrokenPipe:
     case Code::kIo:
+    case Code::kBrokerUnavailable:
       return 10;
   }
   return 10;

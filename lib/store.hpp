@@ -154,6 +154,12 @@ struct AppendOptions {
   bool transactional = false;  // --tx: Eod First/Last, xact id, sequence numbers
   std::string dedup_key;       // --dedup: a second append with this key within the queue's
                                // window is accepted and dropped
+  // One dedup key per message, in the order the source gives them (bridge in: the AMQP
+  // message_id of each delivery): a message whose key is live in the queue's window, or was
+  // given earlier in the same append, is dropped alone (AppendReport::dropped); the others
+  // are stored, each key recorded in the same transaction. An empty key: no dedup for that
+  // message. Not combined with dedup_key.
+  std::vector<std::string> dedup_keys;
   // Messages with a conversation_handle: create the conversation (it must not exist) with
   // the first of them; without this an unknown handle is MQ_CONVERSATION_NOT_FOUND.
   bool new_conversation = false;
@@ -195,6 +201,7 @@ struct AppendReport {
   bool duplicate = false;
   std::string original_id;  // the message the duplicate key belongs to
   std::vector<std::string> notes;  // what the sender should know: e.g. a missing admin queue
+  uint64_t dropped = 0;  // with AppendOptions::dedup_keys: messages dropped as duplicates
 };
 
 // A lease, as mq-admin locks shows it.
@@ -354,6 +361,10 @@ class Store {
   // `delay_ms` if not 0), abort count + 1, and runs the queue's poison action on a message
   // rolled back max_retries times.
   Status Finish(Lease& lease, bool commit, int64_t delay_ms, FinishReport* report);
+  // Returns a lease's messages untouched, as if never received (no abort count, no poison
+  // action): for a mover that could not hand them on (mq-admin bridge out after a lost
+  // connection or a broker's nack), as a reader that went away returns a receive's batch.
+  Status Release(Lease& lease);
   // The same for a --lease token. An unknown or expired token is MQ_ERROR_TRANSACTION_USAGE
   // (exit 5) and changes nothing (an expired lease has rolled back by itself).
   Status FinishToken(const std::string& token, bool commit, int64_t delay_ms,

@@ -400,6 +400,10 @@ Status Store::Finish(Lease& lease, bool commit, int64_t delay_ms, FinishReport* 
   return impl_->EndLease(lease, commit, delay_ms, report, false, true);
 }
 
+Status Store::Release(Lease& lease) {
+  return impl_->EndLease(lease, false, 0, nullptr, false, false);
+}
+
 Lease::~Lease() {
   // Unfinished: closing the lock file hands the messages to the next reader, as a death would.
   if (lock_fd_ >= 0) ::close(lock_fd_);

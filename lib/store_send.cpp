@@ -64,14 +64,37 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
     qid = q.id;
     int64_t now = NowMs();
     if (report) *report = AppendReport();
-    if (!options.dedup_key.empty()) {
-      auto v = txn.Get(impl_->dedup, DedupKey(q.id, options.dedup_key));
-      if (v && v->size() >= 8 && static_cast<int64_t>(GetU64BE(*v, 0)) > now) {
-        if (report) {
-          report->duplicate = true;
-          report->original_id = std::string(v->substr(8));
+    // The message a live dedup key belongs to, if it is live.
+    auto live = [&](const std::string& key) -> std::optional<std::string> {
+      auto v = txn.Get(impl_->dedup, DedupKey(q.id, key));
+      if (v && v->size() >= 8 && static_cast<int64_t>(GetU64BE(*v, 0)) > now)
+        return std::string(v->substr(8));
+      return std::nullopt;
+    };
+    // Records `key` for message `id` until the window ends, replacing an expired entry.
+    auto remember = [&](const std::string& key, const std::string& id) -> Status {
+      int64_t expiry = now + std::max<int64_t>(q.dedup_window, 1);
+      auto old = txn.Get(impl_->dedup, DedupKey(q.id, key));
+      if (old && old->size() >= 8) {
+        auto r = txn.Del(impl_->dedup_exp,
+                         DedupExpKey(q.id, static_cast<int64_t>(GetU64BE(*old, 0)), key));
+        if (!r.ok()) return r.status();
+      }
+      std::string v;
+      PutU64BE(v, static_cast<uint64_t>(expiry));
+      v += id;
+      MQ_RETURN_IF_ERROR(txn.Put(impl_->dedup, DedupKey(q.id, key), v));
+      return txn.Put(impl_->dedup_exp, DedupExpKey(q.id, expiry, key), {});
+    };
+    if (!options.dedup_key.empty() || !options.dedup_keys.empty()) {
+      if (!options.dedup_key.empty()) {
+        if (auto original = live(options.dedup_key)) {
+          if (report) {
+            report->duplicate = true;
+            report->original_id = std::move(*original);
+          }
+          return {};  // accepted and dropped: nothing changes
         }
-        return {};  // accepted and dropped: nothing changes
       }
       // Forget a few expired keys of this queue on the way: the index stays small without
       // a sweep.
@@ -100,11 +123,19 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
     std::set<Guid> conversations_made;
 
     Message m;
-    for (;;) {
+    for (size_t index = 0;; ++index) {
       m = Message();
       auto more = source.Next(m);
       if (!more.ok()) return more.status();
       if (!*more) break;
+      const std::string* key = nullptr;
+      if (index < options.dedup_keys.size() && !options.dedup_keys[index].empty()) {
+        key = &options.dedup_keys[index];
+        if (live(*key)) {
+          if (report) report->dropped++;
+          continue;
+        }
+      }
       if (m.priority > 7)
         return Status(Code::kIllegalPropertyValue,
                       fmt::format("priority {} is out of range 0..7", m.priority), q.name);
@@ -175,6 +206,7 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
       // An import restores messages that arrived once already: no acks, no journal copies.
       if (!m.awaiting_arrival && !options.keep_identity)
         MQ_RETURN_IF_ERROR(impl_->Arrived(txn, q, m, now));
+      if (key) MQ_RETURN_IF_ERROR(remember(*key, m.id));
       ++appended;
       if (first_id.empty()) first_id = m.id;
       if (ids) ids->push_back(m.id);
@@ -188,21 +220,7 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
       if (!rec) return Status(Code::kCorrupted, "the last message of the transaction is gone", q.name);
       MQ_RETURN_IF_ERROR(impl_->Rewrite(txn, q, last, rec->size()));
     }
-    if (!options.dedup_key.empty()) {
-      int64_t expiry = now + std::max<int64_t>(q.dedup_window, 1);
-      auto old = txn.Get(impl_->dedup, DedupKey(q.id, options.dedup_key));
-      if (old && old->size() >= 8) {
-        auto r = txn.Del(impl_->dedup_exp,
-                         DedupExpKey(q.id, static_cast<int64_t>(GetU64BE(*old, 0)),
-                                     options.dedup_key));
-        if (!r.ok()) return r.status();
-      }
-      std::string v;
-      PutU64BE(v, static_cast<uint64_t>(expiry));
-      v += first_id;
-      MQ_RETURN_IF_ERROR(txn.Put(impl_->dedup, DedupKey(q.id, options.dedup_key), v));
-      MQ_RETURN_IF_ERROR(txn.Put(impl_->dedup_exp, DedupExpKey(q.id, expiry, options.dedup_key), {}));
-    }
+    if (!options.dedup_key.empty()) MQ_RETURN_IF_ERROR(remember(options.dedup_key, first_id));
     return impl_->PutQueue(txn, q);
   });
   if (s.ok() && appended) impl_->Notify(qid);

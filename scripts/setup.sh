@@ -8,6 +8,8 @@ packages=(
   liblmdb-dev libcli11-dev libfmt-dev nlohmann-json3-dev uuid-dev libxml2-dev catch2   # libraries
   lmdb-utils mandoc jq util-linux zsh fish procps strace   # tests: mdb tools, man lint, setpriv, fault injection
   sqlite3 time                           # benchmarks: the peer and peak RSS
+  librabbitmq-dev                        # mq-admin bridge: rabbitmq-c
+  rabbitmq-server amqp-tools             # bridge tests and bench: a private broker, the shell peer
 )
 
 missing=()
@@ -31,4 +33,21 @@ else
 fi
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# rabbitmq-server's postinst would start Debian's system node (as a service): the tests start
+# private nodes of their own (tests/cli/rabbit.sh) and need none. A policy-rc.d that denies
+# starting services stops that, for this install only, unless one is there already.
+policy=/usr/sbin/policy-rc.d
+own_policy=
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
+  "${sudo[@]}" chmod 755 "$policy"
+  own_policy=1
+fi
+status=0
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || status=$?
+[ -n "$own_policy" ] && "${sudo[@]}" rm -f "$policy"
+# Where systemd started it anyway, stop and disable the system node.
+if command -v systemctl >/dev/null && [ -d /run/systemd/system ]; then
+  "${sudo[@]}" systemctl disable --now rabbitmq-server >/dev/null 2>&1 || true
+fi
+exit "$status"

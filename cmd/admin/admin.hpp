@@ -67,5 +67,6 @@ Command SetupMove(CLI::App& app, Context& ctx);
 Command SetupMessageType(CLI::App& app, Context& ctx);
 Command SetupEndConversation(CLI::App& app, Context& ctx);
 Command SetupConversations(CLI::App& app, Context& ctx);
+Command SetupBridge(CLI::App& app, Context& ctx);
 
 }  // namespace mq::admin

@@ -1,0 +1,130 @@
+# rabbit.sh: sourced by the bridge tests and bench/bridge.sh (after lib.sh or with $T set): a
+# private RabbitMQ node for this test alone, started and stopped here.
+#
+#   rabbit_start      starts the node (exit 77, a skip, if rabbitmq-server is not installed);
+#                     sets AMQP_URL (amqp://guest:guest@127.0.0.1:PORT/%2F) and RABBIT_NODE
+#   rabbit_stop       stops it and its epmd (also run at exit, on failure too)
+#   rabbit_restart    stops and starts it again, keeping its data (same ports)
+#   rmqctl ARGS...    rabbitmqctl against the node
+#
+# Everything is private: node name, ports on 127.0.0.1 (AMQP, distribution, epmd, the CLI
+# tools' own distribution ports), data, logs, config and the Erlang cookie (under a temporary
+# HOME). The scripts in /usr/lib/rabbitmq/bin are run directly: the wrappers in /usr/sbin
+# would switch to the rabbitmq user and its system node. Debian's system node is never used.
+RABBIT_BIN=/usr/lib/rabbitmq/bin
+RABBIT_DIR=$T/rabbit
+RABBIT_PID=
+
+# A free TCP port on 127.0.0.1, away from those handed out before in this test.
+RABBIT_USED=" "
+free_port() {
+  local p
+  for _ in $(seq 200); do
+    p=$((20000 + RANDOM % 30000))
+    case $RABBIT_USED in *" $p "*) continue ;; esac
+    if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then
+      RABBIT_USED="$RABBIT_USED$p "
+      echo "$p"
+      return 0
+    fi
+  done
+  return 1
+}
+
+rabbit_env() {
+  export HOME=$RABBIT_DIR/home
+  export RABBITMQ_NODENAME=$RABBIT_NODE
+  export RABBITMQ_NODE_IP_ADDRESS=127.0.0.1
+  export RABBITMQ_NODE_PORT=$RABBIT_PORT
+  export RABBITMQ_DIST_PORT=$RABBIT_DIST_PORT
+  export RABBITMQ_CTL_DIST_PORT_MIN=$RABBIT_CTL_PORT
+  export RABBITMQ_CTL_DIST_PORT_MAX=$((RABBIT_CTL_PORT + 10))
+  export ERL_EPMD_PORT=$RABBIT_EPMD_PORT
+  export ERL_EPMD_ADDRESS=127.0.0.1
+  export RABBITMQ_MNESIA_BASE=$RABBIT_DIR/mnesia
+  export RABBITMQ_LOG_BASE=$RABBIT_DIR/log
+  export RABBITMQ_CONFIG_FILE=$RABBIT_DIR/rabbitmq.conf
+  export RABBITMQ_ADVANCED_CONFIG_FILE=$RABBIT_DIR/advanced.config
+  export RABBITMQ_ENABLED_PLUGINS_FILE=$RABBIT_DIR/enabled_plugins
+  export RABBITMQ_PLUGINS_EXPAND_DIR=$RABBIT_DIR/plugins-expand
+  export RABBITMQ_CONF_ENV_FILE=$RABBIT_DIR/rabbitmq-env.conf
+  export RABBITMQ_PID_FILE=$RABBIT_DIR/pid
+  export RABBITMQ_ALLOW_INPUT=
+}
+
+rmqctl() { "$RABBIT_BIN/rabbitmqctl" -n "$RABBIT_NODE" "$@"; }
+
+rabbit_launch() {
+  "$RABBIT_BIN/rabbitmq-server" >"$RABBIT_DIR/server.out" 2>&1 &
+  RABBIT_PID=$!
+  # await_startup fails at once while the node is not yet known to epmd: ask again.
+  local i
+  for ((i = 0; i < 120; i++)); do
+    if "$RABBIT_BIN/rabbitmqctl" -n "$RABBIT_NODE" -q await_startup --timeout 30 \
+        >/dev/null 2>&1; then
+      return 0
+    fi
+    kill -0 "$RABBIT_PID" 2>/dev/null || break
+    sleep 1
+  done
+  echo "rabbit.sh: the private RabbitMQ node did not start; its output:" >&2
+  tail -n 30 "$RABBIT_DIR/server.out" >&2
+  return 1
+}
+
+rabbit_start() {
+  if [ ! -x "$RABBIT_BIN/rabbitmq-server" ] || ! command -v erl >/dev/null; then
+    echo "SKIP: rabbitmq-server is not installed (scripts/setup.sh installs it)" >&2
+    exit 77
+  fi
+  mkdir -p "$RABBIT_DIR/home" "$RABBIT_DIR/mnesia" "$RABBIT_DIR/log"
+  chmod 700 "$RABBIT_DIR/home"
+  RABBIT_NODE=mqtest$$@localhost
+  RABBIT_PORT=$(free_port) && RABBIT_DIST_PORT=$(free_port) &&
+    RABBIT_EPMD_PORT=$(free_port) && RABBIT_CTL_PORT=$(free_port) || {
+    echo "rabbit.sh: no free ports" >&2
+    return 1
+  }
+  cat >"$RABBIT_DIR/rabbitmq.conf" <<EOF
+listeners.tcp.1 = 127.0.0.1:$RABBIT_PORT
+loopback_users = none
+disk_free_limit.absolute = 1MB
+vm_memory_high_watermark.relative = 0.8
+log.console = false
+log.file.level = warning
+EOF
+  echo '[].' >"$RABBIT_DIR/advanced.config"
+  echo '[].' >"$RABBIT_DIR/enabled_plugins"
+  : >"$RABBIT_DIR/rabbitmq-env.conf"
+  rabbit_env
+  trap 'rabbit_stop; cleanup_rabbit_parent' EXIT
+  rabbit_launch || return 1
+  AMQP_URL="amqp://guest:guest@127.0.0.1:$RABBIT_PORT/%2F"
+  export AMQP_URL
+}
+
+# Stops the node (and epmd): politely first, then by pid.
+rabbit_stop() {
+  [ -n "$RABBIT_PID" ] || return 0
+  timeout 60 "$RABBIT_BIN/rabbitmqctl" -n "$RABBIT_NODE" -q shutdown >/dev/null 2>&1 ||
+    timeout 60 "$RABBIT_BIN/rabbitmqctl" -n "$RABBIT_NODE" -q stop >/dev/null 2>&1
+  if kill -0 "$RABBIT_PID" 2>/dev/null; then
+    local beam
+    beam=$(cat "$RABBIT_DIR/pid" 2>/dev/null)
+    [ -n "$beam" ] && kill -KILL "$beam" 2>/dev/null
+    kill -KILL "$RABBIT_PID" 2>/dev/null
+  fi
+  wait "$RABBIT_PID" 2>/dev/null
+  RABBIT_PID=
+  epmd -port "$RABBIT_EPMD_PORT" -kill >/dev/null 2>&1
+}
+
+rabbit_restart() {
+  rabbit_stop
+  rabbit_launch
+}
+
+# Whatever the sourcing script had as its exit trap (lib.sh's or bg.sh's cleanup).
+cleanup_rabbit_parent() {
+  if declare -F cleanup >/dev/null; then cleanup; else rm -rf "$T"; fi
+}
