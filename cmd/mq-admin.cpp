@@ -21,6 +21,7 @@ int Run(int argc, char** argv) {
       admin::SetupInit(app, ctx),   admin::SetupCreate(app, ctx), admin::SetupSet(app, ctx),
       admin::SetupDelete(app, ctx), admin::SetupList(app, ctx),   admin::SetupStat(app, ctx),
       admin::SetupPurge(app, ctx),  admin::SetupCheck(app, ctx),  admin::SetupBackup(app, ctx),
+      admin::SetupCompact(app, ctx),
       admin::SetupExport(app, ctx), admin::SetupImport(app, ctx),  admin::SetupCursors(app, ctx),
       admin::SetupDeleteCursor(app, ctx), admin::SetupSweep(app, ctx), admin::SetupAck(app, ctx),
       admin::SetupNack(app, ctx), admin::SetupLocks(app, ctx), admin::SetupRequeue(app, ctx),

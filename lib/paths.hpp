@@ -5,7 +5,11 @@
 //   DIR/locks/                  lock files of cursors and transactions
 //   DIR/notify/Q                one doorbell file per queue id; writers touch it after commit
 //   DIR/mq-store                "mq store GUID": written once the store is made, so that a
-//                               missing or empty data.mdb is seen as damage, not a new store
+//                               missing or empty data.mdb is seen as damage, not a new store;
+//                               also the store lock: every process that has the store open
+//                               holds a shared flock on it (taken before it looks at any other
+//                               file), mq-admin compact an exclusive one
+//   DIR/compact.tmp/            where mq-admin compact writes the new data.mdb
 //
 // Files of a store are opened with O_NOFOLLOW and checked on the descriptor: a symbolic link,
 // a file with other hard links or anything but a regular file is refused (a member of a
@@ -35,6 +39,7 @@ class StorePaths {
     return notify_dir() + "/" + std::to_string(queue_id);
   }
   std::string marker() const { return dir_ + "/mq-store"; }
+  std::string compact_dir() const { return dir_ + "/compact.tmp"; }
 
  private:
   std::string dir_;

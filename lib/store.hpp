@@ -67,6 +67,16 @@ struct OpenOptions {
   std::string dir;      // empty: the default location (CLI.md), created on first use
   bool create = false;  // create a missing store named by `dir`
   std::string group;    // with create: make a group-shared store (setgid 2770, files 0660)
+  // >= 0: open the store alone (mq-admin compact), waiting at most this long for its other
+  // users to leave; still in use then: MQ_ERROR_SHARING_VIOLATION. Users that start meanwhile
+  // wait until this Store is gone (the store lock, paths.hpp).
+  int64_t exclusive_wait_ms = -1;
+};
+
+// What Store::Compact did.
+struct CompactReport {
+  uint64_t before = 0;  // bytes of data.mdb
+  uint64_t after = 0;
 };
 
 // Which messages a peek or receive takes, in the delivery order (priority, then arrival).
@@ -416,6 +426,17 @@ class Store {
   // A consistent compacted copy into `dir` (which must not exist, or be empty), taken while
   // other processes keep working.
   Status Backup(const std::string& dir);
+  // Rewrites data.mdb to its live size: LMDB's compacting copy into DIR/compact.tmp, synced,
+  // renamed over data.mdb; lock.mdb is removed (the next user makes it anew). Only for a store
+  // opened alone (OpenOptions::exclusive_wait_ms); the Store must not be used afterwards. A
+  // crash leaves either the old file or the new one, whole.
+  Result<CompactReport> Compact();
+  // Bytes of data.mdb on disk, and bytes of it in use (up to its last page).
+  struct Sizes {
+    uint64_t file = 0;
+    uint64_t used = 0;
+  };
+  Result<Sizes> FileSizes();
 
   struct Impl;
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <functional>
@@ -30,10 +31,24 @@ bool DirIsEmpty(const std::string& dir);
 // The name of the database in slot `i` of Store::Impl::DbSlots.
 const char* StoreDbName(size_t i);
 
+// A descriptor closed when its holder goes (the store lock).
+struct OwnedFd {
+  int fd = -1;
+  OwnedFd() = default;
+  OwnedFd(const OwnedFd&) = delete;
+  OwnedFd& operator=(const OwnedFd&) = delete;
+  ~OwnedFd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
 struct Store::Impl {
   std::string dir;
   std::string real_dir;
   StorePaths paths{""};
+  OwnedFd store_lock;  // before env: released only after the environment is closed
+  bool alone = false;      // opened with exclusive_wait_ms: Compact may run
+  bool compacted = false;  // data.mdb was replaced: the environment is stale
   lmdb::Env env;
   Guid guid{};
   unsigned file_mode = 0600;

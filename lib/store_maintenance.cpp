@@ -411,6 +411,70 @@ Status Store::Backup(const std::string& dir) {
   return {};
 }
 
+Result<CompactReport> Store::Compact() {
+  if (!impl_->alone || impl_->compacted)
+    return Status(Code::kTransactionUsage, "compact needs the store opened alone", impl_->dir);
+  const StorePaths& p = impl_->paths;
+  std::string tmp = p.compact_dir();
+  StorePaths tp(tmp);
+  // What a compaction that died left behind.
+  ::unlink(tp.data().c_str());
+  ::unlink(tp.lock().c_str());
+  ::rmdir(tmp.c_str());
+  MQ_RETURN_IF_ERROR(MakeDir(tmp, 0700));
+  CompactReport r;
+  struct stat st;
+  if (::stat(p.data().c_str(), &st) == 0) r.before = static_cast<uint64_t>(st.st_size);
+  Status copied = impl_->env.CopyTo(tmp);
+  if (copied.ok()) {
+    // The new file must be on disk before its name replaces the old one.
+    int fd = ::open(tp.data().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+      copied = ErrnoStatus(errno, tp.data(), "cannot open the copy");
+    } else {
+      if (::fchmod(fd, impl_->file_mode) != 0 || ::fsync(fd) != 0)
+        copied = ErrnoStatus(errno, tp.data(), "cannot sync the copy");
+      AdoptFd(fd);
+      if (::fstat(fd, &st) == 0) r.after = static_cast<uint64_t>(st.st_size);
+      ::close(fd);
+    }
+  }
+  if (!copied.ok()) {
+    ::unlink(tp.data().c_str());
+    ::rmdir(tmp.c_str());
+    return copied;
+  }
+  if (::rename(tp.data().c_str(), p.data().c_str()) != 0) {
+    Status s = ErrnoStatus(errno, p.data(), "cannot put the compacted copy in place");
+    ::unlink(tp.data().c_str());
+    ::rmdir(tmp.c_str());
+    return s;
+  }
+  impl_->compacted = true;
+  // LMDB's lock file describes the old file (its readers, its last transaction): the next
+  // user makes a new one. No one has it open: the store lock is ours alone.
+  ::unlink(p.lock().c_str());
+  ::rmdir(tmp.c_str());
+  int dfd = ::open(p.dir().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    int rc = ::fsync(dfd);
+    int err = errno;
+    ::close(dfd);
+    if (rc != 0) return ErrnoStatus(err, p.dir(), "cannot sync the store directory");
+  }
+  return r;
+}
+
+Result<Store::Sizes> Store::FileSizes() {
+  Sizes z;
+  struct stat st;
+  if (::stat(impl_->paths.data().c_str(), &st) != 0)
+    return ErrnoStatus(errno, impl_->paths.data(), "cannot stat");
+  z.file = static_cast<uint64_t>(st.st_size);
+  z.used = impl_->env.UsedBytes();
+  return z;
+}
+
 Status Store::ShareWithGroup(const std::string& group_name) {
   struct group* g = getgrnam(group_name.c_str());
   if (!g) return Status(Code::kInvalidArg, fmt::format("no such group '{}'", group_name));

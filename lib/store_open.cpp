@@ -7,6 +7,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
+#include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -299,6 +302,55 @@ Status InspectStoreFile(const std::string& path, const struct stat& dir_st, bool
   return {};
 }
 
+// Takes the store lock (paths.hpp) on `path`, the marker: shared (`wait_ms` < 0), waiting for
+// a compaction to finish, or exclusive, waiting at most `wait_ms` for every other user to
+// close it (each close is an inotify event; a look every second besides). No marker (a store
+// made before markers, or being made): no lock, and no compaction can be running.
+Status TakeStoreLock(const std::string& path, int64_t wait_ms, OwnedFd& lock) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno == ENOENT && wait_ms < 0) return {};
+    if (errno == ENOENT)
+      return Status(Code::kServiceNotAvailable,
+                    "the store has no mq-store marker yet: run any mq tool on it once, then "
+                    "compact",
+                    path);
+    if (errno == ELOOP) return Status(Code::kCorrupted, "is a symbolic link: refusing it", path);
+    return ErrnoStatus(errno, path, "cannot open the store lock");
+  }
+  lock.fd = fd;
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return ErrnoStatus(errno, path, "cannot stat");
+  if (!S_ISREG(st.st_mode) || st.st_nlink != 1)
+    return Status(Code::kCorrupted, "is not a plain file of the store: refusing it", path);
+  if (wait_ms < 0) {
+    while (::flock(fd, LOCK_SH) != 0)
+      if (errno != EINTR) return ErrnoStatus(errno, path, "cannot take the store lock");
+    return {};
+  }
+  int in = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  OwnedFd watch;
+  watch.fd = in;
+  if (in >= 0) (void)::inotify_add_watch(in, path.c_str(), IN_CLOSE_NOWRITE | IN_CLOSE_WRITE);
+  int64_t until = MonotonicMs() + wait_ms;
+  for (;;) {
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return {};
+    if (errno != EWOULDBLOCK && errno != EINTR)
+      return ErrnoStatus(errno, path, "cannot take the store lock");
+    int64_t left = until - MonotonicMs();
+    if (left <= 0)
+      return Status(Code::kSharingViolation,
+                    "the store is in use by other processes (waits, mq-watch, receives): "
+                    "compact needs it alone; stop them, or give --wait longer",
+                    path);
+    struct pollfd p = {in, POLLIN, 0};
+    (void)::poll(&p, in >= 0 ? 1 : 0, static_cast<int>(std::min<int64_t>(left, 1000)));
+    char buf[4096];
+    while (in >= 0 && ::read(in, buf, sizeof buf) > 0) {
+    }
+  }
+}
+
 bool PathExists(const std::string& path) {
   struct stat st;
   return ::lstat(path.c_str(), &st) == 0;
@@ -357,6 +409,10 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   if (exists)
     MQ_RETURN_IF_ERROR(CheckAccess(dir, R_OK | W_OK | X_OK,
                                    "permission denied on the store directory (need rwx)"));
+  // The store lock first: a compaction that runs now replaces data.mdb, and a file looked at
+  // before it ends would not be the one opened after.
+  OwnedFd store_lock;
+  if (exists) MQ_RETURN_IF_ERROR(TakeStoreLock(paths.marker(), options.exclusive_wait_ms, store_lock));
   StoreFile data_file, lock_file;
   if (exists) {
     MQ_RETURN_IF_ERROR(InspectStoreFile(paths.data(), st, true, data_file));
@@ -420,6 +476,8 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
       return Status(Code::kError, "store already open in this process", dir);
   }
   auto impl = std::make_unique<Impl>();
+  impl->store_lock.fd = std::exchange(store_lock.fd, -1);
+  impl->alone = options.exclusive_wait_ms >= 0;
   impl->dir = dir;
   impl->real_dir = real;
   impl->paths = paths;
@@ -513,6 +571,11 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   MQ_RETURN_IF_ERROR(MakeDir(paths.locks_dir(), dir_mode));
   MQ_RETURN_IF_ERROR(MakeDir(paths.notify_dir(), dir_mode));
   if (!PathExists(paths.marker())) WriteMarker(paths.marker(), impl->guid, impl->file_mode);
+  if (impl->store_lock.fd < 0) {
+    OwnedFd lock;
+    MQ_RETURN_IF_ERROR(TakeStoreLock(paths.marker(), -1, lock));
+    impl->store_lock.fd = std::exchange(lock.fd, -1);
+  }
   return std::unique_ptr<Store>(new Store(std::move(impl)));
 }
 

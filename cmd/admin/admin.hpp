@@ -54,6 +54,7 @@ Command SetupStat(CLI::App& app, Context& ctx);
 Command SetupPurge(CLI::App& app, Context& ctx);
 Command SetupCheck(CLI::App& app, Context& ctx);
 Command SetupBackup(CLI::App& app, Context& ctx);
+Command SetupCompact(CLI::App& app, Context& ctx);
 Command SetupExport(CLI::App& app, Context& ctx);
 Command SetupImport(CLI::App& app, Context& ctx);
 Command SetupCursors(CLI::App& app, Context& ctx);

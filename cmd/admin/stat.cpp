@@ -100,6 +100,14 @@ Command SetupStat(CLI::App& app, Context&) {
                                                            : "-",
                                        StatusText(q)));
               }
+              // The whole store: how much of data.mdb is in use (mq-admin compact gives the
+              // rest back).
+              if (args->queue.empty()) {
+                auto z = (*store)->FileSizes();
+                if (z.ok())
+                  out.Append(fmt::format("store {}: data.mdb {} bytes, {} in use\n",
+                                         (*store)->dir(), z->file, z->used));
+              }
             } else if (format == "json") {
               for (const Row& r : rows) {
                 const QueueInfo& q = r.st.info;
@@ -144,6 +152,14 @@ Command SetupStat(CLI::App& app, Context&) {
                   {"mq_queue_journal_dropped", "Journal copies not kept: the journal was full.",
                    [](const Row& r) { return std::to_string(r.st.info.journal_dropped); }},
               };
+              auto z = (*store)->FileSizes();
+              if (z.ok())
+                out.Append(fmt::format(
+                    "# HELP mq_store_file_bytes Size of data.mdb.\n# TYPE mq_store_file_bytes "
+                    "gauge\nmq_store_file_bytes{{store=\"{}\"}} {}\n# HELP mq_store_used_bytes "
+                    "Bytes of data.mdb in use (mq-admin compact gives the rest back).\n# TYPE "
+                    "mq_store_used_bytes gauge\nmq_store_used_bytes{{store=\"{}\"}} {}\n",
+                    PromEscape((*store)->dir()), z->file, PromEscape((*store)->dir()), z->used));
               for (const Metric& m : metrics) {
                 out.Append(fmt::format("# HELP {} {}\n# TYPE {} gauge\n", m.name, m.help, m.name));
                 for (const Row& r : rows)

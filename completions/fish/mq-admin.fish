@@ -118,6 +118,8 @@ complete -c mq-admin -n __mq_admin_needs_command -a stat -d 'Counts, bytes and o
 complete -c mq-admin -n __mq_admin_needs_command -a purge -d 'Remove every message of a queue'
 complete -c mq-admin -n __mq_admin_needs_command -a check -d "Verify the store's indexes and counters"
 complete -c mq-admin -n __mq_admin_needs_command -a backup -d 'Hot, consistent copy of the store'
+complete -c mq-admin -n __mq_admin_needs_command -a compact -d 'Rewrite the store to its live size'
+complete -c mq-admin -n '__fish_seen_subcommand_from compact' -s w -l wait -r -d 'How long to wait for other users to leave'
 complete -c mq-admin -n __mq_admin_needs_command -a export -d 'Print every message of a queue as JSON lines'
 complete -c mq-admin -n __mq_admin_needs_command -a import -d 'Append messages from JSON lines on stdin'
 complete -c mq-admin -n __mq_admin_needs_command -a cursors -d 'List the named cursors'
