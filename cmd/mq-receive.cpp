@@ -175,7 +175,7 @@ int Run(int argc, char** argv) {
   std::string conversation, group;
   bool batch = false, exec_flag = false;
   CLI::App app("Remove messages from an mq queue and print them", "mq-receive");
-  app.set_version_flag("--version", MQ_VERSION);
+  cli::AddVersionFlag(app);
   cli::AddStoreOption(app, store_args);
   app.add_option("QUEUE", queue, "Queue to receive from")->required();
   cli::AddSelectOptions(app, sel_args, true);
