@@ -313,7 +313,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
   sync
   timed c-raw -- "$BIN/rawbulk" drain "$BC/raw" "$BULK" 1000 || true
   sync
-  timed c-mq -- "$RECV" --all -s "$BC/mq" q && check_count c-mq "$(mq_count "$BC/mq" q)" 0
+  timed c-mq -- "$RECV" --all -0 -s "$BC/mq" q && check_count c-mq "$(mq_count "$BC/mq" q)" 0
   sync
   timed c-sqlite -i "$DEL" -- "${SQL[@]}" "$BC/sq.db" && check_count c-sqlite "$(sq_count "$BC/sq.db")" 0
 done

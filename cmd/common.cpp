@@ -78,6 +78,10 @@ int StopOnSignals() {
   return g_stop_pipe[0];
 }
 
+void AddVersionFlag(CLI::App& app) {
+  app.set_version_flag("--version", fmt::format("{} (mq) {}", g_tool, MQ_VERSION));
+}
+
 void Note(const std::string& subject, const std::string& text) {
   std::string line = subject.empty() ? fmt::format("{}: {}\n", g_tool, text)
                                      : fmt::format("{}: {}: {}\n", g_tool, subject, text);

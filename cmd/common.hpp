@@ -22,6 +22,9 @@ namespace mq::cli {
 // be one of them (LMDB would take the lowest free descriptor, and a later write to stdout or
 // stderr would go into the store).
 void SetTool(const char* name);
+// Adds --version, which prints "TOOL (mq) VERSION" (the GNU form: `mq-send (mq) 0.1.0`).
+// Call after SetTool.
+void AddVersionFlag(CLI::App& app);
 // Whether standard output was closed when the tool started (`>&-`): a tool that prints
 // what it removes must refuse to run rather than print into /dev/null.
 bool StdoutWasClosed();

@@ -20,7 +20,7 @@ int Run(int argc, char** argv) {
   cli::OutputArgs out_args;
   std::string queue;
   CLI::App app("Print messages of an mq queue without removing them", "mq-peek");
-  app.set_version_flag("--version", MQ_VERSION);
+  cli::AddVersionFlag(app);
   cli::AddStoreOption(app, store_args);
   app.add_option("QUEUE", queue, "Queue to read")->required();
   cli::AddSelectOptions(app, sel_args, false);

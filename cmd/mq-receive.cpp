@@ -175,7 +175,7 @@ int Run(int argc, char** argv) {
   std::string conversation, group;
   bool batch = false, exec_flag = false;
   CLI::App app("Remove messages from an mq queue and print them", "mq-receive");
-  app.set_version_flag("--version", MQ_VERSION);
+  cli::AddVersionFlag(app);
   cli::AddStoreOption(app, store_args);
   app.add_option("QUEUE", queue, "Queue to receive from")->required();
   cli::AddSelectOptions(app, sel_args, true);
@@ -219,6 +219,12 @@ int Run(int argc, char** argv) {
   if (exec && cli::HasOutputOptions(shaping))
     return cli::Fail(Status(Code::kInvalidArg,
                             "with --exec the messages go to the command: no output options"));
+  // Raw bodies carry no separator: several of them would run together ("12345").
+  bool several = sel_args.all || sel_args.count > 1 || sel_args.top > 1;
+  if (!exec && several && !cli::HasOutputOptions(out_args))
+    return cli::Fail(Status(Code::kInvalidArg,
+                            "several bodies would run together: add -l, -0, --json or a "
+                            "--template"));
   auto sel = cli::MakeSelection(sel_args);
   if (!sel.ok()) return cli::Fail(sel.status());
   Status where = SetWhere(app, sel_args, conversation, group, *sel);

@@ -377,7 +377,7 @@ int Run(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   SendArgs a;
   CLI::App app("Send messages to an mq queue", "mq-send");
-  app.set_version_flag("--version", MQ_VERSION);
+  cli::AddVersionFlag(app);
   cli::AddStoreOption(app, a.store);
   app.add_option("QUEUE", a.queue, "Queue to send to (none with --reply-to)");
   app.add_option("BODY", a.body, "Message body (else -f FILE, else stdin)");

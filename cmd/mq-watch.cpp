@@ -185,7 +185,7 @@ int Run(int argc, char** argv) {
   bool json = false, follow = false, no_wait_lock = false, exec_flag = false;
   int max_readers = 1;
   CLI::App app("Wait for messages to arrive in an mq queue (EnableNotification)", "mq-watch");
-  app.set_version_flag("--version", MQ_VERSION);
+  cli::AddVersionFlag(app);
   cli::AddStoreOption(app, store_args);
   app.add_option("QUEUE", queue, "Queue to watch")->required();
   app.add_option("--cursor", cursor,

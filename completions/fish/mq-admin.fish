@@ -181,6 +181,8 @@ complete -c mq-admin -n '__mq_admin_using end-conversation' -l error -x -d 'End 
 complete -c mq-admin -n '__mq_admin_using end-conversation' -l description -x -d "The error's description"
 complete -c mq-admin -n '__mq_admin_using conversations' -l json -d 'One JSON object per conversation'
 complete -c mq-admin -n __mq_admin_needs_command -a bridge -d 'Move messages to and from RabbitMQ, exactly once'
+complete -c mq-admin -n __mq_admin_needs_command -a help -d "Print the overview, or a command's options"
+complete -c mq-admin -n '__mq_admin_using help; and test (count (__mq_admin_words)) -eq 1' -a 'init create set delete list stat purge check backup export import cursors delete-cursor sweep ack nack locks requeue move message-type end-conversation conversations bridge' -d 'Command'
 complete -c mq-admin -n '__mq_admin_using bridge' -f -a 'out in' -d 'Direction'
 complete -c mq-admin -n '__mq_admin_using bridge' -l amqp -x -d 'Broker URL'
 complete -c mq-admin -n '__mq_admin_using bridge' -l credentials -r -d 'File with USER:PASSWORD'

@@ -18,7 +18,7 @@ expect_out first-1000
 run stat -c %a "$T/b1" "$T/b1/data.mdb"
 expect_out $'700\n600\n'
 # The copy is independent of the original.
-expect_rc 0 mq-receive -s "$T/b1" q --all
+expect_rc 0 mq-receive -s "$T/b1" q --all -0
 [ "$(count stat q)" = 1000 ] || fail "receiving from the backup changed the original"
 
 # Into an existing empty directory: fine. Into a non-empty one or a file: refused, untouched.

@@ -11,7 +11,7 @@ for tool in mq-send mq-peek mq-receive mq-admin; do
   expect_rc 0 $tool -h
   grep -q "Usage: $tool" "$T/out" || fail "$tool -h does not show its usage"
   expect_rc 0 $tool --version
-  grep -Eqx '([a-z-]+ )?(version )?[0-9]+\.[0-9]+\.[0-9]+.*' "$T/out" ||
+  grep -Eqx "$tool \\(mq\\) [0-9]+\\.[0-9]+\\.[0-9]+" "$T/out" ||
     fail "$tool --version printed '$(cat "$T/out")'"
   # Usage errors: unknown option, missing option argument, missing/extra positionals.
   for args in "--no-such-option q" "q --no-such-option" "-s" "--store" "-Z q" "q extra1 extra2 extra3"; do

@@ -180,7 +180,7 @@ if command -v strace >/dev/null 2>&1 && strace -o /dev/null -e trace=none true 2
   [ "$(cat "$F")" = $'before\nagain' ] || fail "append before a failed commit: '$(cat "$F")'"
   grep -q "^mq-receive: $F: the last 1 row(s) appended here may stand for messages" "$T/err" ||
     fail "failed commit after --into: stderr $(cat "$T/err")"
-  expect_rc 0 mq-receive q --all
+  expect_rc 0 mq-receive q --all -0
 else
   fail "strace is missing or cannot trace here (scripts/setup.sh installs it)"
 fi

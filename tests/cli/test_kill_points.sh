@@ -45,7 +45,7 @@ REC='cat >>"$0"; echo >>"$0"'
 for point in flock:1:untouched fdatasync:1:untouched clone:1:returned self:0:recorded \
   fdatasync:2:recorded unlink:1:committed; do
   IFS=: read -r sc n outcome <<<"$point"
-  mq-receive q --all >/dev/null 2>&1
+  mq-receive q --all -0 >/dev/null 2>&1
   expect_rc 0 mq-send q a
   expect_rc 0 mq-send q b
   : >"$T/rec"
@@ -74,7 +74,7 @@ done
 # --- mq-send -l: batches commit in order, each all or nothing -------------------------------------
 seq -f 'line-%g' 25000 >"$T/lines"
 for n in 1 2 3; do
-  mq-receive q --all >/dev/null 2>&1
+  mq-receive q --all -0 >/dev/null 2>&1
   kill_at fdatasync "$n" mq-send -l q <"$T/lines"
   [ "$RC" = 137 ] || fail "mq-send -l killed in commit $n exited $RC"
   got=$(mq-peek q --all -l 2>/dev/null | wc -l)
@@ -84,7 +84,7 @@ for n in 1 2 3; do
 done
 
 # --- mq-send --tx -l: one commit ----------------------------------------------------------------
-mq-receive q --all >/dev/null 2>&1
+mq-receive q --all -0 >/dev/null 2>&1
 kill_at fdatasync 1 mq-send --tx -l q <"$T/lines"
 [ "$RC" = 137 ] || fail "mq-send --tx -l killed in its commit exited $RC"
 [ "$(state)" = '' ] || fail "mq-send --tx -l killed in its commit stored $(mq-peek q --all -l | wc -l) lines"
@@ -98,7 +98,7 @@ got=$(mq-peek q --all -l | wc -l)
 after_kill "mq-send --tx -l killed on exit"
 
 # --- mq-admin ack ------------------------------------------------------------------------------
-mq-receive q --all >/dev/null 2>&1
+mq-receive q --all -0 >/dev/null 2>&1
 expect_rc 0 mq-send q leased
 mq-receive q --lease 60s >/dev/null 2>"$T/token"
 kill_at fdatasync 1 mq-admin ack "$(cat "$T/token")"

@@ -108,7 +108,7 @@ for reader in peek watch sweep receive-exec; do
   expect_out ''
   expect_rc 0 mq-admin stat q --json
   [ "$(jq .locked "$T/out")" = 0 ] || fail "after $reader: $(cat "$T/out")"
-  mq-receive q --all >/dev/null
+  mq-receive q --all -0 >/dev/null
 done
 
 # --batch: a killed holder returns every message of the batch, in place.
@@ -129,7 +129,7 @@ expect_out 'b1:1:1 b2:1:1 b3:1:1 '
 expect_rc 0 mq-admin locks
 expect_out ''
 [ -z "$(find "$STORE" -name 'lease.*')" ] || fail "lease lock files left: $(find "$STORE" -name 'lease.*')"
-mq-receive q --all >/dev/null
+mq-receive q --all -0 >/dev/null
 
 # SIGTERM: the running CMD finishes (and commits), no new message is taken, exit 0.
 for b in t1 t2 t3; do expect_rc 0 mq-send q "$b"; done

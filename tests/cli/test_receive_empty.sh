@@ -5,7 +5,7 @@
 
 expect_rc 0 mq-admin create q
 for tool in mq-peek mq-receive; do
-  for opts in "" "-n 5" "--all" "--top 3" "--first" "--last" "--json" "-l"; do
+  for opts in "" "-n 5 -l" "--all -l" "--top 3 -0" "--first" "--last" "--json" "-l"; do
     expect_rc 1 $tool q $opts
     expect_err_match "^$tool: q: no message \\(MQ_ERROR_MESSAGE_NOT_FOUND 0xC00E0088\\)\$"
     expect_out ''
@@ -16,8 +16,8 @@ done
 
 # Fewer than asked for is success.
 expect_rc 0 mq-send q only
-expect_rc 0 mq-receive q -n 10
-expect_out only
+expect_rc 0 mq-receive q -n 10 -l
+expect_out $'only\n'
 expect_rc 1 mq-receive q
 
 # A disabled queue: receive refuses with 5 and leaves the messages; enabled again, they come.
@@ -26,7 +26,7 @@ expect_rc 0 mq-admin set q --status off
 expect_rc 5 mq-receive q
 expect_err_match '^mq-receive: q: .*MQ_ERROR_QUEUE_NOT_ACTIVE'
 expect_out ''
-expect_rc 5 mq-receive q --all
+expect_rc 5 mq-receive q --all -l
 expect_rc 0 mq-admin set q --status on
 expect_rc 0 mq-receive q
 expect_out kept

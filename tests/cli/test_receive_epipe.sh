@@ -18,7 +18,7 @@ expect_rc 0 mq-send q small-after
 mq-peek q >"$T/got"
 cmp -s "$T/big" "$T/got" || fail "the message at the head is not the big one any more"
 # The same through -n and --all and --json.
-for opts in "-n 2" "--all" "--json" "--top 1"; do
+for opts in "-n 2 -0" "--all -0" "--json" "--top 1"; do
   (mq-receive q $opts 2>"$T/err2"; echo $? >"$T/rc2") | head -c 0
   [ "$(cat "$T/rc2")" = 10 ] || fail "receive $opts into a closed pipe exited $(cat "$T/rc2")"
   [ "$(wc -l <"$T/err2")" = 1 ] || fail "receive $opts: stderr '$(cat "$T/err2")'"
@@ -34,8 +34,8 @@ done
   fail "peek into a closed pipe: exit $(cat "$T/rc4"), stderr '$(cat "$T/err4")' (expected a quiet 0)"
 [ "$(count q)" = 2 ] || fail "peek into a closed pipe changed the queue"
 # A reader that stays gets everything.
-mq-receive q --all >"$T/got"
-{ cat "$T/big"; printf small-after; } | cmp -s - "$T/got" || fail "the full receive after EPIPEs differs"
+mq-receive q --all -0 >"$T/got"
+{ cat "$T/big"; printf '\0small-after\0'; } | cmp -s - "$T/got" || fail "the full receive after EPIPEs differs"
 [ "$(count q)" = 0 ] || fail "the full receive left messages"
 
 # Many messages, several batches' worth (a batch is up to 4,000 messages or 4 MiB, removed

@@ -39,8 +39,8 @@ expect_rc 1 mq-peek q
 
 # From stdin, all of it, as one message.
 expect_rc 0 mq-send q < <(printf 'line 1\nline 2\n')
-expect_rc 0 mq-receive --all q
-expect_out $'line 1\nline 2\n'
+expect_rc 0 mq-receive --all -0 q
+expect_out $'line 1\nline 2\n\0'
 expect_rc 0 mq-send q </dev/null
 expect_rc 0 mq-receive q --template '{body_size}'
 expect_out 0

@@ -31,7 +31,7 @@ trial() {  # trial KIND N
     random) head -c $pagesize /dev/urandom | dd of="$C/data.mdb" bs=$pagesize seek=$(( RANDOM % pages )) count=1 conv=notrunc status=none ;;
   esac
   for cmd in "mq-peek q --all -l" "mq-peek q --lookup-id 1500 --next" "mq-admin stat" "mq-admin list" \
-             "mq-watch q -t 0" "mq-receive q -n 5" "mq-send q fresh" "mq-receive other" \
+             "mq-watch q -t 0" "mq-receive q -n 5 -l" "mq-send q fresh" "mq-receive other" \
              "mq-admin export q" "mq-admin sweep"; do
     timeout -s KILL 20 $cmd -s "$C" >/dev/null 2>"$T/err"
     rc=$?
