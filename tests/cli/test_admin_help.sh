@@ -9,8 +9,8 @@ list='init, create, set, delete, list, stat, purge, check, backup, export, impor
 expect_rc 2 mq-admin nosuchcmd
 expect_err_match "^mq-admin: unknown subcommand 'nosuchcmd'; the subcommands are $list \\(see mq-admin help\\) \\(E_INVALIDARG 0x80070057\\)\$"
 expect_out ''
-expect_rc 2 mq-admin compact
-expect_err_match "unknown subcommand 'compact'"
+expect_rc 2 mq-admin compactt
+expect_err_match "unknown subcommand 'compactt'"
 # Wherever the common options put the word.
 expect_rc 2 mq-admin -s "$T/s" nosuchcmd --json
 expect_err_match "unknown subcommand 'nosuchcmd'"
