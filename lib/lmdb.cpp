@@ -316,7 +316,7 @@ void Txn::Abort() {
 Result<Dbi> Txn::OpenDb(const char* name, bool create) {
   MDB_dbi dbi = 0;
   int rc = mdb_dbi_open(txn_, name, create ? MDB_CREATE : 0, &dbi);
-  if (rc) return FromRc(rc, name);
+  if (rc) return FromRc(rc, name ? name : "the main database");
   return Dbi{dbi};
 }
 

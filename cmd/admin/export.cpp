@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "admin.hpp"
+#include "codec.hpp"
 
 namespace mq::admin {
 
@@ -44,6 +45,9 @@ class JsonLinesSource : public MessageSource {
       if (!msg.ok())
         return Status(Code::kInvalidArg, fmt::format("line {}: {}", lineno_, msg.status().text()),
                       "stdin");
+      Status valid = Validate(*msg);
+      if (!valid.ok())
+        return Status(valid.code(), fmt::format("line {}: {}", lineno_, valid.text()), "stdin");
       m = std::move(*msg);
       if (new_ids_) m.id.clear();
       return true;
@@ -59,6 +63,33 @@ class JsonLinesSource : public MessageSource {
   bool new_ids_ = false;
 
  private:
+  // What mq-send would refuse, refused here too, so that an imported message never fails later
+  // (a reply to a response queue that can never exist, an ack to a malformed admin queue).
+  // Sizes and the queue's own limits are checked by Append, which imports all or nothing.
+  static Status Validate(const Message& m) {
+    for (auto [name, ref] : {std::pair{"response_queue", &m.response_queue},
+                             std::pair{"admin_queue", &m.admin_queue},
+                             std::pair{"destination_queue", &m.destination_queue}}) {
+      if (ref->empty()) continue;
+      auto parsed = ParseQueueRef(*ref);
+      if (!parsed.ok())
+        return Status(Code::kIllegalPropertyValue,
+                      fmt::format("{} '{}' is not a valid queue name: {}", name, *ref,
+                                  parsed.status().text()));
+    }
+    if (m.ack && m.admin_queue.empty())
+      return Status(Code::kIllegalPropertyValue, "ack is set but admin_queue is empty");
+    if (m.priority > 7)
+      return Status(Code::kIllegalPropertyValue,
+                    fmt::format("priority {} is out of range 0..7", m.priority));
+    if (!m.id.empty() && m.id.size() != kIdSize)
+      return Status(Code::kIllegalPropertyValue, "id must be a message id");
+    if (!m.correlation_id.empty() && m.correlation_id.size() != kIdSize)
+      return Status(Code::kIllegalPropertyValue, "correlation_id must be 20 bytes");
+    if (!IsValidUtf8(m.label)) return Status(Code::kIllegalPropertyValue, "label is not UTF-8");
+    return {};
+  }
+
   FILE* f_;
   char* line_ = nullptr;
   size_t cap_ = 0;

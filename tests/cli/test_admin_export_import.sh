@@ -89,4 +89,16 @@ jq -s -e 'map(select(.body == "minimal")) | length == 1 and .[0].priority == 3 a
 expect_rc 0 mq-admin check
 expect_rc 0 mq-admin -s "$T/other" check
 
+# Issue 12: a record mq-send would refuse is refused, naming its line, and nothing is imported.
+expect_rc 0 mq-admin create strict
+good='{"body":"ok","priority":3}'
+for bad in '{"body":"x","response_queue":"../../x"}' '{"body":"x","admin_queue":"a/b"}' \
+           '{"body":"x","priority":9}' '{"body":"x","ack_value":14}'; do
+  printf '%s\n%s\n' "$good" "$bad" >"$T/bad.jsonl"
+  run mq-admin import strict <"$T/bad.jsonl"
+  [ "$RC" = 2 ] || fail "import of $bad exited $RC: $(cat "$T/err")"
+  grep -q "line 2: " "$T/err" || fail "import of $bad does not name line 2: $(cat "$T/err")"
+  [ "$(mq-admin stat strict --json | jq -r .messages)" = 0 ] || fail "import of $bad imported something"
+done
+
 finish

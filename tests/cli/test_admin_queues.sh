@@ -45,8 +45,10 @@ expect_rc 0 mq-admin stat q --format prometheus
 grep -qxF "mq_queue_messages{store=\"$STORE\",queue=\"q\"} 3" "$T/out" ||
   fail "prometheus: no 'mq_queue_messages{store=\"$STORE\",queue=\"q\"} 3' line in: $(cat "$T/out")"
 grep -q '^# TYPE mq_queue_messages gauge$' "$T/out" || fail "prometheus: no TYPE line"
-grep -v '^#' "$T/out" | grep -Evq '^mq_[a-z_]+\{store="[^"]*",queue="q"\} [0-9.]+$' &&
+grep -v '^#' "$T/out" | grep -v '^mq_store_' | grep -Evq '^mq_[a-z_]+\{store="[^"]*",queue="q"\} [0-9.]+$' &&
   fail "prometheus: a line is not 'name{labels} value': $(grep -v '^#' "$T/out")"
+grep -Eq '^mq_store_file_bytes\{store="[^"]*"\} [0-9]+$' "$T/out" || fail "prometheus: no mq_store_file_bytes"
+grep -Eq '^mq_store_used_bytes\{store="[^"]*"\} [0-9]+$' "$T/out" || fail "prometheus: no mq_store_used_bytes"
 expect_rc 0 mq-admin stat --format prometheus
 grep -qxF "mq_queue_messages{store=\"$STORE\",queue=\"system;deadletter\"} 0" "$T/out" ||
   fail "prometheus (all queues): system;deadletter missing"
