@@ -55,6 +55,12 @@ for point in flock:1:untouched fdatasync:1:untouched clone:1:returned self:0:rec
     kill_at "$sc" "$n" mq-receive q --exec sh -c "$REC" "$T/rec"
   fi
   [ "$RC" = 137 ] || fail "$sc $n: mq-receive exited $RC, expected 137 (killed): $(cat "$T/err")"
+  # The command's processes hold the lease until they end (mq-receive(1), --exec): after the
+  # self-kill, its `sleep 5` may still be running for a while.
+  for ((i = 0; i < 500; i++)); do
+    mq-admin locks 2>/dev/null | grep -q '	alive	' || break
+    sleep 0.02
+  done
   case $outcome in
     untouched) want_state='a:0:0 b:0:0 ' want_rec='' ;;
     returned) want_state='a:1:1 b:0:0 ' want_rec='' ;;
