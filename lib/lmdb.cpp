@@ -356,28 +356,50 @@ Result<bool> Txn::Del(Dbi dbi, std::string_view key) {
   return true;
 }
 
-Result<bool> Txn::DelSeq(Dbi dbi, std::string_view key) {
-  MDB_cursor* c = nullptr;
+MDB_cursor* Txn::SeqCursor(Dbi dbi) {
   for (auto& [d, cur] : seq_)
-    if (d == dbi) c = cur;
-  if (!c) {
-    int rc = mdb_cursor_open(txn_, dbi, &c);
-    if (rc) return FromRc(rc, "delete");
-    seq_.emplace_back(dbi, c);
-  }
+    if (d == dbi) return cur;
+  MDB_cursor* c = nullptr;
+  if (mdb_cursor_open(txn_, dbi, &c) != MDB_SUCCESS) return nullptr;
+  seq_.emplace_back(dbi, c);
+  return c;
+}
+
+int Txn::SeqSeek(MDB_cursor* c, std::string_view key) {
   MDB_val k, v;
   // LMDB fixes up every cursor of a write transaction after changes made through others, so
   // where this one stands is still an entry of the database; the key decides.
   int rc = mdb_cursor_get(c, &k, &v, MDB_GET_CURRENT);
-  if (rc != MDB_SUCCESS || View(k) != key) {
-    k = Val(key);
-    rc = mdb_cursor_get(c, &k, &v, MDB_SET);
-    if (rc == MDB_NOTFOUND) return false;
-    if (rc) return FromRc(rc, "delete");
-  }
-  rc = mdb_cursor_del(c, 0);
+  if (rc == MDB_SUCCESS && View(k) == key) return 1;
+  k = Val(key);
+  rc = mdb_cursor_get(c, &k, &v, MDB_SET);
+  if (rc == MDB_SUCCESS) return 1;
+  if (rc == MDB_NOTFOUND) return 0;
+  return rc > 0 ? -rc : rc;
+}
+
+Result<bool> Txn::DelSeq(Dbi dbi, std::string_view key) {
+  MDB_cursor* c = SeqCursor(dbi);
+  if (!c) return Del(dbi, key);
+  int at = SeqSeek(c, key);
+  if (at < 0) return FromRc(at < -1000 ? at : -at, "delete");
+  if (at == 0) return false;
+  int rc = mdb_cursor_del(c, 0);
   if (rc) return FromRc(rc, "delete");
   return true;
+}
+
+std::optional<std::string_view> Txn::GetSeq(Dbi dbi, std::string_view key) {
+  MDB_cursor* c = SeqCursor(dbi);
+  if (!c) return Get(dbi, key);
+  int at = SeqSeek(c, key);
+  if (at <= 0) {
+    if (at < 0) ReadDamage(at < -1000 ? at : -at, "get");
+    return std::nullopt;
+  }
+  MDB_val k, v;
+  if (mdb_cursor_get(c, &k, &v, MDB_GET_CURRENT) != MDB_SUCCESS) return std::nullopt;
+  return View(v);
 }
 
 uint64_t Txn::Count(Dbi dbi) const {

@@ -122,6 +122,9 @@ class Txn {
   // keeps one cursor per database, which after a delete stands on the next entry, so a key
   // that is the next one needs no search. Any other key is found with a search, as by Del().
   Result<bool> DelSeq(Dbi dbi, std::string_view key);
+  // Get() through DelSeq's cursor: a key looked up just before its DelSeq() is found there
+  // without a search, and the delete that follows needs none either.
+  std::optional<std::string_view> GetSeq(Dbi dbi, std::string_view key);
   // Number of entries of a database.
   uint64_t Count(Dbi dbi) const;
   // Empties a database without dropping it.
@@ -136,6 +139,9 @@ class Txn {
   bool write_ = false;
   std::vector<Cursor*> cursors_;
   std::vector<std::pair<Dbi, MDB_cursor*>> seq_;  // DelSeq's cursors
+  MDB_cursor* SeqCursor(Dbi dbi);
+  // Puts DelSeq's cursor of `dbi` on `key`: 1 there, 0 absent, < 0 an error (LMDB's, negated).
+  int SeqSeek(MDB_cursor* c, std::string_view key);
 };
 
 class Cursor {

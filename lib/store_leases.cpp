@@ -48,7 +48,7 @@ Status Store::Impl::CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
   int64_t now = NowMs();
   for (size_t i = 0; i < rec.keys.size(); ++i) {
     const std::string& key = rec.keys[i];
-    auto holder = txn.Get(locked, key);
+    auto holder = txn.GetSeq(locked, key);  // RemoveMessage then deletes it from there
     if (!holder || holder->size() != 8 || GetU64BE(*holder, 0) != lease_id) continue;
     Found f;
     if (known && held->messages_[i].lookup_id == GetU64BE(key, 5)) {
