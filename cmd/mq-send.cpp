@@ -101,25 +101,6 @@ Result<ReplyTarget> ReplyFromStore(Store& store, const std::string& text) {
   return ReplyTarget{m->response_queue, *id};
 }
 
-// Hands a vector of prepared messages to Store::Append.
-class VectorSource : public MessageSource {
- public:
-  explicit VectorSource(std::vector<Message>& v) : v_(v) {}
-  Result<bool> Next(Message& m) override {
-    if (i_ >= v_.size()) return false;
-    m = v_[i_++];
-    return true;
-  }
-  Status Rewind() override {
-    i_ = 0;
-    return {};
-  }
-
- private:
-  std::vector<Message>& v_;
-  size_t i_ = 0;
-};
-
 Status ReadAll(int fd, const std::string& name, std::string& out) {
   char buf[65536];
   for (;;) {

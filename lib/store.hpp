@@ -273,6 +273,25 @@ class MessageSource {
   virtual Status Rewind() = 0;
 };
 
+// A MessageSource over prepared messages (mq-send's batches, the bridge's deliveries).
+class VectorSource : public MessageSource {
+ public:
+  explicit VectorSource(const std::vector<Message>& v) : v_(v) {}
+  Result<bool> Next(Message& m) override {
+    if (i_ >= v_.size()) return false;
+    m = v_[i_++];
+    return true;
+  }
+  Status Rewind() override {
+    i_ = 0;
+    return {};
+  }
+
+ private:
+  const std::vector<Message>& v_;
+  size_t i_ = 0;
+};
+
 // Receives the messages of a peek or receive. Add() may buffer; Flush() must complete the
 // output. No store transaction is open during any of these calls: a receive has Locked the
 // batch under its lease before, and removes it only after Flush() and Taken() succeeded.

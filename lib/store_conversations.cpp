@@ -476,13 +476,10 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockGroupOnce(const QueueRef& ref,
       [&](lmdb::Txn& txn) -> Status {
         *try_plain = false;
         found = false;
-        auto q = FindQueue(txn, ref);
-        if (!q.ok()) return q.status();
-        if (!q->enabled)
-          return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
         int64_t now = NowMs();
-        auto n = Maintain(txn, *q, now);
-        if (!n.ok()) return n.status();
+        uint64_t n = 0;
+        auto q = ReceivableQueue(txn, ref, now, &n);
+        if (!q.ok()) return q.status();
         auto pick = PickGroup(txn, *q, sel);
         if (!pick.ok()) return pick.status();
         *try_plain = pick->kind == GroupPick::kPlain;

@@ -186,13 +186,10 @@ Status Store::CursorReceive(const QueueRef& ref, const CursorOptions& co, const 
   std::unique_ptr<Lease> lease(new Lease());
   Status locked = impl_->WriteLight(
       [&](lmdb::Txn& txn) -> Status {
-        auto q = impl_->FindQueue(txn, ref);
-        if (!q.ok()) return q.status();
-        if (!q->enabled)
-          return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
         int64_t now = NowMs();
-        auto maintained = impl_->Maintain(txn, *q, now);
-        if (!maintained.ok()) return maintained.status();
+        uint64_t maintained = 0;
+        auto q = impl_->ReceivableQueue(txn, ref, now, &maintained);
+        if (!q.ok()) return q.status();
         Impl::CursorState st = impl_->LoadCursor(txn, q->id, co.name);
         if (!st.positioned)
           return Status(Code::kIllegalCursorAction,

@@ -201,6 +201,8 @@ struct Store::Impl {
   Result<std::vector<LeaseEntry>> LeasesOf(lmdb::Txn& txn, uint32_t qid);
   bool LeaseIsOver(uint32_t qid, const LeaseEntry& e, int64_t now);
   Result<uint64_t> RecoverLeases(lmdb::Txn& txn, QueueInfo& q, int64_t now);
+  Result<QueueInfo> ReceivableQueue(lmdb::Txn& txn, const QueueRef& ref, int64_t now,
+                                    uint64_t* maintained);
   Result<uint64_t> BeginLease(QueueInfo& q, const LockOptions& lo, int64_t now, Lease& lease,
                               LeaseRecord& rec);
   Status MarkLocked(lmdb::Txn& txn, QueueInfo& q, Found& f, uint64_t lease_id,

@@ -184,6 +184,19 @@ Result<uint64_t> Store::Impl::RecoverLeases(lmdb::Txn& txn, QueueInfo& q, int64_
   return n;
 }
 
+// The queue a receive takes from, in the receive's write transaction: it must exist and be
+// enabled; what is due in it is done first (Maintain), and `*maintained` says how much.
+Result<QueueInfo> Store::Impl::ReceivableQueue(lmdb::Txn& txn, const QueueRef& ref, int64_t now,
+                                               uint64_t* maintained) {
+  auto q = FindQueue(txn, ref);
+  if (!q.ok()) return q.status();
+  if (!q->enabled) return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
+  auto n = Maintain(txn, *q, now);
+  if (!n.ok()) return n.status();
+  *maintained = *n;
+  return q;
+}
+
 // A new lease of `q` for messages about to be Locked in this transaction: its id and record,
 // and for a process lease its lock file, ours before the lease is visible to anyone. The lock
 // file is never unlinked here: if the transaction does not commit, the file stays (unlocked
@@ -259,14 +272,11 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockPlainOnce(const QueueRef& ref,
   Status w = WriteLight(
       [&](lmdb::Txn& txn) -> Status {
         found = false;
-        auto q = FindQueue(txn, ref);
-        if (!q.ok()) return q.status();
-        if (!q->enabled)
-          return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
         int64_t now = NowMs();
-        auto n = Maintain(txn, *q, now);
-        if (!n.ok()) return n.status();
-        std::string from = *n ? std::string() : resume;
+        uint64_t n = 0;
+        auto q = ReceivableQueue(txn, ref, now, &n);
+        if (!q.ok()) return q.status();
+        std::string from = n ? std::string() : resume;
         std::vector<Found> batch;
         uint64_t limit = sel.limit ? sel.limit : UINT64_MAX;
         MQ_RETURN_IF_ERROR(

@@ -482,8 +482,9 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   impl->real_dir = real;
   impl->paths = paths;
   impl->file_mode = group ? 0660 : 0600;
-  struct stat owner_st;
-  if (::stat(dir.c_str(), &owner_st) != 0) return ErrnoStatus(errno, dir, "cannot open store");
+  struct stat owner_st = st;  // a directory made (or given its group) just now: look again
+  if ((!exists || creating) && ::stat(dir.c_str(), &owner_st) != 0)
+    return ErrnoStatus(errno, dir, "cannot open store");
   SetStoreOwner(owner_st.st_uid, owner_st.st_gid);
   Status s = impl->env.Open(dir, impl->file_mode, kInitialMapSize, 32);
   if (!s.ok()) return s.WithSubject(dir);
@@ -570,8 +571,8 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   // and its marker.
   MQ_RETURN_IF_ERROR(MakeDir(paths.locks_dir(), dir_mode));
   MQ_RETURN_IF_ERROR(MakeDir(paths.notify_dir(), dir_mode));
-  if (!PathExists(paths.marker())) WriteMarker(paths.marker(), impl->guid, impl->file_mode);
-  if (impl->store_lock.fd < 0) {
+  if (impl->store_lock.fd < 0) {  // no marker when the store lock was taken: write it
+    WriteMarker(paths.marker(), impl->guid, impl->file_mode);
     OwnedFd lock;
     MQ_RETURN_IF_ERROR(TakeStoreLock(paths.marker(), -1, lock));
     impl->store_lock.fd = std::exchange(lock.fd, -1);

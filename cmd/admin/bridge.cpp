@@ -336,25 +336,6 @@ class BridgeIn : public Bridge {
   }
 
  private:
-  // A source over the converted deliveries.
-  class Source : public MessageSource {
-   public:
-    explicit Source(std::vector<Message>& v) : v_(v) {}
-    Result<bool> Next(Message& m) override {
-      if (i_ >= v_.size()) return false;
-      m = v_[i_++];
-      return true;
-    }
-    Status Rewind() override {
-      i_ = 0;
-      return {};
-    }
-
-   private:
-    std::vector<Message>& v_;
-    size_t i_ = 0;
-  };
-
   Status Store(const std::vector<bridge::Delivery>& batch) {
     int64_t now = NowMs();
     std::vector<Message> msgs;
@@ -377,7 +358,7 @@ class BridgeIn : public Bridge {
                                  ? kDedupPrefix + *d.message.message_id
                                  : std::string());
     }
-    Source src(msgs);
+    VectorSource src(msgs);
     AppendReport report;
     Status s = store_.Append(ref_, o, src, nullptr, &report);
     return s.WithSubject(ref_.Full());
