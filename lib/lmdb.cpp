@@ -371,6 +371,12 @@ int Txn::SeqSeek(MDB_cursor* c, std::string_view key) {
   // where this one stands is still an entry of the database; the key decides.
   int rc = mdb_cursor_get(c, &k, &v, MDB_GET_CURRENT);
   if (rc == MDB_SUCCESS && View(k) == key) return 1;
+  // A walk in increasing order (each key the one after the last): one step, not a search.
+  // Keys compare as LMDB's default comparator does (memcmp, then length).
+  if (rc == MDB_SUCCESS && View(k) < key) {
+    rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+    if (rc == MDB_SUCCESS && View(k) == key) return 1;
+  }
   k = Val(key);
   rc = mdb_cursor_get(c, &k, &v, MDB_SET);
   if (rc == MDB_SUCCESS) return 1;

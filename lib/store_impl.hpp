@@ -157,9 +157,11 @@ struct Store::Impl {
   Result<QueueInfo> LoadOrCreate(lmdb::Txn& txn, const std::string& name);
 
   // ---- store_messages.cpp
-  // `is_locked`: the caller knows the message is Locked (skips looking in order and delays).
+  // Where the caller knows the message is: anywhere (looks in order, delays and locked),
+  // Locked (skips order and delays), or Locked with its `locked` entry already cleared.
+  enum class Held { kAnywhere, kLocked, kLockedCleared };
   Status RemoveMessage(lmdb::Txn& txn, QueueInfo& q, const Message& m, uint64_t size,
-                       bool is_locked = false);
+                       Held held = Held::kAnywhere);
   Status LoadMessage(lmdb::Txn& txn, const QueueInfo& q, uint64_t lookup, Found& f);
   bool Visible(lmdb::Txn& txn, const QueueInfo& q, const Message& m, bool include_locked);
   Status Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection& sel,
@@ -195,6 +197,8 @@ struct Store::Impl {
   std::string LeaseLockPath(uint32_t qid, uint64_t lease_id);
   Status CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id, const LeaseRecord& rec,
                      const Lease* held = nullptr);
+  Result<bool> ClearIfAllLocked(lmdb::Txn& txn, const QueueInfo& q, uint64_t lease_id,
+                                const LeaseRecord& rec, const Lease& held);
   Status RollbackLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id, const LeaseRecord& rec,
                        int64_t delay_ms, int64_t now, FinishReport* report,
                        bool count_abort = true);

@@ -45,16 +45,25 @@ Status Store::Impl::CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
                                 const LeaseRecord& rec, const Lease* held) {
   bool known = held && held->messages_.size() == rec.keys.size() &&
                held->sizes_.size() == rec.keys.size();
+  bool cleared = false;
+  if (known) {
+    auto all = ClearIfAllLocked(txn, q, lease_id, rec, *held);
+    if (!all.ok()) return all.status();
+    cleared = *all;
+  }
   int64_t now = NowMs();
   for (size_t i = 0; i < rec.keys.size(); ++i) {
     const std::string& key = rec.keys[i];
-    auto holder = txn.GetSeq(locked, key);  // RemoveMessage then deletes it from there
-    if (!holder || holder->size() != 8 || GetU64BE(*holder, 0) != lease_id) continue;
+    if (!cleared) {
+      auto holder = txn.GetSeq(locked, key);  // RemoveMessage then deletes it from there
+      if (!holder || holder->size() != 8 || GetU64BE(*holder, 0) != lease_id) continue;
+    }
     Found f;
     if (known && held->messages_[i].lookup_id == GetU64BE(key, 5)) {
       MQ_RETURN_IF_ERROR(Received(txn, q, held->messages_[i], now));
       if (!(IsConvMessage(q, held->messages_[i]) && q.retention)) {
-        MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, held->messages_[i], held->sizes_[i], true));
+        MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, held->messages_[i], held->sizes_[i],
+                                         cleared ? Held::kLockedCleared : Held::kLocked));
         continue;
       }
       f.msg = held->messages_[i];
@@ -66,11 +75,30 @@ Status Store::Impl::CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
     if (IsConvMessage(q, f.msg) && q.retention)
       MQ_RETURN_IF_ERROR(Retain(txn, q, f, true));
     else
-      MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, f.msg, f.size, true));
+      MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, f.msg, f.size, Held::kLocked));
   }
   auto r = txn.Del(leases, LeaseKey(q.id, lease_id));
   if (!r.ok()) return r.status();
   return PutQueue(txn, q);
+}
+
+// Whether `locked` holds exactly the keys of this lease, all plain messages as `held` has
+// them (a lone drain); if so, it is now empty. One drop empties `locked` (LMDB frees its pages whole), where a
+// delete per key would move a key between pages at nearly every delete (LMDB rebalances a
+// page below a quarter full by borrowing from its neighbour, and a batch deletes in order).
+Result<bool> Store::Impl::ClearIfAllLocked(lmdb::Txn& txn, const QueueInfo& q,
+                                           uint64_t lease_id, const LeaseRecord& rec,
+                                           const Lease& held) {
+  constexpr size_t kWorthIt = 64;
+  if (rec.keys.size() < kWorthIt || txn.Count(locked) != rec.keys.size()) return false;
+  for (size_t i = 0; i < rec.keys.size(); ++i) {
+    const Message& m = held.messages_[i];
+    if (IsConvMessage(q, m) || m.lookup_id != GetU64BE(rec.keys[i], 5)) return false;
+    auto holder = txn.GetSeq(locked, rec.keys[i]);
+    if (!holder || holder->size() != 8 || GetU64BE(*holder, 0) != lease_id) return false;
+  }
+  MQ_RETURN_IF_ERROR(txn.Clear(locked));
+  return true;
 }
 
 // Ends a lease by returning its messages to their places (after `delay_ms`), abort count

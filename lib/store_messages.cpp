@@ -34,7 +34,8 @@
 namespace mq {
 
 Status Store::Impl::RemoveMessage(lmdb::Txn& txn, QueueInfo& q, const Message& m, uint64_t size,
-                                  bool is_locked) {
+                                  Held held) {
+  bool is_locked = held != Held::kAnywhere;
   // DelSeq: a batch from the head removes its messages in increasing key order in each index.
   auto r = txn.DelSeq(messages, MsgKey(q.id, m.lookup_id));
   if (!r.ok()) return r.status();
@@ -46,7 +47,10 @@ Status Store::Impl::RemoveMessage(lmdb::Txn& txn, QueueInfo& q, const Message& m
     if (!r.ok()) return r.status();
     if (*r) q.delayed -= std::min<uint64_t>(q.delayed, 1);
   }
-  if (!*r) {
+  if (!*r && held == Held::kLockedCleared) {
+    q.locked -= std::min<uint64_t>(q.locked, 1);
+    was_locked = true;
+  } else if (!*r) {
     // Locked: the lease that holds it skips it when it ends.
     r = txn.DelSeq(locked, OrderKeyFor(q, m));
     if (!r.ok()) return r.status();

@@ -442,3 +442,39 @@ TEST_CASE("delayed messages stay invisible until due, then arrive with new looku
   REQUIRE(st->Check(problems).ok());
   CHECK(problems.empty());
 }
+
+TEST_CASE("committing one of several leases leaves the others Locked", "[store][lease]") {
+  // A lone drain's commit empties `locked` in one drop; with other leases (of this queue or
+  // another) it must remove only its own keys.
+  TempDir t;
+  auto st = OpenNew(t.path);
+  std::vector<std::pair<int, std::string>> msgs;
+  for (int i = 0; i < 300; ++i) msgs.emplace_back(3, "m" + std::to_string(i));
+  Send(*st, "q", msgs);
+  Send(*st, "other", msgs);
+  Selection hundred;
+  hundred.limit = 100;
+  auto a = st->Lock(Q("q"), hundred, {}, {}, nullptr);
+  auto b = st->Lock(Q("q"), hundred, {}, {}, nullptr);
+  auto c = st->Lock(Q("other"), hundred, {}, {}, nullptr);
+  REQUIRE((a.ok() && b.ok() && c.ok()));
+  REQUIRE((*a)->messages().size() == 100);
+  REQUIRE(st->Finish(**a, true, 0, nullptr).ok());
+  CHECK(st->StatQueue(Q("q"))->info.count == 200);
+  CHECK(st->StatQueue(Q("q"))->info.locked == 100);
+  CHECK(st->StatQueue(Q("other"))->info.locked == 100);
+  std::vector<std::string> problems;
+  REQUIRE(st->Check(problems).ok());
+  CHECK(problems.empty());
+  REQUIRE(st->Release(**c).ok());  // now b holds every Locked message: its commit drops
+  REQUIRE(st->Finish(**b, true, 0, nullptr).ok());
+  CHECK(st->StatQueue(Q("q"))->info.count == 100);
+  CHECK(st->StatQueue(Q("q"))->info.locked == 0);
+  CHECK(st->StatQueue(Q("other"))->info.count == 300);
+  REQUIRE(st->Check(problems).ok());
+  CHECK(problems.empty());
+  Collect rest;
+  REQUIRE(st->Receive(Q("q"), All(), {}, rest).ok());
+  REQUIRE(rest.got.size() == 100);
+  CHECK(rest.got.front().body == "m200");
+}
