@@ -373,7 +373,9 @@ class Store {
 
   // EnableNotification (seed 000). Calls `on_arrived` with the message of each Arrived event.
   // Without `follow`: one event, then returns. With `follow`: re-arms after each event and
-  // never reports a message twice or skips one (an anonymous cursor follows arrival order);
+  // never reports a message twice or skips one that became suitable (an anonymous cursor
+  // follows arrival order, and reports a message it passed while Locked if a rollback returns
+  // it; a message moved in under an old lookup id is not reported: mq-watch(1));
   // returns ok when ro.stop_fd fires. Errors as for Peek; a queue deleted or disabled while
   // waiting is MQ_ERROR_QUEUE_DELETED / MQ_ERROR_QUEUE_NOT_ACTIVE.
   Status Watch(const QueueRef& ref, const WatchOptions& wo, const ReadOptions& ro,

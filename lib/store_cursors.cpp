@@ -321,7 +321,12 @@ Status Store::WatchLocked(const QueueRef& ref, const WatchOptions& wo, const Rea
                           const std::function<Status(const Message&)>& on_arrived) {
   bool named = !wo.cursor_name.empty();
   CursorAction action = wo.action;
-  uint64_t high_water = 0;  // anonymous --follow: the last lookup id reported
+  // Anonymous --follow: the last lookup id looked at, and the order keys of the messages it
+  // passed while they were Locked, in lookup order: a rollback returns them under the same
+  // lookup id, and they are reported then (forgotten once received). As many as were Locked
+  // when the follower passed them, 13 bytes each.
+  uint64_t high_water = 0;
+  std::vector<std::string> passed_locked;
   for (;;) {
     Message event;
     Status s = impl_->WaitLoop(ref, ro, [&](bool waiting, int64_t& deadline) -> Status {
@@ -337,6 +342,19 @@ Status Store::WatchLocked(const QueueRef& ref, const WatchOptions& wo, const Rea
           return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
         deadline = impl_->NextDeadline(*txn, q->id);
         int64_t now = NowMs();
+        // First what came back from a rollback.
+        for (auto it = passed_locked.begin(); it != passed_locked.end();) {
+          if (txn->Get(impl_->order, *it)) {
+            Impl::Found f;
+            MQ_RETURN_IF_ERROR(impl_->LoadMessage(*txn, *q, GetU64BE(*it, 5), f));
+            it = passed_locked.erase(it);
+            if (Impl::Expired(*q, f.msg, now)) continue;
+            f.msg.queue = q->name;
+            event = std::move(f.msg);
+            return {};
+          }
+          it = txn->Get(impl_->locked, *it) ? it + 1 : passed_locked.erase(it);
+        }
         lmdb::Cursor c(*txn, impl_->messages);
         std::string prefix = QueueIdKey(q->id);
         for (bool on = c.SeekGe(MsgKey(q->id, high_water + 1)); on && HasPrefix(c.key(), prefix);
@@ -345,8 +363,13 @@ Status Store::WatchLocked(const QueueRef& ref, const WatchOptions& wo, const Rea
           m.lookup_id = GetU64BE(c.key(), 4);
           m.queue = q->name;
           MQ_RETURN_IF_ERROR(DecodeRecord(c.value(), m));
-          if (!txn->Get(impl_->order, Impl::OrderKeyFor(*q, m))) continue;
           high_water = m.lookup_id;
+          std::string okey = Impl::OrderKeyFor(*q, m);
+          if (!txn->Get(impl_->order, okey)) {
+            // Locked: remembered. Delayed: promoted later under a new, higher lookup id.
+            if (txn->Get(impl_->locked, okey)) passed_locked.push_back(std::move(okey));
+            continue;
+          }
           if (Impl::Expired(*q, m, now)) continue;  // never delivered: no event either
           event = std::move(m);
           return {};

@@ -84,3 +84,14 @@ finish() {
   echo ok
   exit 0
 }
+
+# until_true SECONDS CMD...: runs CMD every 20 ms until it succeeds; false if it never did
+# within SECONDS.
+until_true() {
+  local deadline=$((SECONDS + $1))
+  shift
+  while ! "$@"; do
+    ((SECONDS > deadline)) && return 1
+    sleep 0.02
+  done
+}
