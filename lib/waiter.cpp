@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,18 +27,22 @@ int64_t MonotonicMs() {
 
 Waiter::~Waiter() {
   if (fd_ >= 0) ::close(fd_);
+  if (timer_fd_ >= 0) ::close(timer_fd_);
 }
 
 Waiter::Waiter(Waiter&& o) noexcept
     : fd_(std::exchange(o.fd_, -1)),
       locks_wd_(std::exchange(o.locks_wd_, -1)),
       relook_at_(std::exchange(o.relook_at_, 0)),
-      relooks_done_(std::exchange(o.relooks_done_, 0)) {}
+      relooks_done_(std::exchange(o.relooks_done_, 0)),
+      timer_fd_(std::exchange(o.timer_fd_, -1)) {}
 
 Waiter& Waiter::operator=(Waiter&& o) noexcept {
   if (this != &o) {
     if (fd_ >= 0) ::close(fd_);
+    if (timer_fd_ >= 0) ::close(timer_fd_);
     fd_ = std::exchange(o.fd_, -1);
+    timer_fd_ = std::exchange(o.timer_fd_, -1);
     locks_wd_ = std::exchange(o.locks_wd_, -1);
     relook_at_ = std::exchange(o.relook_at_, 0);
     relooks_done_ = std::exchange(o.relooks_done_, 0);
@@ -70,6 +75,27 @@ Result<Waiter> Waiter::Arm(const std::string& path, unsigned mode,
   return w;
 }
 
+// Arms the timer for the wall-clock time `at_ms`: an absolute timer of CLOCK_REALTIME, so
+// that a step of the clock moves the wake-up with the deadline (a relative timeout computed
+// before the step would not), and cancelled by the step (TFD_TIMER_CANCEL_ON_SET) so that the
+// waiter also looks again then. False if there is no timer (the caller falls back on poll's
+// relative timeout).
+bool Waiter::ArmTimer(int64_t at_ms) {
+  if (timer_fd_ < 0) {
+    timer_fd_ = ::timerfd_create(CLOCK_REALTIME, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (timer_fd_ < 0) return false;
+  }
+  itimerspec its{};
+  its.it_value.tv_sec = static_cast<time_t>(at_ms / 1000);
+  its.it_value.tv_nsec = static_cast<long>(at_ms % 1000) * 1'000'000;
+  if (::timerfd_settime(timer_fd_, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &its,
+                        nullptr) == 0)
+    return true;
+  ::close(timer_fd_);
+  timer_fd_ = -1;
+  return false;
+}
+
 Result<Waiter::Wake> Waiter::Wait(int64_t deadline_real_ms, int64_t until_mono_ms, int stop_fd) {
   for (;;) {
     int64_t now_mono = MonotonicMs();
@@ -82,15 +108,17 @@ Result<Waiter::Wake> Waiter::Wait(int64_t deadline_real_ms, int64_t until_mono_m
     int64_t wait = -1;
     if (until_mono_ms >= 0) wait = until_mono_ms - now_mono;
     if (relook_at_ && (wait < 0 || relook_at_ - now_mono < wait)) wait = relook_at_ - now_mono;
+    bool timer = false;
     if (deadline_real_ms > 0) {
       int64_t d = deadline_real_ms - NowMs();
       if (d <= 0) return Wake::kLook;
-      // One millisecond late rather than early: poll() rounds down.
-      if (wait < 0 || d + 1 < wait) wait = d + 1;
+      timer = ArmTimer(deadline_real_ms);
+      // Without the timer: one millisecond late rather than early (poll() rounds down).
+      if (!timer && (wait < 0 || d + 1 < wait)) wait = d + 1;
     }
     if (wait > INT_MAX) wait = INT_MAX;
-    pollfd fds[2] = {{fd_, POLLIN, 0}, {stop_fd, POLLIN, 0}};
-    int n = ::poll(fds, stop_fd >= 0 ? 2 : 1, static_cast<int>(wait));
+    pollfd fds[3] = {{fd_, POLLIN, 0}, {timer ? timer_fd_ : -1, POLLIN, 0}, {stop_fd, POLLIN, 0}};
+    int n = ::poll(fds, 3, static_cast<int>(wait));
     if (n < 0) {
       if (errno == EINTR) return Wake::kLook;
       return ErrnoStatus(errno, "poll", "wait failed");
@@ -99,7 +127,13 @@ Result<Waiter::Wake> Waiter::Wait(int64_t deadline_real_ms, int64_t until_mono_m
       if (deadline_real_ms > 0 && NowMs() >= deadline_real_ms) return Wake::kLook;
       continue;  // our own timeout or a re-look: the loop head decides
     }
-    if (stop_fd >= 0 && fds[1].revents) return Wake::kStop;
+    if (fds[1].revents) {
+      // The deadline passed, or the clock was set (ECANCELED): look again either way.
+      uint64_t expirations;
+      [[maybe_unused]] ssize_t r = ::read(timer_fd_, &expirations, sizeof expirations);
+      if (!fds[0].revents && !fds[2].revents) return Wake::kLook;
+    }
+    if (stop_fd >= 0 && fds[2].revents) return Wake::kStop;
     if (fds[0].revents) {
       // Drain the events; only whether one came from the locks directory matters (an
       // overflow counts as one), not what changed.

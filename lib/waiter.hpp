@@ -45,9 +45,11 @@ class Waiter {
                             const std::string& locks_dir = {});
 
   enum class Wake { kLook, kTimeout, kStop };
-  // Blocks until the doorbell rings, a re-look after a lock file's close is due, or the
-  // wall-clock time `deadline_real_ms` passes (0: none): kLook; the monotonic time `until_mono_ms` passes (-1: never): kTimeout; or
-  // `stop_fd` (if >= 0; a signalfd or self-pipe) becomes readable: kStop.
+  // Blocks until the doorbell rings, a re-look after a lock file's close is due, the
+  // wall-clock time `deadline_real_ms` passes (0: none; an absolute timer of the real-time
+  // clock, so a step of the clock moves the wake-up with it) or the clock is set: kLook; the
+  // monotonic time `until_mono_ms` passes (-1: never): kTimeout; or `stop_fd` (if >= 0; a
+  // signalfd or self-pipe) becomes readable: kStop.
   Result<Wake> Wait(int64_t deadline_real_ms, int64_t until_mono_ms, int stop_fd = -1);
 
   bool armed() const { return fd_ >= 0; }
@@ -57,6 +59,9 @@ class Waiter {
   int locks_wd_ = -1;      // the watch on the locks directory
   int64_t relook_at_ = 0;  // monotonic ms of the next re-look after a lock file's close
   int relooks_done_ = 0;   // of kRelookAfterMs, since the last such close
+  int timer_fd_ = -1;      // the wall-clock deadline (ArmTimer)
+
+  bool ArmTimer(int64_t at_ms);
 };
 
 }  // namespace mq
