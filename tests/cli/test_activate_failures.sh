@@ -18,15 +18,6 @@ idle_cpu() {
   b=$(cpu_ticks "$1")
   (((b - a) * 10 <= hz)) || fail "$2: mq-watch used $(((b - a) * 1000 / hz)) ms of CPU in 2 s idle"
 }
-# until_true SECONDS CONDITION...: polls CONDITION every 20 ms; false if it never held.
-until_true() {
-  local deadline=$((SECONDS + $1))
-  shift
-  while ! "$@"; do
-    ((SECONDS > deadline)) && return 1
-    sleep 0.02
-  done
-}
 count() { mq-admin stat "$1" --json | jq .messages; }
 queue_empty() { [ "$(count "$1")" = 0 ]; }
 logged() { grep -qx "$1" "$T/log" 2>/dev/null; }

@@ -9,15 +9,6 @@ _prev_exit=$(trap -p EXIT); _prev_exit=${_prev_exit#trap -- \'}; _prev_exit=${_p
 trap 'for p in "${BG[@]}"; do kill -9 "$p" 2>/dev/null; done; '"$_prev_exit" EXIT
 
 count() { mq-admin stat "$1" --json | grep -o '"messages":[0-9]*' | cut -d: -f2; }
-# until SECONDS CONDITION...: polls CONDITION every 20 ms; false if it never held.
-until_true() {
-  local deadline=$((SECONDS + $1))
-  shift
-  while ! "$@"; do
-    ((SECONDS > deadline)) && return 1
-    sleep 0.02
-  done
-}
 queue_empty() { [ "$(count q)" = 0 ]; }
 done_count() { [ "$(find "$T/done" -type f | wc -l)" -ge "$1" ]; }
 

@@ -7,14 +7,6 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/bg.sh"
 
-until_true() {
-  local deadline=$((SECONDS + $1))
-  shift
-  while ! "$@"; do
-    ((SECONDS > deadline)) && return 1
-    sleep 0.02
-  done
-}
 # pid_of_file FILE: the pid written in FILE, once it is there.
 has() { [ -s "$1" ]; }
 

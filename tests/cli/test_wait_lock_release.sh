@@ -8,14 +8,6 @@
 . "$(dirname "$0")/bg.sh"
 command -v flock >/dev/null || skip "flock(1) (util-linux) is missing"
 
-until_true() {
-  local deadline=$((SECONDS + $1))
-  shift
-  while ! "$@"; do
-    ((SECONDS > deadline)) && return 1
-    sleep 0.02
-  done
-}
 has() { [ -s "$1" ]; }
 
 expect_rc 0 mq-admin create q

@@ -6,14 +6,6 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/bg.sh"
 
-until_true() {
-  local deadline=$((SECONDS + $1))
-  shift
-  while ! "$@"; do
-    ((SECONDS > deadline)) && return 1
-    sleep 0.02
-  done
-}
 busy() { [ "$(find "$T/busy" -type f | wc -l)" -ge 3 ]; }
 
 mkdir "$T/busy"
