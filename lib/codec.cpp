@@ -9,11 +9,15 @@ void PutU16BE(std::string& out, uint16_t v) {
 }
 
 void PutU32BE(std::string& out, uint32_t v) {
-  for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<char>(v >> s));
+  char buf[4];
+  for (int i = 0; i < 4; ++i) buf[i] = static_cast<char>(v >> (24 - 8 * i));
+  out.append(buf, 4);
 }
 
 void PutU64BE(std::string& out, uint64_t v) {
-  for (int s = 56; s >= 0; s -= 8) out.push_back(static_cast<char>(v >> s));
+  char buf[8];
+  for (int i = 0; i < 8; ++i) buf[i] = static_cast<char>(v >> (56 - 8 * i));
+  out.append(buf, 8);
 }
 
 uint16_t GetU16BE(std::string_view in, size_t pos) {
@@ -33,12 +37,22 @@ uint64_t GetU64BE(std::string_view in, size_t pos) {
   return v;
 }
 
-void PutVarint(std::string& out, uint64_t v) {
+namespace {
+// v as a varint in buf (at most 10 bytes); returns its length.
+size_t EncodeVarint(char* buf, uint64_t v) {
+  size_t n = 0;
   while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7F) | 0x80));
+    buf[n++] = static_cast<char>((v & 0x7F) | 0x80);
     v >>= 7;
   }
-  out.push_back(static_cast<char>(v));
+  buf[n++] = static_cast<char>(v);
+  return n;
+}
+}  // namespace
+
+void PutVarint(std::string& out, uint64_t v) {
+  char buf[10];
+  out.append(buf, EncodeVarint(buf, v));
 }
 
 std::optional<uint64_t> GetVarint(std::string_view in, size_t& pos) {
@@ -54,11 +68,12 @@ std::optional<uint64_t> GetVarint(std::string_view in, size_t& pos) {
 }
 
 void TlvWriter::Uint(uint32_t tag, uint64_t v) {
-  PutVarint(out_, tag);
-  std::string tmp;
-  PutVarint(tmp, v);
-  PutVarint(out_, tmp.size());
-  out_ += tmp;
+  // tag, length (one byte: a varint is at most 10), value, in one append.
+  char buf[10 + 1 + 10];
+  size_t n = EncodeVarint(buf, tag);
+  size_t len = EncodeVarint(buf + n + 1, v);
+  buf[n] = static_cast<char>(len);
+  out_.append(buf, n + 1 + len);
 }
 
 void TlvWriter::Bytes(uint32_t tag, std::string_view v) {

@@ -348,6 +348,23 @@ Result<bool> Txn::PutNew(Dbi dbi, std::string_view key, std::string_view value) 
   return true;
 }
 
+Status Txn::PutSeq(Dbi dbi, std::string_view key, std::string_view value) {
+  MDB_cursor* c = SeqCursor(dbi);
+  if (!c) return Put(dbi, key, value);
+  MDB_val k = Val(key), v = Val(value);
+  return FromRc(mdb_cursor_put(c, &k, &v, 0), "put");
+}
+
+Result<bool> Txn::PutNewSeq(Dbi dbi, std::string_view key, std::string_view value) {
+  MDB_cursor* c = SeqCursor(dbi);
+  if (!c) return PutNew(dbi, key, value);
+  MDB_val k = Val(key), v = Val(value);
+  int rc = mdb_cursor_put(c, &k, &v, MDB_NOOVERWRITE);
+  if (rc == MDB_KEYEXIST) return false;
+  if (rc) return FromRc(rc, "put");
+  return true;
+}
+
 Result<bool> Txn::Del(Dbi dbi, std::string_view key) {
   MDB_val k = Val(key);
   int rc = mdb_del(txn_, dbi, &k, nullptr);

@@ -116,6 +116,11 @@ class Txn {
   Status PutAppend(Dbi dbi, std::string_view key, std::string_view value);
   // Stores key -> value only if key is absent; false if it was present.
   Result<bool> PutNew(Dbi dbi, std::string_view key, std::string_view value);
+  // Put() and PutNew() for keys put in increasing order (a batch of sends): through DelSeq's
+  // cursor, which stands on the last key put, so that LMDB looks for the next one in that
+  // leaf page before it searches from the root (mdb_cursor_set's "already on the right page").
+  Status PutSeq(Dbi dbi, std::string_view key, std::string_view value);
+  Result<bool> PutNewSeq(Dbi dbi, std::string_view key, std::string_view value);
   // Deletes key; false if it was absent.
   Result<bool> Del(Dbi dbi, std::string_view key);
   // Del() for keys deleted in increasing order (a batch drained from the head of a queue):

@@ -244,14 +244,15 @@ Status Store::Impl::InsertMessage(lmdb::Txn& txn, QueueInfo& q, Message& m, uint
                               quota, q.bytes, rec.size()),
                   q.name);
   std::string loc = MsgKey(q.id, m.lookup_id);
-  auto fresh = txn.PutNew(by_id, IdKey(q, m.id), loc);
+  // The Seq puts: a batch of sends puts increasing keys in each of these indexes.
+  auto fresh = txn.PutNewSeq(by_id, IdKey(q, m.id), loc);
   if (!fresh.ok()) return fresh.status();
   if (!*fresh)
     return Status(Code::kIllegalPropertyValue,
                   fmt::format("message id {} is already in the store", FormatMessageId(m.id)),
                   q.name);
   q.next_lookup = std::max(q.next_lookup, m.lookup_id + 1);
-  MQ_RETURN_IF_ERROR(txn.Put(messages, loc, rec));
+  MQ_RETURN_IF_ERROR(txn.PutSeq(messages, loc, rec));
   if (m.visible_time && !promoted) {
     MQ_RETURN_IF_ERROR(txn.Put(delays, DelayKey(q.id, m.visible_time, m.lookup_id), {}));
     q.delayed++;
@@ -259,7 +260,7 @@ Status Store::Impl::InsertMessage(lmdb::Txn& txn, QueueInfo& q, Message& m, uint
     if (IsConvMessage(q, m))
       MQ_RETURN_IF_ERROR(ConvOnAdd(txn, q, m));
     else
-      MQ_RETURN_IF_ERROR(txn.Put(order, OrderKey(q.id, m.priority, m.lookup_id), {}));
+      MQ_RETURN_IF_ERROR(txn.PutSeq(order, OrderKey(q.id, m.priority, m.lookup_id), {}));
     to_notify.insert(q.id);
   }
   if (!m.correlation_id.empty())
