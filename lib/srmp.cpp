@@ -234,7 +234,7 @@ std::string Envelope(const Message& m, const SrmpStream* stream) {
 
   x.Start("properties");
   x.MustUnderstand();
-  x.Time("expiresAt", m.ttrq ? m.ttrq : kInfiniteMs);
+  x.Time("expiresAt", m.ttbr ? m.ttbr : kInfiniteMs);
   if (m.sent_time) x.Time("sentAt", m.sent_time);
   x.End();
 
@@ -304,7 +304,7 @@ std::string Envelope(const Message& m, const SrmpStream* stream) {
   if (!m.destination_queue.empty()) x.Text("DestinationMqf", m.destination_queue);
   if (!m.admin_queue.empty()) x.Text("AdminMqf", m.admin_queue);
   if (!m.response_queue.empty()) x.Text("ResponseMqf", m.response_queue);
-  x.Time("TTrq", m.ttbr ? m.ttbr : kInfiniteMs);
+  x.Time("TTrq", m.ttrq ? m.ttrq : kInfiniteMs);
   x.End();
 
   WriteMqExtras(x, m, link_stream);
@@ -827,7 +827,7 @@ Status ParseMsmq(const xmlNode* node, Message& m, std::string& dest, std::string
       *have = true;
     }
   }
-  MQ_RETURN_IF_ERROR(c.Time("TTrq", m.ttbr, true, true));
+  MQ_RETURN_IF_ERROR(c.Time("TTrq", m.ttrq, true, true));
   return {};
 }
 
@@ -924,7 +924,8 @@ Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream) {
   if (!props.ok()) return props.status();
   Children p;
   MQ_RETURN_IF_ERROR(p.Load(*props, "<properties>"));
-  MQ_RETURN_IF_ERROR(p.Time("expiresAt", m.ttrq, true, true));
+  int64_t expires = 0;
+  MQ_RETURN_IF_ERROR(p.Time("expiresAt", expires, true, true));
   MQ_RETURN_IF_ERROR(p.Time("sentAt", m.sent_time, false, false));
 
   m.express = true;  // without <durable/>
@@ -942,6 +943,9 @@ Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream) {
                                  have_response));
     // Without <Msmq> the <id> is to be ignored ([MC-MQSRM] 2.2.4.3).
     MQ_RETURN_IF_ERROR(ParseId(id_text, m));
+    m.ttbr = expires;
+  } else {
+    m.ttrq = expires;  // [MC-MQSRM] 3.1.5.1.1: without <Msmq>, the time to reach the queue
   }
   m.destination_queue = have_dest ? dest : FormatNameOf(to);
   m.admin_queue = have_admin ? admin : FormatNameOf(send_to);

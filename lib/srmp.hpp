@@ -24,11 +24,15 @@
 //   --BOUNDARY--
 //
 // Mapping (Message field: element). label: <action>MSMQ:LABEL; id: <id>uuid:COUNTER@GUID;
-// ttrq: <expiresAt>; sent_time: <sentAt>; ttbr: <TTrq> (seed 002: "the absolute time calculated
-// from PROPID_M_TIME_TO_BE_RECEIVED"; [MC-MQSRM] 3.1.5.1.4 reads it as a second time-to-reach-
-// queue, the seed is followed). Deadlines of 0 (none) are written as MSMQ's INFINITE,
-// 20380119T031407, and read back as 0. Times are YYYYMMDDTHHMMSS UTC, with ".mmm" when the
-// milliseconds are not 0 (ISO 8601 basic format) so that nothing is lost. express: no <durable/>.
+// sent_time: <sentAt>; ttrq: <TTrq>; ttbr: <expiresAt>. The two deadlines follow [MC-MQSRM]
+// 2.2.6.17 (<TTrq> is the time to reach the queue) and MSMQ's own documents, its samples: they
+// carry MSMQ's defaults, <TTrq> four days after <sentAt> (LONG_LIVED, the default time to reach
+// the queue) and <expiresAt> INFINITE (the default time to be received). Microsoft's pages
+// "Properties Mapped to ..." (seed 002) say the reverse, which the samples contradict. Without
+// <Msmq>, <expiresAt> is the time to reach the queue ([MC-MQSRM] 3.1.5.1.1). Deadlines of 0
+// (none) are written as MSMQ's INFINITE, 20380119T031407, and read back as 0. Times are
+// YYYYMMDDTHHMMSS UTC, with ".mmm" when the milliseconds are not 0 (ISO 8601 basic format) so
+// that nothing is lost. express: no <durable/>.
 // ack: <deliveryReceiptRequest> (pos-arrival), <commitmentReceiptRequest> with <positiveOnly/>
 // (pos-receive) and <negativeOnly/> (neg-receive); neg-arrival, which SRMP cannot say, in
 // <Mq><Ack>. admin_queue, response_queue, destination_queue: <AdminMqf>, <ResponseMqf>,

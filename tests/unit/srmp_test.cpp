@@ -175,7 +175,7 @@ TEST_CASE("srmp: the document is MSMQ's shape", "[srmp]") {
       "<action>MSMQ:", "<to>orders</to>",
       "<id>uuid:77@" + FormatGuid(GuidFromBytes(m.id.substr(0, 16))) + "</id>",
       "<rev><via>replies</via></rev></path>",
-      "<properties se:mustUnderstand=\"1\"><expiresAt>20251130T013320</expiresAt>"
+      "<properties se:mustUnderstand=\"1\"><expiresAt>20251130T013500.001</expiresAt>"
       "<sentAt>20251130T013259.123</sentAt></properties>",
       "<services se:mustUnderstand=\"1\"><durable/><deliveryReceiptRequest><sendTo>admin"
       "</sendTo></deliveryReceiptRequest><commitmentReceiptRequest><sendTo>admin</sendTo>"
@@ -189,7 +189,7 @@ TEST_CASE("srmp: the document is MSMQ's shape", "[srmp]") {
       "<Eod><First/><Last/></Eod><Provider><Type>1</Type><Name>Microsoft Base Cryptographic "
       "Provider</Name></Provider><SourceQmGuid>",
       "<DestinationMqf>orders</DestinationMqf><AdminMqf>admin</AdminMqf><ResponseMqf>replies"
-      "</ResponseMqf><TTrq>20251130T013500.001</TTrq></Msmq>",
+      "</ResponseMqf><TTrq>20251130T013320</TTrq></Msmq>",
       "<Mq xmlns=\"urn:x-mq:srmp\"><Ack>15</Ack>",
       "</Mq></se:Header><se:Body></se:Body></se:Envelope>"};
   size_t at = 0;
@@ -262,8 +262,9 @@ TEST_CASE("srmp: the samples of [MC-MQSRM] section 4 read as printed", "[srmp]")
     REQUIRE(m.hash_algorithm == 32772);
     REQUIRE(m.priority == 3);
     REQUIRE(m.source_qm_guid == *ParseGuid("caf195ea-615c-4264-ae08-11a4e60194c0"));
-    REQUIRE(m.ttrq == 0);  // 20380119T031407: INFINITE
-    REQUIRE(m.ttbr == Ms("20070723T031140"));
+    // MSMQ's defaults: time to reach the queue four days, time to be received INFINITE.
+    REQUIRE(m.ttrq == Ms("20070723T031140"));
+    REQUIRE(m.ttbr == 0);  // 20380119T031407
     REQUIRE(m.body.size() == 223);
     REQUIRE(m.body.rfind("<?xml version=\"1.0\"?>\r\n<Order ", 0) == 0);
     REQUIRE(m.body.substr(m.body.size() - 8) == "</Order>");
@@ -312,6 +313,8 @@ TEST_CASE("srmp: the samples of [MC-MQSRM] section 4 read as printed", "[srmp]")
       REQUIRE(m.body == bodies[i]);
       REQUIRE(m.priority == 0);
       REQUIRE(m.label == "mqsender label");
+      REQUIRE(m.ttbr == m.sent_time + 86400000);  // <expiresAt> a day after <sentAt>
+      REQUIRE(m.ttrq == m.ttbr);
     }
   }
   SECTION("4.5: PGM, a multicast address, no blank line after the part headers") {
@@ -377,8 +380,8 @@ TEST_CASE("srmp: each malformed element is named", "[srmp]") {
       {"<id>uuid:77@", "<id>77@", "<path>/<id>: '77@"},
       {"<properties se:mustUnderstand=\"1\">", "<propertie se:mustUnderstand=\"1\">",
        "<se:Header>/<properties>: missing", "</properties>", "</propertie>"},
-      {"<expiresAt>20251130T013320</expiresAt>", "", "<properties>/<expiresAt>: missing"},
-      {"<expiresAt>20251130T013320", "<expiresAt>2025-11-30",
+      {"<expiresAt>20251130T013500.001</expiresAt>", "", "<properties>/<expiresAt>: missing"},
+      {"<expiresAt>20251130T013500.001", "<expiresAt>2025-11-30",
        "<properties>/<expiresAt>: '2025-11-30' is not a date YYYYMMDDTHHMMSS"},
       {"<sentAt>20251130T013259.123", "<sentAt>20251131T013259",
        "<properties>/<sentAt>: '20251131T013259' is not a date"},
@@ -420,8 +423,8 @@ TEST_CASE("srmp: each malformed element is named", "[srmp]") {
       {"<SourceQmGuid>" + guid + "</SourceQmGuid>", "", "<Msmq>/<SourceQmGuid>: missing"},
       {"<SourceQmGuid>" + guid, "<SourceQmGuid>" + guid + "0",
        "<Msmq>/<SourceQmGuid>: '" + guid + "0' is not a GUID"},
-      {"<TTrq>20251130T013500.001</TTrq>", "", "<Msmq>/<TTrq>: missing"},
-      {"<TTrq>20251130T013500.001", "<TTrq>tomorrow", "<Msmq>/<TTrq>: 'tomorrow' is not a date"},
+      {"<TTrq>20251130T013320</TTrq>", "", "<Msmq>/<TTrq>: missing"},
+      {"<TTrq>20251130T013320", "<TTrq>tomorrow", "<Msmq>/<TTrq>: 'tomorrow' is not a date"},
       {"<Ack>15</Ack>", "<Ack>16</Ack>", "<Mq>/<Ack>: 16 is out of range 0..15"},
       {"<XactId>", "<XactId>0", "<Mq>/<XactId>: '0"},
       {"<Validation>X</Validation>", "<Validation>Y</Validation>",
