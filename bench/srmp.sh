@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # srmp.sh: the cost of SRMP documents (lib/srmp.cpp, issue 14) against JSON lines, for N
-# messages of 1 KiB of random (binary) body:
+# messages of 1 KiB (text: the base64 of random bytes, one line each for mq-send -l):
 #
 #   (a) mq-admin export --format srmp QUEUE   vs  mq-admin export QUEUE (JSON)
 #   (b) mq-admin import --format srmp COPY    vs  mq-admin import COPY (JSON)

@@ -129,6 +129,7 @@ Status ReadExtension(const std::string& text, std::string& out) {
     return {};
   }
   std::string file = text.substr(1);
+  if (file.empty()) return Status(Code::kInvalidArg, "--extension @ needs a file name: @FILE");
   int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT)

@@ -178,6 +178,8 @@ expect_rc 2 mq-send auth --extension 4g 'z'
 expect_err_match "invalid --extension '4g': use hex digits or @FILE"
 expect_rc 2 mq-send auth --extension @"$T/missing" 'z'
 expect_err_match 'cannot open extension file: no such file'
+expect_rc 2 mq-send auth --extension @ 'z'
+expect_err_match '^mq-send: auth: --extension @ needs a file name: @FILE \(E_INVALIDARG 0x80070057\)$'
 expect_rc 2 mq-send auth --provider-name "$(printf '\xff')" 'z'
 expect_err_match 'not UTF-8'
 [ "$(count stat auth)" = 1 ] || fail "a refused send stored a message"
