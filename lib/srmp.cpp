@@ -902,6 +902,10 @@ Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream) {
     }
     return Bad(fmt::format("<se:Envelope>: not well-formed XML: {}", why));
   }
+  // SOAP 1.1 (section 3): a SOAP message must not contain a Document Type Declaration. None is
+  // read, so no entity of one is ever expanded.
+  if (doc->intSubset || doc->extSubset)
+    return Bad("<se:Envelope>: a document type declaration (DTD) is not allowed in SOAP");
   const xmlNode* root = xmlDocGetRootElement(doc.get());
   if (!root || Name(root) != "Envelope" || !InNs(root, kSeNs))
     return Bad(fmt::format("<se:Envelope>: the root element is <{}>, not a SOAP 1.1 envelope",

@@ -464,6 +464,13 @@ TEST_CASE("srmp: each malformed element is named", "[srmp]") {
     Status s = DecodeSrmp(doc + doc, m);
     REQUIRE(s.text() == "MIME: data after the closing boundary (one document at a time)");
   }
+  SECTION("a DTD, and so any entity of one") {
+    Message m;
+    std::string dtd = Replace(doc, "<se:Envelope ",
+                              "<!DOCTYPE x [<!ENTITY big \"bigbigbig\">]><se:Envelope ");
+    REQUIRE(DecodeSrmp(dtd, m).text() ==
+            "<se:Envelope>: a document type declaration (DTD) is not allowed in SOAP");
+  }
   SECTION("an empty envelope part") {
     Message m;
     std::string empty = "--b\r\nContent-Type: text/xml\r\n\r\n\r\n--b--\r\n";
