@@ -47,10 +47,10 @@ Status Validate(const Message& m, bool foreign) {
                            std::pair{"admin_queue", &m.admin_queue},
                            std::pair{"destination_queue", &m.destination_queue}}) {
     if (ref->empty()) continue;
-    if (foreign && (IStartsWith(*ref, "DIRECT=") || IStartsWith(*ref, "MULTICAST=")) &&
-        !IStartsWith(*ref, "DIRECT=OS:"))
-      continue;
     auto parsed = ParseQueueRef(*ref);
+    if (!parsed.ok() && foreign &&
+        (IStartsWith(*ref, "DIRECT=") || IStartsWith(*ref, "MULTICAST=")))
+      continue;
     if (!parsed.ok())
       return Status(Code::kIllegalPropertyValue,
                     fmt::format("{} '{}' is not a valid queue name: {}", name, *ref,

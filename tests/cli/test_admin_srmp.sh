@@ -135,6 +135,18 @@ EOF2
 expect_rc 0 mq-admin import --format srmp --create --new-ids sample42 <"$FIX/4.2-msmq-element.txt"
 mq-receive sample42 >"$T/got"
 [ "$(wc -c <"$T/got")" = 223 ] && tail -c 8 "$T/got" | grep -q '^</Order>$' || fail "4.2's body: $(cat "$T/got")"
+# A response queue on another Windows machine (DIRECT=OS:host\private$\q) is kept as text; a
+# malformed local name is refused.
+start2=$(grep -abo '^POST ' "$T/q.srmp" | sed -n 2p | cut -d: -f1)
+head -c "$start2" "$T/q.srmp" |
+  sed 's|<ResponseMqf>acks</ResponseMqf>|<ResponseMqf>DIRECT=OS:winbox\\private$\\replies</ResponseMqf>|' >"$T/foreign.srmp"
+grep -aq 'winbox' "$T/foreign.srmp" || fail "no foreign response queue in the test document"
+expect_rc 0 mq-admin import --format srmp --create --new-ids foreign <"$T/foreign.srmp"
+mq-peek foreign --json | jq -e '.response_queue == "DIRECT=OS:winbox\\private$\\replies"' >/dev/null ||
+  fail "the foreign response queue was not kept: $(mq-peek foreign --json | jq -c .response_queue)"
+sed 's|<ResponseMqf>acks</ResponseMqf>|<ResponseMqf>no such/name</ResponseMqf>|' "$T/q.srmp" >"$T/badref.srmp"
+expect_rc 2 mq-admin import --format srmp --new-ids foreign <"$T/badref.srmp"
+expect_err_match "document 1: response_queue 'no such/name' is not a valid queue name"
 # 4.4's messages are accepted, and expired at once: their <expiresAt> (the time to be received)
 # was a day after they were sent, in June 2007.
 expect_rc 0 mq-admin create samples
