@@ -39,9 +39,9 @@ bool IStartsWith(std::string_view s, std::string_view prefix) {
 // What mq-send would refuse, refused here too, so that an imported message never fails later
 // (a reply to a response queue that can never exist, an ack to a malformed admin queue).
 // Sizes and the queue's own limits are checked by Append, which imports all or nothing. With
-// `foreign`, a queue reference may also be an MSMQ format name of another machine
-// (DIRECT=..., MULTICAST=...), as SRMP messages from MSMQ carry: kept as text, never opened
-// (an acknowledgement to it is dropped as to a missing admin queue).
+// `foreign`, a queue reference that is no mq queue name may also be an MSMQ format name of
+// another machine (DIRECT=..., MULTICAST=...), as SRMP messages from MSMQ carry: kept as text,
+// never opened (an acknowledgement to it is dropped as to a missing admin queue).
 Status Validate(const Message& m, bool foreign) {
   for (auto [name, ref] : {std::pair{"response_queue", &m.response_queue},
                            std::pair{"admin_queue", &m.admin_queue},
