@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "codec.hpp"
 #include "common.hpp"
 #include "conversation.hpp"
 #include "ids.hpp"
@@ -55,6 +56,9 @@ struct SendArgs {
   std::string group;
   std::string message_type;
   std::string service, contract;
+  // Authentication properties MSMQ lets a sender set (seed 002: read/write).
+  std::string hash_algorithm, provider_type, provider_name;
+  std::string extension;  // hex digits, or @FILE
 };
 
 // Where a reply goes (--reply-to, --reply-to-env): the request's response queue, with the
@@ -112,6 +116,29 @@ Status ReadAll(int fd, const std::string& name, std::string& out) {
     }
     out.append(buf, static_cast<size_t>(n));
   }
+}
+
+// --extension: hex digits, or @FILE for the bytes of a file.
+Status ReadExtension(const std::string& text, std::string& out) {
+  if (text[0] != '@') {
+    auto raw = HexDecode(text);
+    if (!raw)
+      return Status(Code::kInvalidArg,
+                    fmt::format("invalid --extension '{}': use hex digits or @FILE", text));
+    out = std::move(*raw);
+    return {};
+  }
+  std::string file = text.substr(1);
+  if (file.empty()) return Status(Code::kInvalidArg, "--extension @ needs a file name: @FILE");
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT)
+      return Status(Code::kInvalidArg, "cannot open extension file: no such file", file);
+    return ErrnoStatus(errno, file, "cannot open extension file");
+  }
+  Status s = ReadAll(fd, file, out);
+  ::close(fd);
+  return s;
 }
 
 class Sender {
@@ -338,6 +365,20 @@ Result<Message> BuildPrototype(const SendArgs& a) {
     m.ack = *ack;
   }
   m.express = a.express;
+  if (!a.hash_algorithm.empty()) {
+    auto h = ParseHashAlgorithm(a.hash_algorithm);
+    if (!h.ok()) return h.status();
+    m.hash_algorithm = *h;
+  }
+  if (!a.provider_type.empty()) {
+    auto t = ParseProviderType(a.provider_type);
+    if (!t.ok()) return t.status();
+    m.provider_type = *t;
+  }
+  if (!IsValidUtf8(a.provider_name))
+    return Status(Code::kIllegalPropertyValue, "--provider-name is not UTF-8");
+  m.provider_name = a.provider_name;
+  if (!a.extension.empty()) MQ_RETURN_IF_ERROR(ReadExtension(a.extension, m.extension));
   if (!a.delay.empty()) {
     auto d = ParseDuration(a.delay);
     if (!d.ok()) return d.status();
@@ -391,6 +432,20 @@ int Run(int argc, char** argv) {
       ->type_name("LEVEL");
   app.add_option("--response-queue", a.response_queue, "Queue for replies")->type_name("QUEUE");
   app.add_flag("--express", a.express, "Do not wait for the disk (MQMSG_DELIVERY_EXPRESS)");
+  app.add_option("--hash-algorithm", a.hash_algorithm,
+                 "Hash algorithm for authentication: md5, sha1, sha256, ... or a number "
+                 "(PROPID_M_HASH_ALG)")
+      ->type_name("ALG");
+  app.add_option("--provider-type", a.provider_type,
+                 "Cryptographic provider type: rsa-full, dss, ... or a number "
+                 "(PROPID_M_PROV_TYPE)")
+      ->type_name("TYPE");
+  app.add_option("--provider-name", a.provider_name,
+                 "Cryptographic provider name (PROPID_M_PROV_NAME)")
+      ->type_name("NAME");
+  app.add_option("--extension", a.extension,
+                 "Extension bytes outside the body: hex digits, or @FILE (PROPID_M_EXTENSION)")
+      ->type_name("HEX|@FILE");
   app.add_flag("--print-id", a.print_id, "Print the id of each message sent");
   app.add_flag("--tx", a.tx,
                "One transaction for everything this invocation sends: all visible at once or "

@@ -70,6 +70,17 @@ json MessageToJson(const Message& m) {
   j["tx_previous_sequence_number"] = m.tx_previous_sequence_number;
   j["delivery"] = m.express ? "express" : "recoverable";
   j["extension_base64"] = m.extension.empty() ? json(nullptr) : json(Base64Encode(m.extension));
+  // The extension as the body is shown: text when it is UTF-8, else base64.
+  if (m.extension.empty()) {
+    j["extension"] = nullptr;
+    j["extension_encoding"] = nullptr;
+  } else if (IsValidUtf8(m.extension)) {
+    j["extension"] = m.extension;
+    j["extension_encoding"] = "utf-8";
+  } else {
+    j["extension"] = Base64Encode(m.extension);
+    j["extension_encoding"] = "base64";
+  }
   j["abort_count"] = m.abort_count;
   j["move_count"] = m.move_count;
   j["last_move_time"] = TimeOrNull(m.last_move_time);
@@ -222,6 +233,20 @@ Result<Message> MessageFromJson(const json& j) {
     return BadField("delivery", "expected express or recoverable");
   m.express = s == "express";
   MQ_RETURN_IF_ERROR(GetBase64(j, "extension_base64", m.extension));
+  if (m.extension.empty()) {
+    // "extension" with its "extension_encoding", as "body" (a line written by hand may carry
+    // only these).
+    std::string ext_enc = "utf-8";
+    MQ_RETURN_IF_ERROR(GetString(j, "extension_encoding", ext_enc));
+    MQ_RETURN_IF_ERROR(GetString(j, "extension", m.extension));
+    if (ext_enc == "base64") {
+      auto d = Base64Decode(m.extension);
+      if (!d) return BadField("extension", "invalid base64");
+      m.extension = *d;
+    } else if (ext_enc != "utf-8") {
+      return BadField("extension_encoding", "expected utf-8 or base64");
+    }
+  }
   MQ_RETURN_IF_ERROR(GetUint(j, "abort_count", m.abort_count, UINT32_MAX));
   MQ_RETURN_IF_ERROR(GetUint(j, "move_count", m.move_count, UINT32_MAX));
   MQ_RETURN_IF_ERROR(GetTime(j, "last_move_time", m.last_move_time));

@@ -2,6 +2,8 @@
 #include "message.hpp"
 
 #include <charconv>
+#include <initializer_list>
+#include <utility>
 #include <fmt/format.h>
 
 #include "codec.hpp"
@@ -295,6 +297,40 @@ std::string BodyTypeName(uint32_t vt) {
     case kBodyXml: return "xml";
     default: return std::to_string(vt);
   }
+}
+
+namespace {
+
+Result<uint32_t> ParseNamed(std::string_view text,
+                            std::initializer_list<std::pair<std::string_view, uint32_t>> names,
+                            std::string_view what, std::string_view choices) {
+  for (const auto& [name, value] : names)
+    if (text == name) return value;
+  uint32_t v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (!text.empty() && ec == std::errc() && p == text.data() + text.size()) return v;
+  return Status(Code::kIllegalPropertyValue,
+                fmt::format("invalid {} '{}': use {} or a number", what, text, choices));
+}
+
+}  // namespace
+
+Result<uint32_t> ParseHashAlgorithm(std::string_view text) {
+  return ParseNamed(text,
+                    {{"md2", 0x8001}, {"md4", 0x8002}, {"md5", 0x8003}, {"sha1", 0x8004},
+                     {"mac", 0x8005}, {"sha256", 0x800C}, {"sha384", 0x800D},
+                     {"sha512", 0x800E}},
+                    "hash algorithm", "md2, md4, md5, sha1, mac, sha256, sha384, sha512");
+}
+
+Result<uint32_t> ParseProviderType(std::string_view text) {
+  return ParseNamed(text,
+                    {{"rsa-full", 1}, {"rsa-sig", 2}, {"dss", 3}, {"fortezza", 4},
+                     {"ms-exchange", 5}, {"ssl", 6}, {"rsa-schannel", 12}, {"dss-dh", 13},
+                     {"dh-schannel", 18}, {"rsa-aes", 24}},
+                    "provider type",
+                    "rsa-full, rsa-sig, dss, fortezza, ms-exchange, ssl, rsa-schannel, dss-dh, "
+                    "dh-schannel, rsa-aes");
 }
 
 Result<uint32_t> ParseBodyType(std::string_view text) {

@@ -139,6 +139,13 @@ std::optional<uint16_t> ClassFromName(std::string_view name);
 std::string BodyTypeName(uint32_t vt);
 Result<uint32_t> ParseBodyType(std::string_view text);
 
+// Hash algorithms (ALG_ID, wincrypt.h; PROPID_M_HASH_ALG): md2, md4, md5, sha1 (MSMQ's
+// default, 32772), mac, sha256, sha384, sha512, or a number.
+Result<uint32_t> ParseHashAlgorithm(std::string_view text);
+// Cryptographic provider types (PROV_*, wincrypt.h; PROPID_M_PROV_TYPE): rsa-full (1), rsa-sig,
+// dss, fortezza, ms-exchange, ssl, rsa-schannel, dss-dh, dh-schannel, rsa-aes, or a number.
+Result<uint32_t> ParseProviderType(std::string_view text);
+
 // Ack levels: names (none, full-reach-queue, full-receive, nack-reach-queue, nack-receive,
 // pos-arrival, pos-receive, neg-arrival, neg-receive) joined by ',' or '|', or a number.
 Result<uint8_t> ParseAckLevel(std::string_view text);

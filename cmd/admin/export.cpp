@@ -1,11 +1,18 @@
-// mq-admin export QUEUE [--format json]: every message of a queue as JSON lines (all
-//   properties and the body), delayed and Locked ones included, in arrival order (so that an
-//   import gives the same order), without removing anything.
-// mq-admin import QUEUE [--create] [--new-ids]: append the messages of such JSON lines from
-//   stdin, in one transaction: all of them or, on any bad line, none. Message ids are kept
-//   unless --new-ids (an id already in the store is an error); lookup ids are new.
+// mq-admin export QUEUE [--format json|srmp]: every message of a queue, delayed and Locked
+//   ones included, in arrival order (so that an import gives the same order), without removing
+//   anything: as JSON lines (all properties and the body), or as SRMP documents (srmp.hpp), one
+//   HTTP POST request per message as MSMQ sends them, each ending with its closing MIME
+//   boundary line, the next beginning on the following line.
+// mq-admin import QUEUE [--format json|srmp] [--create] [--new-ids]: append the messages of
+//   such input from stdin, in one transaction: all of them or, on any bad line or document,
+//   none. Message ids are kept unless --new-ids (an id already in the store is an error);
+//   lookup ids are new. SRMP input may come from MSMQ: with or without the HTTP request in
+//   front, the samples of [MC-MQSRM] as printed.
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 
@@ -13,10 +20,54 @@
 
 #include "admin.hpp"
 #include "codec.hpp"
+#include "format.hpp"
+#include "srmp.hpp"
 
 namespace mq::admin {
 
 namespace {
+
+bool IStartsWith(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (size_t i = 0; i < prefix.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(s[i])) !=
+        std::tolower(static_cast<unsigned char>(prefix[i])))
+      return false;
+  return true;
+}
+
+// What mq-send would refuse, refused here too, so that an imported message never fails later
+// (a reply to a response queue that can never exist, an ack to a malformed admin queue).
+// Sizes and the queue's own limits are checked by Append, which imports all or nothing. With
+// `foreign`, a queue reference that is no mq queue name may also be an MSMQ format name of
+// another machine (DIRECT=..., MULTICAST=...), as SRMP messages from MSMQ carry: kept as text,
+// never opened (an acknowledgement to it is dropped as to a missing admin queue).
+Status Validate(const Message& m, bool foreign) {
+  for (auto [name, ref] : {std::pair{"response_queue", &m.response_queue},
+                           std::pair{"admin_queue", &m.admin_queue},
+                           std::pair{"destination_queue", &m.destination_queue}}) {
+    if (ref->empty()) continue;
+    auto parsed = ParseQueueRef(*ref);
+    if (!parsed.ok() && foreign &&
+        (IStartsWith(*ref, "DIRECT=") || IStartsWith(*ref, "MULTICAST=")))
+      continue;
+    if (!parsed.ok())
+      return Status(Code::kIllegalPropertyValue,
+                    fmt::format("{} '{}' is not a valid queue name: {}", name, *ref,
+                                parsed.status().text()));
+  }
+  if (m.ack && m.admin_queue.empty())
+    return Status(Code::kIllegalPropertyValue, "ack is set but admin_queue is empty");
+  if (m.priority > 7)
+    return Status(Code::kIllegalPropertyValue,
+                  fmt::format("priority {} is out of range 0..7", m.priority));
+  if (!m.id.empty() && m.id.size() != kIdSize)
+    return Status(Code::kIllegalPropertyValue, "id must be a message id");
+  if (!m.correlation_id.empty() && m.correlation_id.size() != kIdSize)
+    return Status(Code::kIllegalPropertyValue, "correlation_id must be 20 bytes");
+  if (!IsValidUtf8(m.label)) return Status(Code::kIllegalPropertyValue, "label is not UTF-8");
+  return {};
+}
 
 // Reads JSON lines from a rewindable temporary copy of stdin, so that the transaction can run
 // again (after map growth) without holding the input in memory.
@@ -45,7 +96,7 @@ class JsonLinesSource : public MessageSource {
       if (!msg.ok())
         return Status(Code::kInvalidArg, fmt::format("line {}: {}", lineno_, msg.status().text()),
                       "stdin");
-      Status valid = Validate(*msg);
+      Status valid = Validate(*msg, false);
       if (!valid.ok())
         return Status(valid.code(), fmt::format("line {}: {}", lineno_, valid.text()), "stdin");
       m = std::move(*msg);
@@ -63,37 +114,75 @@ class JsonLinesSource : public MessageSource {
   bool new_ids_ = false;
 
  private:
-  // What mq-send would refuse, refused here too, so that an imported message never fails later
-  // (a reply to a response queue that can never exist, an ack to a malformed admin queue).
-  // Sizes and the queue's own limits are checked by Append, which imports all or nothing.
-  static Status Validate(const Message& m) {
-    for (auto [name, ref] : {std::pair{"response_queue", &m.response_queue},
-                             std::pair{"admin_queue", &m.admin_queue},
-                             std::pair{"destination_queue", &m.destination_queue}}) {
-      if (ref->empty()) continue;
-      auto parsed = ParseQueueRef(*ref);
-      if (!parsed.ok())
-        return Status(Code::kIllegalPropertyValue,
-                      fmt::format("{} '{}' is not a valid queue name: {}", name, *ref,
-                                  parsed.status().text()));
-    }
-    if (m.ack && m.admin_queue.empty())
-      return Status(Code::kIllegalPropertyValue, "ack is set but admin_queue is empty");
-    if (m.priority > 7)
-      return Status(Code::kIllegalPropertyValue,
-                    fmt::format("priority {} is out of range 0..7", m.priority));
-    if (!m.id.empty() && m.id.size() != kIdSize)
-      return Status(Code::kIllegalPropertyValue, "id must be a message id");
-    if (!m.correlation_id.empty() && m.correlation_id.size() != kIdSize)
-      return Status(Code::kIllegalPropertyValue, "correlation_id must be 20 bytes");
-    if (!IsValidUtf8(m.label)) return Status(Code::kIllegalPropertyValue, "label is not UTF-8");
-    return {};
-  }
-
   FILE* f_;
   char* line_ = nullptr;
   size_t cap_ = 0;
   uint64_t lineno_ = 0;
+};
+
+// Reads SRMP documents from the spooled stdin, mapped into memory (pages come and go as the
+// kernel likes: memory does not grow with the input), one document at a time.
+class SrmpSource : public MessageSource {
+ public:
+  ~SrmpSource() override {
+    if (map_) ::munmap(map_, size_);
+  }
+  Status Open(FILE* f) {
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0) return ErrnoStatus(errno, "stdin", "cannot stat the spool");
+    size_ = static_cast<size_t>(st.st_size);
+    if (size_ == 0) return {};
+    map_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fileno(f), 0);
+    if (map_ == MAP_FAILED) {
+      map_ = nullptr;
+      return ErrnoStatus(errno, "stdin", "cannot map the spool");
+    }
+    return {};
+  }
+
+  Result<bool> Next(Message& m) override {
+    std::string_view rest(static_cast<const char*>(map_), size_);
+    rest.remove_prefix(pos_);
+    size_t end = SrmpDocumentEnd(rest);
+    if (end == 0) return false;
+    pos_ += end;
+    ++docno_;
+    Status s = DecodeSrmp(rest.substr(0, end), m);
+    if (s.ok()) s = Validate(m, true);
+    if (!s.ok())
+      return Status(s.code(), fmt::format("document {}: {}", docno_, s.text()), "stdin");
+    if (new_ids_) m.id.clear();
+    return true;
+  }
+
+  Status Rewind() override {
+    pos_ = 0;
+    docno_ = 0;
+    return {};
+  }
+
+  bool new_ids_ = false;
+
+ private:
+  void* map_ = nullptr;
+  size_t size_ = 0;
+  size_t pos_ = 0;
+  uint64_t docno_ = 0;
+};
+
+// Writes each message as an SRMP document in an HTTP request (SrmpHttpRequest).
+class SrmpSink : public MessageSink {
+ public:
+  explicit SrmpSink(std::string queue) : queue_(std::move(queue)) {}
+  Status Add(const Message& m) override {
+    out_.Append(SrmpHttpRequest(EncodeSrmp(m), queue_));
+    return out_.buffered() >= (1u << 20) ? out_.Flush() : Status();
+  }
+  Status Flush() override { return out_.Flush(); }
+
+ private:
+  std::string queue_;
+  FdWriter out_{1, "stdout"};
 };
 
 }  // namespace
@@ -104,24 +193,31 @@ Command SetupExport(CLI::App& app, Context&) {
     std::string format = "json";
   };
   auto args = std::make_shared<Args>();
-  auto* sub = app.add_subcommand("export", "Print every message of a queue as JSON lines");
+  auto* sub = app.add_subcommand(
+      "export", "Print every message of a queue as JSON lines or SRMP documents");
   sub->add_option("QUEUE", args->queue, "Queue, subqueue or journal")->required();
-  sub->add_option("--format", args->format, "Output format: json")
+  sub->add_option("--format", args->format, "Output format: json (default) or srmp")
       ->type_name("NAME")
-      ->check(CLI::IsMember({"json"}));
+      ->check(CLI::IsMember({"json", "srmp"}));
   return {sub, [args](Context& ctx) {
             auto ref = cli::ParseQueueArg(args->queue);
             if (!ref.ok()) return cli::Fail(ref.status());
             auto store = ctx.Open();
             if (!store.ok()) return cli::Fail(store.status());
-            cli::OutputArgs out;
-            out.json = true;
-            auto sink = cli::OutputSink::Make(out);
-            if (!sink.ok()) return cli::Fail(sink.status());
             Selection all;
             all.anchor = Anchor::kArrival;  // every message, delayed and Locked ones too
             all.limit = 0;
-            Status s = (*store)->Peek(*ref, all, {}, **sink);
+            Status s;
+            if (args->format == "srmp") {
+              SrmpSink sink(ref->Full());
+              s = (*store)->Peek(*ref, all, {}, sink);
+            } else {
+              cli::OutputArgs out;
+              out.json = true;
+              auto sink = cli::OutputSink::Make(out);
+              if (!sink.ok()) return cli::Fail(sink.status());
+              s = (*store)->Peek(*ref, all, {}, **sink);
+            }
             if (s.ok() || s.code() == Code::kMessageNotFound || s.code() == Code::kBrokenPipe)
               return 0;
             return cli::Fail(s.WithSubject(ref->Full()));
@@ -131,12 +227,17 @@ Command SetupExport(CLI::App& app, Context&) {
 Command SetupImport(CLI::App& app, Context&) {
   struct Args {
     std::string queue;
+    std::string format = "json";
     bool create = false;
     bool new_ids = false;
   };
   auto args = std::make_shared<Args>();
-  auto* sub = app.add_subcommand("import", "Append messages from JSON lines on stdin");
+  auto* sub = app.add_subcommand("import",
+                                 "Append messages from JSON lines or SRMP documents on stdin");
   sub->add_option("QUEUE", args->queue, "Queue to append to")->required();
+  sub->add_option("--format", args->format, "Input format: json (default) or srmp")
+      ->type_name("NAME")
+      ->check(CLI::IsMember({"json", "srmp"}));
   sub->add_flag("--create", args->create, "Create the queue if it is missing");
   sub->add_flag("--new-ids", args->new_ids, "Give the messages new ids");
   return {sub, [args](Context& ctx) {
@@ -157,12 +258,21 @@ Command SetupImport(CLI::App& app, Context&) {
               return cli::Fail(ErrnoStatus(errno, "tmpfile", "cannot spool stdin"));
             auto store = ctx.Open();
             if (!store.ok()) return cli::Fail(store.status());
-            JsonLinesSource src(spool.get());
-            src.new_ids_ = args->new_ids;
             AppendOptions o;
             o.create_queue = args->create;
             o.keep_identity = true;
-            Status s = (*store)->Append(*ref, o, src, nullptr);
+            Status s;
+            if (args->format == "srmp") {
+              SrmpSource src;
+              Status opened = src.Open(spool.get());
+              if (!opened.ok()) return cli::Fail(opened);
+              src.new_ids_ = args->new_ids;
+              s = (*store)->Append(*ref, o, src, nullptr);
+            } else {
+              JsonLinesSource src(spool.get());
+              src.new_ids_ = args->new_ids;
+              s = (*store)->Append(*ref, o, src, nullptr);
+            }
             return s.ok() ? 0 : cli::Fail(s.WithSubject(ref->Full()));
           }};
 }

@@ -91,7 +91,16 @@ function __mq_send_needs_queue
     for t in $tokens
         string match -qr -- '^--reply-to(=.*|-env)?$' $t; and return 1
     end
-    test (__mq_operands s store f file p priority L label c correlation app body-type ttrq ttbr admin-queue ack response-queue delay at dedup reply-to conversation group message-type service contract) -eq 0
+    test (__mq_operands s store f file p priority L label c correlation app body-type ttrq ttbr admin-queue ack response-queue delay at dedup reply-to conversation group message-type service contract hash-algorithm provider-type provider-name extension) -eq 0
+end
+
+# __mq_send_extension: --extension takes hex digits or @FILE: files after an @.
+function __mq_send_extension
+    set -l cur (commandline -ct)
+    string match -q -- '@*' $cur; or return
+    for f in (__fish_complete_path (string sub -s 2 -- $cur))
+        echo @$f
+    end
 end
 
 complete -c mq-send -f
@@ -116,6 +125,10 @@ complete -c mq-send -l admin-queue -x -a '(__mq_queues)' -d 'Queue for acknowled
 complete -c mq-send -l ack -x -a 'none full-reach-queue full-receive nack-reach-queue nack-receive pos-arrival pos-receive neg-arrival neg-receive' -d 'Acknowledgement level'
 complete -c mq-send -l response-queue -x -a '(__mq_queues)' -d 'Queue for replies'
 complete -c mq-send -l express -d 'Do not wait for the disk'
+complete -c mq-send -l hash-algorithm -x -a 'md2 md4 md5 sha1 mac sha256 sha384 sha512' -d 'Hash algorithm for authentication'
+complete -c mq-send -l provider-type -x -a 'rsa-full rsa-sig dss fortezza ms-exchange ssl rsa-schannel dss-dh dh-schannel rsa-aes' -d 'Cryptographic provider type'
+complete -c mq-send -l provider-name -x -d 'Cryptographic provider name'
+complete -c mq-send -l extension -x -a '(__mq_send_extension)' -d 'Extension bytes: hex digits or @FILE'
 complete -c mq-send -l delay -x -d 'Not visible to readers before DURATION'
 complete -c mq-send -l at -x -d 'Not visible to readers before TIME (RFC 3339 or @EPOCH)'
 complete -c mq-send -l tx -d 'One transaction for everything this invocation sends'

@@ -157,6 +157,44 @@ TEST_CASE("every property round-trips through JSON", "[message][format]") {
   CHECK(MessageToJson(m)["body_encoding"] == "base64");
 }
 
+TEST_CASE("JSON shows the extension as the body: text, else base64", "[message][format]") {
+  Message m;
+  m.extension = "route=eu";
+  auto j = MessageToJson(m);
+  CHECK(j["extension"] == "route=eu");
+  CHECK(j["extension_encoding"] == "utf-8");
+  CHECK(j["extension_base64"] == "cm91dGU9ZXU=");
+  m.extension = std::string("\x00\xff", 2);
+  j = MessageToJson(m);
+  CHECK(j["extension"] == "AP8=");
+  CHECK(j["extension_encoding"] == "base64");
+  CHECK(MessageToJson(Message())["extension"].is_null());
+  // A line with only "extension" (written by hand) reads back; extension_base64 wins.
+  for (const char* enc : {"utf-8", "base64"}) {
+    nlohmann::ordered_json line = {{"extension", std::string(enc) == "utf-8" ? "abc" : "YWJj"},
+                                   {"extension_encoding", enc}};
+    auto back = MessageFromJson(line);
+    REQUIRE(back.ok());
+    CHECK(back->extension == "abc");
+  }
+  auto bad = MessageFromJson({{"extension", "abc"}, {"extension_encoding", "rot13"}});
+  CHECK_FALSE(bad.ok());
+}
+
+TEST_CASE("hash algorithms and provider types by name or number", "[message]") {
+  CHECK(*ParseHashAlgorithm("sha1") == 32772);
+  CHECK(*ParseHashAlgorithm("md5") == 0x8003);
+  CHECK(*ParseHashAlgorithm("sha512") == 0x800E);
+  CHECK(*ParseHashAlgorithm("7") == 7);
+  CHECK_FALSE(ParseHashAlgorithm("sha3").ok());
+  CHECK_FALSE(ParseHashAlgorithm("").ok());
+  CHECK(*ParseProviderType("rsa-full") == 1);
+  CHECK(*ParseProviderType("rsa-aes") == 24);
+  CHECK(*ParseProviderType("4294967295") == 4294967295u);
+  CHECK_FALSE(ParseProviderType("4294967296").ok());
+  CHECK_FALSE(ParseProviderType("rsa").ok());
+}
+
 TEST_CASE("names of classes, body types and ack levels", "[message]") {
   CHECK(std::string(ClassName(0xC002)) == "nack_receive_timeout");
   CHECK(*ClassFromName("ack_receive") == 0x4000);
