@@ -70,9 +70,11 @@ helper_send() {
   done
 }
 helper_recv() {
-  timeout 30 mq-receive q -n 3 --exec sh -c "$CMD" "$T" 2>>"$T/helper.err"
+  timeout 30 mq-receive q -n 3 --exec sh -c "$CMD" "$T" 2>"$T/helper_recv.err"
   local rc=$?
-  [ $rc = 0 ] || [ $rc = 1 ] || echo "trial $1: helper mq-receive exited $rc" >>"$T/errors"
+  cat "$T/helper_recv.err" >>"$T/helper.err"
+  [ $rc = 0 ] || [ $rc = 1 ] ||
+    echo "trial $1: helper mq-receive exited $rc: $(tail -n 2 "$T/helper_recv.err" | tr '\n' ' ')" >>"$T/errors"
 }
 
 declare -A killed=([R]=0 [L]=0 [X]=0) ran=([R]=0 [L]=0 [X]=0) none=([L]=0 [X]=0) all=([L]=0 [X]=0)
