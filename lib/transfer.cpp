@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "codec.hpp"
+#include "srmp.hpp"
 
 namespace mq::transfer {
 
@@ -184,11 +185,16 @@ Status DecodeMessage(std::string_view payload, MessageHeader& h, Message& m) {
   h.ack_seq = GetU32BE(payload, 24);
   h.window = GetU32BE(payload, 28);
   if (h.seq == 0 || (h.prev && h.prev >= h.seq)) return Malformed("message");
-  Status s = DecodeTransferDoc(payload.substr(kMessageHeaderSize), m);
+  SrmpStream stream;
+  Status s = DecodeTransferDoc(payload.substr(kMessageHeaderSize), m, &stream);
   if (!s.ok())
     return Status(Code::kIo, fmt::format("message {} of the stream cannot be read ({}): the "
                                          "stream is corrupted",
                                          h.seq, s.text()));
+  if (stream.current != h.seq || stream.previous != h.prev)
+    return Status(Code::kIo, fmt::format("message {} of the stream says it is <Stream> current "
+                                         "{}, previous {}: the stream is corrupted",
+                                         h.seq, stream.current, stream.previous));
   return {};
 }
 
@@ -224,17 +230,15 @@ Status DecodeAck(std::string_view payload, Ack& a) {
   return {};
 }
 
-// The message document. Until the SRMP codec (lib/srmp.hpp) is in, the document is the
-// store's own record (message.hpp), which carries every property; the stream fields travel
-// in the frame's header.
+// The message document: SRMP ([MC-MQSRM], lib/srmp.hpp), with the link's stream in <Stream>.
 std::string EncodeTransferDoc(const Message& m, const std::string& stream, uint64_t seq,
                               uint64_t prev) {
-  (void)stream;
-  (void)seq;
-  (void)prev;
-  return EncodeRecord(m);
+  SrmpStream st{stream, seq, prev};
+  return EncodeSrmp(m, &st);
 }
 
-Status DecodeTransferDoc(std::string_view doc, Message& m) { return DecodeRecord(doc, m); }
+Status DecodeTransferDoc(std::string_view doc, Message& m, SrmpStream* stream) {
+  return DecodeSrmp(doc, m, stream);
+}
 
 }  // namespace mq::transfer

@@ -14,7 +14,8 @@
 //   'M' message   u64 TxSequenceNumber, u64 PreviousTxSequenceNumber (0: the first of this
 //                 session, not checked), session header: u32 UserMsgSequenceNumber,
 //                 u32 RecoverableMsgSeqNumber, u32 AckSequenceNumber, u32 WindowSize;
-//                 then the message document (EncodeTransferDoc)
+//                 then the message as one SRMP document ([MC-MQSRM] 2.2, srmp.hpp) whose
+//                 <Stream> (streamId, current, previous) repeats the stream and numbers
 //   'F' flush     nothing more follows until an acknowledgement: store what you have
 //   'B' bye       the sender is done; accept answers what is pending and exits 0
 // accept -> forward
@@ -37,6 +38,7 @@
 
 #include "ids.hpp"
 #include "message.hpp"
+#include "srmp.hpp"
 #include "status.hpp"
 
 namespace mq::transfer {
@@ -116,10 +118,11 @@ struct Ack {
 std::string EncodeAck(const Ack& a);
 Status DecodeAck(std::string_view payload, Ack& a);
 
-// One message as it travels (the document of an 'M' frame). `stream` names the link stream
-// the message is sent on.
+// One message as it travels (the document of an 'M' frame): an SRMP document (srmp.hpp) whose
+// <Stream> is the link's stream (streamId `stream`, current `seq`, previous `prev`); the frame
+// header carries the same numbers, and a document that disagrees with it is refused.
 std::string EncodeTransferDoc(const Message& m, const std::string& stream, uint64_t seq,
                               uint64_t prev);
-Status DecodeTransferDoc(std::string_view doc, Message& m);
+Status DecodeTransferDoc(std::string_view doc, Message& m, SrmpStream* stream);
 
 }  // namespace mq::transfer

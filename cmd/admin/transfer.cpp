@@ -7,14 +7,15 @@
 // How (lib/transfer.hpp has the frames; mq(7) "Transfer between machines" says it for users):
 //  - forward takes the link's lock (one forward per link), runs the link's command with
 //    /bin/sh -c (its stdin and stdout are the stream; its stderr is forward's), and sends a
-//    hello naming this store, the link and its stream: "SOURCE-GUID/LINK/QUEUE-ID" of
-//    out;LINK. accept answers with its store's GUID and the last sequence number it accepted
+//    hello naming this store, the link and its stream: "uid:SOURCE-GUID\\QUEUE-ID" of
+//    out;LINK (the form of SRMP's <streamId>). accept answers with its store's GUID and the last sequence number it accepted
 //    from that stream.
 //  - out;LINK is FIFO and its lookup ids only grow, so a message's lookup id is its
 //    TxSequenceNumber in the stream, and the head of the queue is always the oldest message
 //    not yet acknowledged. forward Locks batches from the head under a process lease (as a
-//    receive does), sends them with PreviousTxSequenceNumber the message sent before it in
-//    this session, and keeps at most --window messages unacknowledged (a transaction is never
+//    receive does), sends each as an SRMP document (lib/srmp.hpp; <Stream> carries the stream
+//    and the numbers too) with PreviousTxSequenceNumber the message sent before it in this
+//    session, and keeps at most --window messages unacknowledged (a transaction is never
 //    cut: the window stretches to its last message).
 //  - accept stores what it has read whenever a flush comes (forward sends one after each
 //    batch) or what it holds is large, in one LMDB transaction that also records the stream's last sequence number (a
@@ -407,7 +408,7 @@ class Forwarder {
         if (st.status().code() != Code::kQueueNotFound) return cli::Fail(st.status());
         if (!a_.follow) return 0;  // nothing was ever sent through the link
       } else {
-        stream_ = fmt::format("{}/{}/{}", FormatGuid(store_.guid()), a_.link, st->info.id);
+        stream_ = fmt::format("uid:{}\\{}", FormatGuid(store_.guid()), st->info.id);
         if (!a_.follow && st->info.count == 0) return 0;
       }
       if (!st.ok()) {

@@ -1,8 +1,8 @@
 #!/bin/bash
 # Exactly once, in order, under SIGKILL (issue 14): 20,000 messages (plain at three priorities,
 # and --tx batches) sent to a link in 100 rounds while mq-admin forward --once runs over a local
-# link whose command is a relay (cat | mq-admin accept | cat); each round SIGKILLs, at a random
-# moment, the forward, the accept, or one of the relay's cats. At the end (forwarding until
+# link whose command is a relay (pv -L 64k | mq-admin accept | cat); each round SIGKILLs, at a random
+# moment, the forward, its shell, the accept, or one of the relay's processes. At the end (forwarding until
 # out;b is empty) the far store holds every message exactly once, each queue in the order the
 # messages were sent (per priority for the plain queue: the far queue delivers by priority),
 # every --tx batch whole with its Eod flags, and both stores pass check.
@@ -16,7 +16,9 @@ ROUNDS=${ROUNDS:-100}
 expect_rc 0 mq-admin --store "$B" init
 expect_rc 0 mq-admin --store "$B" create plain
 expect_rc 0 mq-admin --store "$B" create txq --transactional
-expect_rc 0 mq-admin link add b --via "cat | mq-admin --store '$B' accept | cat"
+# The relay throttles the stream (pv) so that a round's transfer takes a moment to kill.
+command -v pv >/dev/null || skip "pv is not installed (scripts/setup.sh installs it)"
+expect_rc 0 mq-admin link add b --via "pv -q -L 64k | mq-admin --store '$B' accept | cat"
 
 # The processes forward started: its sh and the sh's children.
 descendants() {
@@ -38,7 +40,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
   mq-admin forward b --once --window 64 --retry 1h 2>>"$T/forward.err" &
   fwd=$!
   BG+=("$fwd")
-  sleep "0.$((RANDOM % 25))"
+  sleep "0.$((RANDOM % 40))"
   victims=("$fwd" $(descendants "$fwd"))
   victim=${victims[$((RANDOM % ${#victims[@]}))]}
   kill -9 "$victim" 2>/dev/null && kills=$((kills + 1))

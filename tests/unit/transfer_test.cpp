@@ -124,7 +124,8 @@ TEST_CASE("hello, welcome, message and ack payloads round trip") {
   mh.seq = 10;
   mh.prev = 9;
   mh.window = 64;
-  std::string payload = EncodeMessageHeader(mh) + EncodeTransferDoc(m, "s", 10, 9);
+  std::string stream = "uid:" + FormatGuid(NewGuid()) + "\\7";
+  std::string payload = EncodeMessageHeader(mh) + EncodeTransferDoc(m, stream, 10, 9);
   MessageHeader mh2;
   Message m2;
   REQUIRE(DecodeMessage(payload, mh2, m2).ok());

@@ -1,0 +1,1079 @@
+// srmp.cpp: the SRMP codec (srmp.hpp). The MIME framing is read and written here (it is not
+// XML); the SOAP envelope is written with libxml2's text writer and read with its parser, so
+// that escaping and well-formedness are libxml2's, never string concatenation.
+//
+// libxml2 is linked, not loaded with dlopen as lib/conversation.cpp does: only mq-admin (export,
+// import, forward, accept) and the tests call this file, so only they link it; mq-send,
+// mq-peek, mq-receive and mq-watch never pull srmp.o out of the static library and do not load
+// libxml2 at start-up.
+#include "srmp.hpp"
+
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <libxml/xmlwriter.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <climits>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <new>
+#include <optional>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "codec.hpp"
+#include "ids.hpp"
+
+namespace mq {
+
+namespace {
+
+constexpr const char* kSeNs = "http://schemas.xmlsoap.org/soap/envelope/";
+constexpr const char* kSrmpNs = "http://schemas.xmlsoap.org/srmp/";
+constexpr const char* kRpNs = "http://schemas.xmlsoap.org/rp/";
+constexpr const char* kMsmqNs = "msmq.namespace.xml";
+constexpr const char* kMqNs = "urn:x-mq:srmp";
+// MSMQ's INFINITE deadline: LONG_MAX seconds after the epoch, 20380119T031407.
+constexpr int64_t kInfiniteMs = int64_t{0x7FFFFFFF} * 1000;
+
+const xmlChar* X(const char* s) { return reinterpret_cast<const xmlChar*>(s); }
+
+Status Bad(std::string text) { return Status(Code::kInvalidArg, std::move(text)); }
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' ||
+                        s.front() == '\n'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' ||
+                        s.back() == '\n'))
+    s.remove_suffix(1);
+  return s;
+}
+
+bool IStartsWith(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (size_t i = 0; i < prefix.size(); ++i) {
+    char a = s[i], b = prefix[i];
+    if (a >= 'A' && a <= 'Z') a = static_cast<char>(a - 'A' + 'a');
+    if (b >= 'A' && b <= 'Z') b = static_cast<char>(b - 'A' + 'a');
+    if (a != b) return false;
+  }
+  return true;
+}
+
+// Whether XML 1.0 carries `s` as element text unchanged: valid UTF-8, no control characters but
+// tab and LF (a CR would come back as LF).
+bool XmlSafe(std::string_view s) {
+  if (!IsValidUtf8(s)) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 && c != '\t' && c != '\n') return false;
+    // U+FFFE and U+FFFF (EF BF BE / EF BF BF) are not XML characters.
+    if (c == 0xEF && i + 2 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0xBF &&
+        (static_cast<unsigned char>(s[i + 2]) & 0xFE) == 0xBE)
+      return false;
+  }
+  return true;
+}
+
+template <typename T>
+std::optional<T> ParseUnsigned(std::string_view text) {
+  text = Trim(text);
+  T v{};
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+// ---- writing ---------------------------------------------------------------------------------
+
+// libxml2's text writer into a memory buffer. A failed call can only be an allocation failure.
+class XmlOut {
+ public:
+  XmlOut() : buf_(xmlBufferCreate()), w_(buf_ ? xmlNewTextWriterMemory(buf_, 0) : nullptr) {
+    if (!w_) throw std::bad_alloc();
+  }
+  ~XmlOut() {
+    xmlFreeTextWriter(w_);  // frees nothing of buf_
+    xmlBufferFree(buf_);
+  }
+  XmlOut(const XmlOut&) = delete;
+  XmlOut& operator=(const XmlOut&) = delete;
+
+  void Start(const char* name) { Check(xmlTextWriterStartElement(w_, X(name))); }
+  // The namespace declaration is written as an attribute so that it comes first, as in
+  // MSMQ's documents (the writer's own NS calls put it after the other attributes).
+  void StartNs(const char* name, const char* xmlns_attr, const char* ns) {
+    Start(name);
+    Attr(xmlns_attr, ns);
+  }
+  void Attr(const char* name, const char* value) {
+    Check(xmlTextWriterWriteAttribute(w_, X(name), X(value)));
+  }
+  void MustUnderstand() { Attr("se:mustUnderstand", "1"); }
+  void End() { Check(xmlTextWriterEndElement(w_)); }
+  void FullEnd() { Check(xmlTextWriterFullEndElement(w_)); }
+  void Empty(const char* name) {
+    Start(name);
+    End();
+  }
+  // <name>value</name>; a value XML cannot carry goes base64 with encoding="base64".
+  void Text(const char* name, std::string_view value) {
+    Start(name);
+    if (XmlSafe(value)) {
+      if (!value.empty()) Check(xmlTextWriterWriteString(w_, X(std::string(value).c_str())));
+    } else {
+      Attr("encoding", "base64");
+      Check(xmlTextWriterWriteString(w_, X(Base64Encode(value).c_str())));
+    }
+    End();
+  }
+  void Number(const char* name, uint64_t v) { Text(name, std::to_string(v)); }
+  void Time(const char* name, int64_t ms) { Text(name, FormatSrmpTime(ms)); }
+  void GuidText(const char* name, const Guid& g) { Text(name, FormatGuid(g)); }
+
+  std::string Finish() {
+    Check(xmlTextWriterFlush(w_));
+    return std::string(reinterpret_cast<const char*>(xmlBufferContent(buf_)),
+                       static_cast<size_t>(xmlBufferLength(buf_)));
+  }
+
+ private:
+  static void Check(int rc) {
+    if (rc < 0) throw std::bad_alloc();
+  }
+  xmlBufferPtr buf_;
+  xmlTextWriterPtr w_;
+};
+
+// A 20-byte id (message, correlation) between mq's layout (the GUID in RFC 4122 byte order, the
+// counter big-endian) and MSMQ's OBJECTID (the GUID as Windows stores it, Data1, Data2 and
+// Data3 little-endian, and the counter little-endian), as <Correlation> carries it. The same
+// swaps go both ways; other lengths are left alone.
+std::string SwapObjectId(std::string_view id) {
+  std::string out(id);
+  if (out.size() != kIdSize) return out;
+  std::reverse(out.begin(), out.begin() + 4);
+  std::reverse(out.begin() + 4, out.begin() + 6);
+  std::reverse(out.begin() + 6, out.begin() + 8);
+  std::reverse(out.begin() + 16, out.end());
+  return out;
+}
+
+std::string IdText(const Message& m) {
+  if (m.id.size() != kIdSize) return {};
+  return fmt::format("uuid:{}@{}", GetU32BE(m.id, 16),
+                     FormatGuid(GuidFromBytes(std::string_view(m.id).substr(0, 16))));
+}
+
+// The mq properties SRMP has no element for, in <Mq xmlns="urn:x-mq:srmp">, each only when it
+// is not its default. With `tx_always` (a link's <Stream> is in the header) the message's own
+// sequence fields are written even when 0, so that the reader does not take the link's.
+void WriteMqExtras(XmlOut& x, const Message& m, bool tx_always) {
+  bool any = tx_always || (m.ack & kAckNegArrival) || m.arrived_time || m.visible_time ||
+             m.awaiting_arrival ||
+             !m.xact_id.empty() || m.tx_sequence_id || m.tx_sequence_number ||
+             m.tx_previous_sequence_number || m.abort_count || m.move_count ||
+             m.last_move_time || !IsNil(m.conversation_handle) ||
+             !IsNil(m.conversation_group_id) || m.message_sequence_number ||
+             !m.service_name.empty() || !m.service_contract_name.empty() ||
+             !m.message_type_name.empty() || m.validation != 'N' || m.status != 1 ||
+             m.queuing_order || m.message_enqueue_time || m.delivery_count;
+  if (!any) return;
+  x.StartNs("Mq", "xmlns", kMqNs);
+  if (m.ack & kAckNegArrival) x.Number("Ack", m.ack);
+  if (m.arrived_time) x.Time("ArrivedTime", m.arrived_time);
+  if (m.visible_time) x.Time("VisibleTime", m.visible_time);
+  if (m.awaiting_arrival) x.Empty("AwaitingArrival");
+  if (!m.xact_id.empty()) x.Text("XactId", HexEncode(m.xact_id));
+  if (tx_always || m.tx_sequence_id) x.Number("TxSequenceId", m.tx_sequence_id);
+  if (tx_always || m.tx_sequence_number) x.Number("TxSequenceNumber", m.tx_sequence_number);
+  if (tx_always || m.tx_previous_sequence_number)
+    x.Number("TxPreviousSequenceNumber", m.tx_previous_sequence_number);
+  if (m.abort_count) x.Number("AbortCount", m.abort_count);
+  if (m.move_count) x.Number("MoveCount", m.move_count);
+  if (m.last_move_time) x.Time("LastMoveTime", m.last_move_time);
+  if (!IsNil(m.conversation_handle)) x.GuidText("ConversationHandle", m.conversation_handle);
+  if (!IsNil(m.conversation_group_id)) x.GuidText("ConversationGroupId", m.conversation_group_id);
+  if (m.message_sequence_number) x.Number("MessageSequenceNumber", m.message_sequence_number);
+  if (!m.service_name.empty()) x.Text("ServiceName", m.service_name);
+  if (!m.service_contract_name.empty()) x.Text("ServiceContractName", m.service_contract_name);
+  if (!m.message_type_name.empty()) x.Text("MessageTypeName", m.message_type_name);
+  if (m.validation != 'N') x.Text("Validation", std::string(1, m.validation));
+  if (m.status != 1) x.Number("Status", m.status);
+  if (m.queuing_order) x.Number("QueuingOrder", m.queuing_order);
+  if (m.message_enqueue_time) x.Time("MessageEnqueueTime", m.message_enqueue_time);
+  if (m.delivery_count) x.Number("DeliveryCount", m.delivery_count);
+  x.End();
+}
+
+std::string Envelope(const Message& m, const SrmpStream* stream) {
+  XmlOut x;
+  x.StartNs("se:Envelope", "xmlns:se", kSeNs);
+  x.Attr("xmlns", kSrmpNs);
+  x.Start("se:Header");
+
+  x.StartNs("path", "xmlns", kRpNs);
+  x.MustUnderstand();
+  x.Text("action", "MSMQ:" + m.label);
+  x.Text("to", m.destination_queue);
+  x.Text("id", IdText(m));
+  if (!m.response_queue.empty()) {
+    x.Start("rev");
+    x.Text("via", m.response_queue);
+    x.End();
+  }
+  x.End();
+
+  x.Start("properties");
+  x.MustUnderstand();
+  x.Time("expiresAt", m.ttrq ? m.ttrq : kInfiniteMs);
+  if (m.sent_time) x.Time("sentAt", m.sent_time);
+  x.End();
+
+  bool delivery_receipt = m.ack & kAckPosArrival;
+  bool commitment_receipt = m.ack & (kAckPosReceive | kAckNegReceive);
+  if (!m.express || delivery_receipt || commitment_receipt) {
+    x.Start("services");
+    x.MustUnderstand();
+    if (!m.express) x.Empty("durable");
+    if (delivery_receipt) {
+      x.Start("deliveryReceiptRequest");
+      x.Text("sendTo", m.admin_queue);
+      x.End();
+    }
+    if (commitment_receipt) {
+      x.Start("commitmentReceiptRequest");
+      x.Text("sendTo", m.admin_queue);
+      if (m.ack & kAckPosReceive) x.Empty("positiveOnly");
+      if (m.ack & kAckNegReceive) x.Empty("negativeOnly");
+      x.End();
+    }
+    x.End();
+  }
+
+  const bool link_stream = stream != nullptr;
+  SrmpStream own;
+  if (!stream && m.tx_sequence_number) {
+    own.stream_id = fmt::format("uid:{}\\{}", FormatGuid(m.source_qm_guid), m.tx_sequence_id);
+    own.current = m.tx_sequence_number;
+    own.previous = m.tx_previous_sequence_number;
+    stream = &own;
+  }
+  if (stream) {
+    x.Start("Stream");
+    x.MustUnderstand();
+    x.Text("streamId", stream->stream_id);
+    x.Number("current", stream->current);
+    if (stream->previous) x.Number("previous", stream->previous);
+    x.End();
+  }
+
+  // Seed 002's order.
+  x.StartNs("Msmq", "xmlns", kMsmqNs);
+  x.Number("Class", m.msg_class);
+  x.Number("Priority", m.priority);
+  if (m.journal) x.Empty("Journal");
+  if (m.deadletter) x.Empty("DeadLetter");
+  if (!m.correlation_id.empty())
+    x.Text("Correlation", Base64Encode(SwapObjectId(m.correlation_id)));
+  x.Number("App", m.app_specific);
+  x.Number("BodyType", m.body_type);
+  x.Number("HashAlgorithm", m.hash_algorithm);
+  if (!IsNil(m.connector_id)) x.GuidText("ConnectorId", m.connector_id);
+  if (m.eod_first || m.eod_last) {
+    x.Start("Eod");
+    if (m.eod_first) x.Empty("First");
+    if (m.eod_last) x.Empty("Last");
+    x.End();
+  }
+  if (m.provider_type || !m.provider_name.empty()) {
+    x.Start("Provider");
+    x.Number("Type", m.provider_type);
+    x.Text("Name", m.provider_name);
+    x.End();
+  }
+  x.GuidText("SourceQmGuid", m.source_qm_guid);
+  if (!m.destination_queue.empty()) x.Text("DestinationMqf", m.destination_queue);
+  if (!m.admin_queue.empty()) x.Text("AdminMqf", m.admin_queue);
+  if (!m.response_queue.empty()) x.Text("ResponseMqf", m.response_queue);
+  x.Time("TTrq", m.ttbr ? m.ttbr : kInfiniteMs);
+  x.End();
+
+  WriteMqExtras(x, m, link_stream);
+
+  x.End();  // se:Header
+  x.Start("se:Body");
+  x.FullEnd();
+  x.End();  // se:Envelope
+  return x.Finish();
+}
+
+bool Contains(std::string_view hay, std::string_view needle) {
+  return hay.find(needle) != std::string_view::npos;
+}
+
+void AppendPart(std::string& out, std::string_view boundary, std::string_view type,
+                std::string_view content_id, std::string_view content) {
+  out += "--";
+  out += boundary;
+  out += "\r\nContent-Type: ";
+  out += type;
+  out += fmt::format("\r\nContent-Length: {}\r\n", content.size());
+  if (!content_id.empty()) {
+    out += "Content-Id: ";
+    out += content_id;
+    out += "\r\n";
+  }
+  out += "\r\n";
+  out += content;
+  out += "\r\n";
+}
+
+// ---- reading: MIME --------------------------------------------------------------------------
+
+// The line at `pos` without its line end; *next is where the next line starts.
+std::string_view LineAt(std::string_view s, size_t pos, size_t* next) {
+  size_t nl = s.find('\n', pos);
+  size_t end = nl == std::string_view::npos ? s.size() : nl;
+  *next = nl == std::string_view::npos ? s.size() : nl + 1;
+  std::string_view line = s.substr(pos, end - pos);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return line;
+}
+
+bool IsTokenChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+bool IsHeaderLine(std::string_view line) {
+  size_t colon = line.find(':');
+  if (colon == 0 || colon == std::string_view::npos) return false;
+  for (size_t i = 0; i < colon; ++i)
+    if (!IsTokenChar(line[i])) return false;
+  return true;
+}
+
+bool IsRequestLine(std::string_view line) {
+  size_t sp = line.find(' ');
+  if (sp == 0 || sp == std::string_view::npos) return false;
+  for (size_t i = 0; i < sp; ++i)
+    if (line[i] < 'A' || line[i] > 'Z') return false;
+  size_t http = line.rfind(" HTTP/");
+  return http != std::string_view::npos && http > sp;
+}
+
+struct Headers {
+  std::string content_type;
+  std::string content_id;
+  std::optional<uint64_t> content_length;
+};
+
+// Reads header lines from `pos` up to a blank line (consumed) or the first line that is not a
+// header (not consumed: [MC-MQSRM]'s samples put content right after the headers at times).
+Status ParseHeaders(std::string_view s, size_t& pos, Headers& h, std::string_view what) {
+  std::string* last = nullptr;
+  while (pos < s.size()) {
+    size_t next;
+    std::string_view line = LineAt(s, pos, &next);
+    if (line.empty()) {
+      pos = next;
+      return {};
+    }
+    if ((line[0] == ' ' || line[0] == '\t') && last) {
+      *last += ' ';
+      *last += Trim(line);
+      pos = next;
+      continue;
+    }
+    if (!IsHeaderLine(line)) return {};
+    size_t colon = line.find(':');
+    std::string_view name = line.substr(0, colon);
+    std::string_view value = Trim(line.substr(colon + 1));
+    last = nullptr;
+    if (IStartsWith(name, "content-type") && name.size() == 12) {
+      h.content_type = value;
+      last = &h.content_type;
+    } else if (IStartsWith(name, "content-id") && name.size() == 10) {
+      h.content_id = value;
+    } else if (IStartsWith(name, "content-length") && name.size() == 14) {
+      auto n = ParseUnsigned<uint64_t>(value);
+      if (!n)
+        return Bad(fmt::format("{}: Content-Length '{}' is not a number", what, value));
+      h.content_length = *n;
+    }
+    pos = next;
+  }
+  return {};
+}
+
+std::string BoundaryOf(std::string_view content_type) {
+  for (size_t i = 0; i + 9 <= content_type.size(); ++i) {
+    if (!IStartsWith(content_type.substr(i), "boundary=")) continue;
+    std::string_view v = content_type.substr(i + 9);
+    if (!v.empty() && v[0] == '"') {
+      size_t q = v.find('"', 1);
+      return std::string(v.substr(1, q == std::string_view::npos ? v.size() - 1 : q - 1));
+    }
+    size_t end = v.find_first_of("; \t");
+    return std::string(v.substr(0, end));
+  }
+  return {};
+}
+
+// The next delimiter line "--BOUNDARY" at or after `from`: MSMQ writes it right after the
+// content, with no line break before it; the rest of its line is "--" (the closing one) or
+// white space.
+size_t FindDelimiter(std::string_view s, std::string_view delim, size_t from) {
+  for (;;) {
+    size_t d = s.find(delim, from);
+    if (d == std::string_view::npos) return d;
+    size_t after = d + delim.size();
+    if (s.substr(after, 2) == "--") return d;
+    size_t next;
+    if (Trim(LineAt(s, after, &next)).empty()) return d;
+    from = d + 1;
+  }
+}
+
+struct Framing {
+  std::string_view envelope;
+  std::string_view body;
+  std::string_view extension;
+  size_t end = 0;  // where the document ends
+};
+
+size_t EnvelopeOnlyEnd(std::string_view doc, size_t from) {
+  size_t post = doc.find("\nPOST ", from);
+  return post == std::string_view::npos ? doc.size() : post + 1;
+}
+
+Status Frame(std::string_view doc, Framing& f) {
+  size_t pos = 0;
+  while (pos < doc.size() && Trim(doc.substr(pos, 1)).empty()) ++pos;
+  size_t next;
+  if (IsRequestLine(LineAt(doc, pos, &next))) pos = next;
+  Headers top;
+  if (doc.substr(pos, 2) != "--" && doc.substr(pos, 1) != "<")
+    MQ_RETURN_IF_ERROR(ParseHeaders(doc, pos, top, "HTTP headers"));
+  std::string boundary = BoundaryOf(top.content_type);
+  if (boundary.empty()) {
+    if (IStartsWith(top.content_type, "multipart/"))
+      return Bad(fmt::format("HTTP headers: Content-Type '{}' has no boundary",
+                             top.content_type));
+    size_t p = pos;
+    while (p < doc.size() && Trim(doc.substr(p, 1)).empty()) ++p;
+    if (!top.content_type.empty() || doc.substr(p, 1) == "<") {
+      // An envelope alone (receipts are sent so: text/xml, no attachment).
+      f.end = EnvelopeOnlyEnd(doc, p);
+      f.envelope = doc.substr(p, f.end - p);
+      return {};
+    }
+    for (size_t l = p; l < doc.size(); l = next) {
+      std::string_view line = LineAt(doc, l, &next);
+      if (line.substr(0, 2) == "--" && line.size() > 2) {
+        boundary = std::string(Trim(line.substr(2)));
+        break;
+      }
+    }
+    if (boundary.empty())
+      return Bad("MIME: no multipart boundary and no <se:Envelope> found");
+  }
+  const std::string delim = "--" + boundary;
+  size_t d = FindDelimiter(doc, delim, pos);
+  if (d == std::string_view::npos)
+    return Bad(fmt::format("MIME: boundary '{}' not found", boundary));
+  bool have_body = false;
+  for (int index = 1;; ++index) {
+    size_t after = d + delim.size();
+    if (doc.substr(after, 2) == "--") {
+      LineAt(doc, after, &f.end);
+      break;
+    }
+    size_t start;
+    LineAt(doc, after, &start);
+    Headers ph;
+    std::string what = fmt::format("MIME part {}", index);
+    MQ_RETURN_IF_ERROR(ParseHeaders(doc, start, ph, what));
+    bool xml = index == 1 || IStartsWith(ph.content_type, "text/xml");
+    size_t end, next_d;
+    if (ph.content_length && !xml) {
+      // The length rules: a body may hold anything, the boundary too.
+      if (*ph.content_length > doc.size() - start)
+        return Bad(fmt::format("{}: Content-Length {} but only {} bytes follow (truncated "
+                               "document)",
+                               what, *ph.content_length, doc.size() - start));
+      end = start + *ph.content_length;
+      next_d = FindDelimiter(doc, delim, end);
+    } else {
+      next_d = FindDelimiter(doc, delim, start);
+      end = next_d == std::string_view::npos ? doc.size() : next_d;
+      // The line break before a delimiter belongs to the delimiter (RFC 2046 5.1.1).
+      if (end > start && doc[end - 1] == '\n') --end;
+      if (end > start && doc[end - 1] == '\r') --end;
+    }
+    std::string_view content = doc.substr(start, end - start);
+    if (index == 1) {
+      if (!ph.content_type.empty() && !IStartsWith(ph.content_type, "text/xml"))
+        return Bad(fmt::format("{}: Content-Type '{}' is not text/xml: the SOAP envelope must "
+                               "come first",
+                               what, ph.content_type));
+      f.envelope = content;
+    } else {
+      std::string_view cid = Trim(ph.content_id);
+      if (!cid.empty() && cid.front() == '<' && cid.back() == '>')
+        cid = cid.substr(1, cid.size() - 2);
+      if (IStartsWith(cid, "body@") || (cid.empty() && !have_body)) {
+        if (have_body) return Bad(fmt::format("{}: a second body part", what));
+        f.body = content;
+        have_body = true;
+      } else if (IStartsWith(cid, "extension@")) {
+        f.extension = content;
+      }
+    }
+    if (next_d == std::string_view::npos) {
+      f.end = doc.size();  // no closing boundary: the document runs to the end
+      break;
+    }
+    d = next_d;
+  }
+  return {};
+}
+
+// ---- reading: the envelope -------------------------------------------------------------------
+
+struct XmlDocFree {
+  void operator()(xmlDoc* d) const { xmlFreeDoc(d); }
+};
+struct XmlCtxtFree {
+  void operator()(xmlParserCtxt* c) const { xmlFreeParserCtxt(c); }
+};
+
+std::string_view Name(const xmlNode* n) { return reinterpret_cast<const char*>(n->name); }
+
+bool InNs(const xmlNode* n, const char* ns) {
+  return n->ns && n->ns->href &&
+         std::string_view(reinterpret_cast<const char*>(n->ns->href)) == ns;
+}
+
+const xmlNode* FirstElement(const xmlNode* n) {
+  while (n && n->type != XML_ELEMENT_NODE) n = n->next;
+  return n;
+}
+const xmlNode* NextElement(const xmlNode* n) { return FirstElement(n ? n->next : nullptr); }
+
+// An element's text; with encoding="base64", decoded.
+Result<std::string> TextOf(const xmlNode* n, std::string_view where) {
+  xmlChar* raw = xmlNodeGetContent(n);
+  std::string text = raw ? reinterpret_cast<const char*>(raw) : "";
+  xmlFree(raw);
+  xmlChar* enc = xmlGetProp(n, X("encoding"));
+  std::string encoding = enc ? reinterpret_cast<const char*>(enc) : "";
+  xmlFree(enc);
+  if (encoding.empty()) return text;
+  if (encoding != "base64")
+    return Bad(fmt::format("{}: unknown encoding '{}' (base64 or none)", where, encoding));
+  auto d = Base64Decode(Trim(text));
+  if (!d) return Bad(fmt::format("{}: invalid base64", where));
+  return *d;
+}
+
+// The children of one element by local name, each at most once.
+class Children {
+ public:
+  Status Load(const xmlNode* parent, std::string where) {
+    where_ = std::move(where);
+    for (const xmlNode* c = FirstElement(parent->children); c; c = NextElement(c)) {
+      for (const auto& seen : seen_) {
+        if (seen.first == Name(c))
+          return Bad(fmt::format("{}/<{}>: appears twice", where_, seen.first));
+      }
+      seen_.emplace_back(std::string(Name(c)), c);
+    }
+    return {};
+  }
+  const xmlNode* Get(std::string_view name) const {
+    for (const auto& seen : seen_)
+      if (seen.first == name) return seen.second;
+    return nullptr;
+  }
+  std::string Where(std::string_view name) const { return fmt::format("{}/<{}>", where_, name); }
+  Result<const xmlNode*> Need(std::string_view name) const {
+    const xmlNode* n = Get(name);
+    if (!n) return Bad(fmt::format("{}: missing", Where(name)));
+    return n;
+  }
+  // Optional text: nullopt when the element is absent.
+  Result<std::optional<std::string>> Text(std::string_view name) const {
+    const xmlNode* n = Get(name);
+    if (!n) return std::optional<std::string>();
+    auto t = TextOf(n, Where(name));
+    if (!t.ok()) return t.status();
+    return std::optional<std::string>(std::move(*t));
+  }
+  template <typename T>
+  Status Number(std::string_view name, T& out, uint64_t max, bool required) const {
+    auto t = Text(name);
+    if (!t.ok()) return t.status();
+    if (!*t) return required ? Bad(fmt::format("{}: missing", Where(name))) : Status();
+    auto v = ParseUnsigned<uint64_t>(**t);
+    if (!v) return Bad(fmt::format("{}: '{}' is not a number", Where(name), Trim(**t)));
+    if (*v > max)
+      return Bad(fmt::format("{}: {} is out of range 0..{}", Where(name), *v, max));
+    out = static_cast<T>(*v);
+    return {};
+  }
+  Status Time(std::string_view name, int64_t& out, bool required, bool infinite_is_none) const {
+    auto t = Text(name);
+    if (!t.ok()) return t.status();
+    if (!*t) return required ? Bad(fmt::format("{}: missing", Where(name))) : Status();
+    auto ms = ParseSrmpTime(**t);
+    if (!ms.ok()) return Bad(fmt::format("{}: {}", Where(name), ms.status().text()));
+    out = infinite_is_none && *ms == kInfiniteMs ? 0 : *ms;
+    return {};
+  }
+  Status GuidValue(std::string_view name, Guid& out, bool required) const {
+    auto t = Text(name);
+    if (!t.ok()) return t.status();
+    if (!*t) return required ? Bad(fmt::format("{}: missing", Where(name))) : Status();
+    auto g = ParseGuid(Trim(**t));
+    if (!g) return Bad(fmt::format("{}: '{}' is not a GUID", Where(name), Trim(**t)));
+    out = *g;
+    return {};
+  }
+  Status String(std::string_view name, std::string& out) const {
+    auto t = Text(name);
+    if (!t.ok()) return t.status();
+    if (*t) out = std::move(**t);
+    return {};
+  }
+
+ private:
+  std::string where_;
+  std::vector<std::pair<std::string, const xmlNode*>> seen_;
+};
+
+// An SRMP address as an MSMQ format name ([MC-MQSRM] 3.1.5.1.1): an http(s) URL is a direct
+// format name, "MSMQ:NAME" is NAME, anything else (an mq queue name) stays.
+std::string FormatNameOf(std::string_view url) {
+  url = Trim(url);
+  if (IStartsWith(url, "http://") || IStartsWith(url, "https://"))
+    return "DIRECT=" + std::string(url);
+  if (IStartsWith(url, "MSMQ:")) return std::string(url.substr(5));
+  return std::string(url);
+}
+
+// <Correlation>: MSMQ's 20 bytes in base64, or 40 hex digits (seed 002's example), both in
+// MSMQ's OBJECTID layout; or an mq message id in its text form.
+Result<std::string> CorrelationOf(std::string_view text, std::string_view where) {
+  text = Trim(text);
+  if (text.size() == 2 * kIdSize) {
+    if (auto raw = HexDecode(text)) return SwapObjectId(*raw);
+  }
+  if (auto raw = Base64Decode(text); raw && raw->size() == kIdSize) return SwapObjectId(*raw);
+  if (auto id = ParseMessageId(text)) return *id;
+  return Bad(fmt::format("{}: '{}' is neither 20 bytes in base64 nor 40 hex digits", where,
+                         text));
+}
+
+Status ParsePath(const xmlNode* path, Message& m, std::string& id_text, std::string& to,
+                 std::string& via) {
+  Children c;
+  MQ_RETURN_IF_ERROR(c.Load(path, "<path>"));
+  auto action = c.Need("action");
+  if (!action.ok()) return action.status();
+  auto label = TextOf(*action, c.Where("action"));
+  if (!label.ok()) return label.status();
+  // [MC-MQSRM] 3.1.5.1.1: a label is what follows "MSMQ:"; anything else is no label.
+  if (label->substr(0, 5) == "MSMQ:") m.label = label->substr(5);
+  auto to_node = c.Need("to");
+  if (!to_node.ok()) return to_node.status();
+  auto to_text = TextOf(*to_node, c.Where("to"));
+  if (!to_text.ok()) return to_text.status();
+  to = *to_text;
+  auto id_node = c.Need("id");
+  if (!id_node.ok()) return id_node.status();
+  auto id = TextOf(*id_node, c.Where("id"));
+  if (!id.ok()) return id.status();
+  id_text = std::string(Trim(*id));
+  if (const xmlNode* rev = c.Get("rev")) {
+    Children r;
+    MQ_RETURN_IF_ERROR(r.Load(rev, c.Where("rev")));
+    auto v = r.Text("via");
+    if (!v.ok()) return v.status();
+    if (*v) via = **v;
+  }
+  return {};
+}
+
+Status ParseId(std::string_view text, Message& m) {
+  if (text.empty()) return {};
+  constexpr std::string_view kWhere = "<path>/<id>";
+  size_t at = text.find('@');
+  if (!IStartsWith(text, "uuid:") || at == std::string_view::npos)
+    return Bad(fmt::format("{}: '{}' is not uuid:INDEX@GUID", kWhere, text));
+  auto index = ParseUnsigned<uint64_t>(text.substr(5, at - 5));
+  auto guid = ParseGuid(text.substr(at + 1));
+  if (!index || !guid) return Bad(fmt::format("{}: '{}' is not uuid:INDEX@GUID", kWhere, text));
+  if (*index > UINT32_MAX)
+    return Bad(fmt::format("{}: index {} does not fit a message id's 32-bit counter", kWhere,
+                           *index));
+  m.id = MakeMessageId(*guid, static_cast<uint32_t>(*index));
+  return {};
+}
+
+Status ParseServices(const xmlNode* services, Message& m, std::string& send_to) {
+  Children c;
+  MQ_RETURN_IF_ERROR(c.Load(services, "<services>"));
+  m.express = !c.Get("durable");
+  for (const char* name : {"deliveryReceiptRequest", "commitmentReceiptRequest"}) {
+    const xmlNode* req = c.Get(name);
+    if (!req) continue;
+    Children r;
+    MQ_RETURN_IF_ERROR(r.Load(req, c.Where(name)));
+    auto to = r.Text("sendTo");
+    if (!to.ok()) return to.status();
+    if (!*to) return Bad(fmt::format("{}: missing", r.Where("sendTo")));
+    if (send_to.empty()) send_to = **to;
+    if (std::string_view(name) == "deliveryReceiptRequest") {
+      m.ack |= kAckPosArrival;
+    } else {
+      if (r.Get("positiveOnly")) m.ack |= kAckPosReceive;
+      if (r.Get("negativeOnly")) m.ack |= kAckNegReceive;
+    }
+  }
+  return {};
+}
+
+Status ParseStream(const xmlNode* node, Message& m, SrmpStream* stream) {
+  Children c;
+  MQ_RETURN_IF_ERROR(c.Load(node, "<Stream>"));
+  auto id = c.Text("streamId");
+  if (!id.ok()) return id.status();
+  if (!*id) return Bad(fmt::format("{}: missing", c.Where("streamId")));
+  std::string_view sid = Trim(**id);
+  size_t slash = sid.rfind('\\');
+  std::optional<uint64_t> seq;
+  if (IStartsWith(sid, "uid:") && slash != std::string_view::npos &&
+      ParseGuid(sid.substr(4, slash - 4)))
+    seq = ParseUnsigned<uint64_t>(sid.substr(slash + 1));
+  if (!seq)
+    return Bad(fmt::format("{}: '{}' is not uid:GUID\\NUMBER", c.Where("streamId"), sid));
+  SrmpStream s;
+  s.stream_id = std::string(sid);
+  MQ_RETURN_IF_ERROR(c.Number("current", s.current, UINT64_MAX, true));
+  MQ_RETURN_IF_ERROR(c.Number("previous", s.previous, UINT64_MAX, false));
+  // The message's own sequence fields, where they fit (seed 004's are 32-bit); <Mq> carries
+  // them exactly when the stream is a link's.
+  m.tx_sequence_id = *seq;
+  if (s.current <= UINT32_MAX) m.tx_sequence_number = static_cast<uint32_t>(s.current);
+  if (s.previous <= UINT32_MAX)
+    m.tx_previous_sequence_number = static_cast<uint32_t>(s.previous);
+  if (stream) *stream = std::move(s);
+  return {};
+}
+
+Status ParseMsmq(const xmlNode* node, Message& m, std::string& dest, std::string& admin,
+                 std::string& response, bool& have_dest, bool& have_admin,
+                 bool& have_response) {
+  Children c;
+  MQ_RETURN_IF_ERROR(c.Load(node, "<Msmq>"));
+  MQ_RETURN_IF_ERROR(c.Number("Class", m.msg_class, 0xFFFF, true));
+  MQ_RETURN_IF_ERROR(c.Number("Priority", m.priority, 7, true));
+  m.journal = c.Get("Journal") != nullptr;
+  m.deadletter = c.Get("DeadLetter") != nullptr;
+  auto corr = c.Text("Correlation");
+  if (!corr.ok()) return corr.status();
+  if (*corr) {
+    auto raw = CorrelationOf(**corr, c.Where("Correlation"));
+    if (!raw.ok()) return raw.status();
+    m.correlation_id = std::move(*raw);
+  }
+  MQ_RETURN_IF_ERROR(c.Number("App", m.app_specific, UINT32_MAX, false));
+  MQ_RETURN_IF_ERROR(c.Number("BodyType", m.body_type, UINT32_MAX, true));
+  MQ_RETURN_IF_ERROR(c.Number("HashAlgorithm", m.hash_algorithm, UINT32_MAX, false));
+  MQ_RETURN_IF_ERROR(c.GuidValue("ConnectorId", m.connector_id, false));
+  if (const xmlNode* eod = c.Get("Eod")) {
+    Children e;
+    MQ_RETURN_IF_ERROR(e.Load(eod, c.Where("Eod")));
+    m.eod_first = e.Get("First") != nullptr;
+    m.eod_last = e.Get("Last") != nullptr;
+    // [MC-MQSRM] 2.2.6.11 puts <ConnectorId> here; seed 002 beside <Eod>.
+    MQ_RETURN_IF_ERROR(e.GuidValue("ConnectorId", m.connector_id, false));
+  }
+  if (const xmlNode* prov = c.Get("Provider")) {
+    Children p;
+    MQ_RETURN_IF_ERROR(p.Load(prov, c.Where("Provider")));
+    MQ_RETURN_IF_ERROR(p.Number("Type", m.provider_type, UINT32_MAX, true));
+    if (!p.Get("Name")) return Bad(fmt::format("{}: missing", p.Where("Name")));
+    MQ_RETURN_IF_ERROR(p.String("Name", m.provider_name));
+  }
+  MQ_RETURN_IF_ERROR(c.GuidValue("SourceQmGuid", m.source_qm_guid, true));
+  for (auto [name, out, have] : {std::tuple{"DestinationMqf", &dest, &have_dest},
+                                 std::tuple{"AdminMqf", &admin, &have_admin},
+                                 std::tuple{"ResponseMqf", &response, &have_response}}) {
+    auto t = c.Text(name);
+    if (!t.ok()) return t.status();
+    if (*t) {
+      *out = std::string(Trim(**t));
+      *have = true;
+    }
+  }
+  MQ_RETURN_IF_ERROR(c.Time("TTrq", m.ttbr, true, true));
+  return {};
+}
+
+Status ParseMqExtras(const xmlNode* node, Message& m) {
+  Children c;
+  MQ_RETURN_IF_ERROR(c.Load(node, "<Mq>"));
+  MQ_RETURN_IF_ERROR(c.Number("Ack", m.ack, 0x0F, false));
+  MQ_RETURN_IF_ERROR(c.Time("ArrivedTime", m.arrived_time, false, false));
+  MQ_RETURN_IF_ERROR(c.Time("VisibleTime", m.visible_time, false, false));
+  m.awaiting_arrival = c.Get("AwaitingArrival") != nullptr;
+  auto xact = c.Text("XactId");
+  if (!xact.ok()) return xact.status();
+  if (*xact) {
+    auto raw = HexDecode(Trim(**xact));
+    if (!raw || raw->size() != kIdSize)
+      return Bad(fmt::format("{}: '{}' is not 40 hex digits", c.Where("XactId"), **xact));
+    m.xact_id = std::move(*raw);
+  }
+  MQ_RETURN_IF_ERROR(c.Number("TxSequenceId", m.tx_sequence_id, UINT64_MAX, false));
+  MQ_RETURN_IF_ERROR(c.Number("TxSequenceNumber", m.tx_sequence_number, UINT32_MAX, false));
+  MQ_RETURN_IF_ERROR(c.Number("TxPreviousSequenceNumber", m.tx_previous_sequence_number,
+                              UINT32_MAX, false));
+  MQ_RETURN_IF_ERROR(c.Number("AbortCount", m.abort_count, UINT32_MAX, false));
+  MQ_RETURN_IF_ERROR(c.Number("MoveCount", m.move_count, UINT32_MAX, false));
+  MQ_RETURN_IF_ERROR(c.Time("LastMoveTime", m.last_move_time, false, false));
+  MQ_RETURN_IF_ERROR(c.GuidValue("ConversationHandle", m.conversation_handle, false));
+  MQ_RETURN_IF_ERROR(c.GuidValue("ConversationGroupId", m.conversation_group_id, false));
+  MQ_RETURN_IF_ERROR(
+      c.Number("MessageSequenceNumber", m.message_sequence_number, UINT64_MAX, false));
+  MQ_RETURN_IF_ERROR(c.String("ServiceName", m.service_name));
+  MQ_RETURN_IF_ERROR(c.String("ServiceContractName", m.service_contract_name));
+  MQ_RETURN_IF_ERROR(c.String("MessageTypeName", m.message_type_name));
+  auto v = c.Text("Validation");
+  if (!v.ok()) return v.status();
+  if (*v) {
+    std::string_view t = Trim(**v);
+    if (t != "N" && t != "E" && t != "X")
+      return Bad(fmt::format("{}: '{}' is not N, E or X", c.Where("Validation"), t));
+    m.validation = t[0];
+  }
+  MQ_RETURN_IF_ERROR(c.Number("Status", m.status, 3, false));
+  MQ_RETURN_IF_ERROR(c.Number("QueuingOrder", m.queuing_order, UINT64_MAX, false));
+  MQ_RETURN_IF_ERROR(c.Time("MessageEnqueueTime", m.message_enqueue_time, false, false));
+  MQ_RETURN_IF_ERROR(c.Number("DeliveryCount", m.delivery_count, UINT32_MAX, false));
+  return {};
+}
+
+void InitXml() {
+  static const bool once = [] {
+    xmlInitParser();
+    return true;
+  }();
+  (void)once;
+}
+
+Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream) {
+  if (Trim(text).empty()) return Bad("<se:Envelope>: the first MIME part is empty");
+  if (text.size() > INT_MAX) return Bad("<se:Envelope>: too large");
+  InitXml();
+  std::unique_ptr<xmlParserCtxt, XmlCtxtFree> ctxt(xmlNewParserCtxt());
+  if (!ctxt) return Status(Code::kInsufficientResources, "cannot allocate an XML parser");
+  // No network, no entity expansion, no DTD loading.
+  std::unique_ptr<xmlDoc, XmlDocFree> doc(
+      xmlCtxtReadMemory(ctxt.get(), text.data(), static_cast<int>(text.size()), nullptr,
+                        nullptr, XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING));
+  if (!doc || !ctxt->wellFormed) {
+    std::string why = "not well-formed";
+    if (const xmlError* err = xmlCtxtGetLastError(ctxt.get()); err && err->message) {
+      why = err->message;
+      while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
+      if (err->line > 0) why += fmt::format(" (line {})", err->line);
+    }
+    return Bad(fmt::format("<se:Envelope>: not well-formed XML: {}", why));
+  }
+  const xmlNode* root = xmlDocGetRootElement(doc.get());
+  if (!root || Name(root) != "Envelope" || !InNs(root, kSeNs))
+    return Bad(fmt::format("<se:Envelope>: the root element is <{}>, not a SOAP 1.1 envelope",
+                           root ? Name(root) : ""));
+  const xmlNode* header = FirstElement(root->children);
+  if (!header || Name(header) != "Header" || !InNs(header, kSeNs))
+    return Bad("<se:Header>: missing (it must be the first child of <se:Envelope>)");
+  const xmlNode* body = NextElement(header);
+  if (!body || Name(body) != "Body" || !InNs(body, kSeNs))
+    return Bad("<se:Body>: missing (it must follow <se:Header>)");
+
+  Children h;
+  MQ_RETURN_IF_ERROR(h.Load(header, "<se:Header>"));
+  auto path = h.Need("path");
+  if (!path.ok()) return path.status();
+  std::string id_text, to, via, send_to;
+  MQ_RETURN_IF_ERROR(ParsePath(*path, m, id_text, to, via));
+
+  auto props = h.Need("properties");
+  if (!props.ok()) return props.status();
+  Children p;
+  MQ_RETURN_IF_ERROR(p.Load(*props, "<properties>"));
+  MQ_RETURN_IF_ERROR(p.Time("expiresAt", m.ttrq, true, true));
+  MQ_RETURN_IF_ERROR(p.Time("sentAt", m.sent_time, false, false));
+
+  m.express = true;  // without <durable/>
+  if (const xmlNode* services = h.Get("services"))
+    MQ_RETURN_IF_ERROR(ParseServices(services, m, send_to));
+  const xmlNode* st = h.Get("Stream");
+  if (!st) st = h.Get("stream");  // [MC-MQSRM] 2.2.5.3 spells it so; its samples <Stream>
+  if (st) MQ_RETURN_IF_ERROR(ParseStream(st, m, stream));
+
+  std::string dest, admin, response;
+  bool have_dest = false, have_admin = false, have_response = false;
+  const xmlNode* msmq = h.Get("Msmq");
+  if (msmq) {
+    MQ_RETURN_IF_ERROR(ParseMsmq(msmq, m, dest, admin, response, have_dest, have_admin,
+                                 have_response));
+    // Without <Msmq> the <id> is to be ignored ([MC-MQSRM] 2.2.4.3).
+    MQ_RETURN_IF_ERROR(ParseId(id_text, m));
+  }
+  m.destination_queue = have_dest ? dest : FormatNameOf(to);
+  m.admin_queue = have_admin ? admin : FormatNameOf(send_to);
+  m.response_queue = have_response ? response : FormatNameOf(via);
+  if (const xmlNode* mq = h.Get("Mq"); mq && InNs(mq, kMqNs))
+    MQ_RETURN_IF_ERROR(ParseMqExtras(mq, m));
+  return {};
+}
+
+}  // namespace
+
+std::string FormatSrmpTime(int64_t ms) {
+  int64_t sec = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
+  int64_t frac = ms - sec * 1000;
+  time_t t = static_cast<time_t>(sec);
+  struct tm tm {};
+  gmtime_r(&t, &tm);
+  std::string out = fmt::format("{:04}{:02}{:02}T{:02}{:02}{:02}", tm.tm_year + 1900,
+                                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+  if (frac) out += fmt::format(".{:03}", frac);
+  return out;
+}
+
+Result<int64_t> ParseSrmpTime(std::string_view text) {
+  text = Trim(text);
+  auto bad = [&] {
+    return Status(Code::kInvalidArg,
+                  fmt::format("'{}' is not a date YYYYMMDDTHHMMSS", text));
+  };
+  if (text.size() < 15 || text[8] != 'T') return bad();
+  auto digits = [&](size_t pos, size_t n) -> std::optional<int> {
+    int v = 0;
+    for (size_t i = pos; i < pos + n; ++i) {
+      if (text[i] < '0' || text[i] > '9') return std::nullopt;
+      v = v * 10 + (text[i] - '0');
+    }
+    return v;
+  };
+  auto year = digits(0, 4), mon = digits(4, 2), day = digits(6, 2), hour = digits(9, 2),
+       min = digits(11, 2), sec = digits(13, 2);
+  if (!year || !mon || !day || !hour || !min || !sec || *mon < 1 || *mon > 12 || *day < 1 ||
+      *day > 31 || *hour > 23 || *min > 59 || *sec > 60)
+    return bad();
+  int64_t frac_ms = 0;
+  if (text.size() > 15) {
+    if ((text[15] != '.' && text[15] != ',') || text.size() == 16) return bad();
+    int64_t scale = 100;
+    for (size_t i = 16; i < text.size(); ++i) {
+      if (text[i] < '0' || text[i] > '9') return bad();
+      frac_ms += (text[i] - '0') * scale;
+      scale /= 10;
+    }
+  }
+  struct tm tm {};
+  tm.tm_year = *year - 1900;
+  tm.tm_mon = *mon - 1;
+  tm.tm_mday = *day;
+  tm.tm_hour = *hour;
+  tm.tm_min = *min;
+  tm.tm_sec = *sec;
+  time_t t = timegm(&tm);
+  // timegm normalises 31 February into March: refuse dates that do not exist.
+  struct tm back {};
+  gmtime_r(&t, &back);
+  if (back.tm_mday != *day || back.tm_mon != *mon - 1) return bad();
+  return static_cast<int64_t>(t) * 1000 + frac_ms;
+}
+
+std::string EncodeSrmp(const Message& m, const SrmpStream* stream) {
+  std::string env = Envelope(m, stream);
+  // A boundary that occurs in no part, so that a reader that goes by boundaries alone (RFC
+  // 2046) finds the same parts as one that goes by Content-Length.
+  std::string boundary;
+  for (uint64_t n = 1;; ++n) {
+    boundary = fmt::format("MSMQ - SOAP boundary, {}", n);
+    std::string delim = "--" + boundary;
+    if (!Contains(env, delim) && !Contains(m.body, delim) && !Contains(m.extension, delim))
+      break;
+  }
+  std::string guid = FormatGuid(m.source_qm_guid);
+  std::string out;
+  out.reserve(env.size() + m.body.size() + m.extension.size() + 512);
+  out += fmt::format("Content-Type: multipart/related; boundary=\"{}\"; type=text/xml\r\n\r\n",
+                     boundary);
+  AppendPart(out, boundary, "text/xml; charset=UTF-8", {}, env);
+  AppendPart(out, boundary, "application/octet-stream", "body@" + guid, m.body);
+  if (!m.extension.empty())
+    AppendPart(out, boundary, "application/octet-stream", "extension@" + guid, m.extension);
+  out += "--" + boundary + "--\r\n";
+  return out;
+}
+
+Status DecodeSrmp(std::string_view doc, Message& m, SrmpStream* stream) {
+  m = Message{};
+  Framing f;
+  MQ_RETURN_IF_ERROR(Frame(doc, f));
+  if (!Trim(doc.substr(f.end)).empty())
+    return Bad("MIME: data after the closing boundary (one document at a time)");
+  MQ_RETURN_IF_ERROR(ParseEnvelope(f.envelope, m, stream));
+  m.body = std::string(f.body);
+  m.extension = std::string(f.extension);
+  return {};
+}
+
+std::string SrmpHttpRequest(std::string_view doc, std::string_view queue) {
+  size_t split = doc.find("\r\n\r\n");
+  std::string_view head = split == std::string_view::npos ? std::string_view() : doc.substr(0, split);
+  std::string_view entity = split == std::string_view::npos ? doc : doc.substr(split + 4);
+  std::string path;
+  for (char c : queue) {
+    auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) || std::string_view("-._~$;:@!*'()+,=").find(c) != std::string_view::npos)
+      path += c;
+    else
+      path += fmt::format("%{:02X}", u);
+  }
+  char host[256] = "localhost";
+  if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "localhost");
+  host[sizeof host - 1] = '\0';
+  std::string out = fmt::format(
+      "POST /msmq/private$/{} HTTP/1.1\r\nHost: {}\r\n{}{}Content-Length: {}\r\n"
+      "SOAPAction: \"MSMQMessage\"\r\nProxy-Accept: NonInteractiveClient\r\n\r\n",
+      path, host, head, head.empty() ? "" : "\r\n", entity.size());
+  out += entity;
+  return out;
+}
+
+size_t SrmpDocumentEnd(std::string_view input) {
+  if (Trim(input).empty()) return 0;
+  Framing f;
+  if (!Frame(input, f).ok()) return input.size();
+  return f.end;
+}
+
+}  // namespace mq
