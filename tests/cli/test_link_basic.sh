@@ -115,9 +115,25 @@ expect_rc 0 mq-receive adminq --json
 expect_rc 0 mq-receive 'system;deadletter' --all --json
 [ "$(jq -r .class "$T/out" | tail -1)" = nack_reach_queue_timeout ] || fail "ttrq dead letter: $(tail -1 "$T/out")"
 
+# --- replies travel back through the far store's link (--return) --------------------------------
+expect_rc 0 mq-admin create replies
+expect_rc 0 mq-admin --store "$B" link add back --via "mq-admin --store '$STORE' accept"
+expect_rc 0 mq-admin link set b --return back
+expect_rc 0 mq-send --response-queue replies --print-id b:dest request
+req=$(cat "$T/out")
+expect_rc 0 mq-admin forward b --once
+expect_rc 0 mq-peek --store "$B" dest --json
+[ "$(jq -r '[.body, .response_queue] | join(" ")' "$T/out")" = "request back:replies" ] ||
+  fail "the response queue at the far side: $(cat "$T/out")"
+expect_rc 0 mq-send --store "$B" --reply-to "$req" answer
+expect_rc 0 mq-admin --store "$B" forward back --once
+expect_rc 0 mq-receive replies --json
+[ "$(jq -r .body "$T/out")" = answer ] || fail "the reply did not come back: $(cat "$T/out")"
+[[ $(jq -r .correlation_id "$T/out") =~ ^[0-9a-f]{40}$ ]] || fail "the reply has no correlation id"
+
 # --- prometheus, delete ---------------------------------------------------------------------------
 expect_rc 0 mq-admin link list --format prometheus
-grep -q '^mq_link_acknowledged_total{store=".*",link="b"} 13$' "$T/out" || fail "prometheus: $(cat "$T/out")"
+grep -q '^mq_link_acknowledged_total{store=".*",link="b"} 14$' "$T/out" || fail "prometheus: $(cat "$T/out")"
 expect_rc 0 mq-send b:dest waiting
 expect_rc 5 mq-admin link delete b
 expect_err_match 'messages wait in out;b'
