@@ -525,7 +525,8 @@ class Store {
   // `outcomes[i]` 0 (stored there) gets its ACK_REACH_QUEUE and source journal copy and is
   // removed; any other value is the NACK class of a refusal there: the NACK, and the dead-
   // letter queue if asked for (as a local failure). One transaction, which also records the
-  // acknowledgement in the link's record.
+  // acknowledgement in the link's record; committed without the meta sync (a power loss may
+  // undo it: the messages are sent again and the far side answers the replay as before).
   Status FinishForwarded(Lease& lease, const std::vector<uint16_t>& outcomes,
                          const std::string& link);
   // mq-admin accept: stores the messages of an incoming stream, in one transaction that also

@@ -222,7 +222,9 @@ Status Store::FinishForwarded(Lease& lease, const std::vector<uint16_t>& outcome
   if (lease.finished_) return Status(Code::kTransactionUsage, "lease already ended", lease.queue_);
   if (outcomes.size() != lease.messages_.size())
     return Status(Code::kInvalidArg, "one outcome per message", lease.queue_);
-  Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
+  // Without the meta sync, as a receive's removal: a power loss may undo it, and the far side
+  // then answers the replay as before (stored, or the same refusal).
+  Status s = impl_->WriteLight([&](lmdb::Txn& txn) -> Status {
     auto q = impl_->LoadQueue(txn, lease.queue_);
     if (!q.ok()) return q.status();
     if (!*q || (*q)->id != lease.qid_) return {};  // the queue was deleted: nothing to do
@@ -263,7 +265,7 @@ Status Store::FinishForwarded(Lease& lease, const std::vector<uint16_t>& outcome
     lr.refused += refused;
     lr.last_ack = now;
     return txn.Put(impl_->meta, LinkKey(link), EncodeLink(lr));
-  });
+  }, true);
   if (lease.lock_fd_ >= 0) {
     if (s.ok()) ::unlink(lease.lock_path_.c_str());
     ::close(lease.lock_fd_);

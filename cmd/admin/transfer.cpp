@@ -58,7 +58,7 @@ using transfer::Type;
 
 constexpr int64_t kBackoffFirstMs = 100;
 constexpr int64_t kBackoffMaxMs = 10000;
-constexpr uint32_t kDefaultWindow = 2000;
+constexpr uint32_t kDefaultWindow = 10000;
 constexpr size_t kAcceptBatchCount = 4000;
 constexpr size_t kAcceptBatchBytes = 8 << 20;
 
@@ -528,7 +528,10 @@ class Forwarder {
   Result<bool> SendBatch(std::string& out) {
     Selection sel;
     uint64_t room = a_.window > inflight_count_ ? a_.window - inflight_count_ : 0;
-    uint64_t per = std::max<uint64_t>(1, std::min<uint64_t>(a_.window / 4, 1000));
+    // Batches of up to a quarter of the window (each a Lock and a removal here; accept
+    // commits at each flush or when it holds 4000 messages), so that acknowledgements of one
+    // come back while the next are on their way.
+    uint64_t per = std::max<uint64_t>(1, std::min<uint64_t>(a_.window / 4, 4000));
     sel.limit = std::max<uint64_t>(1, std::min(room, per));
     if (mid_tx_) sel.limit = per;  // a transaction is never cut by the window
     LockOptions lo;
@@ -648,28 +651,25 @@ class Forwarder {
       waiter = std::move(*w);
     }
     last_ack_time_ = MonotonicMs();
-    bool idle_flushed = false;
+    bool flushed = true;  // a flush follows the last message sent
     bool said_bye = false;
     for (;;) {
       bool stopping = cli::Stopping();
-      // Send while there is room (and nothing is waiting to be written).
-      bool sent_any = false;
-      while (!said_bye && !stopping && out.size() < (4u << 20) &&
-             (inflight_count_ < a_.window || mid_tx_)) {
+      // One batch per turn, so that writing, acknowledgements and encoding overlap.
+      bool sent = false, empty = false;
+      if (!said_bye && !stopping && out.size() < (4u << 20) &&
+          (inflight_count_ < a_.window || mid_tx_)) {
         auto more = SendBatch(out);
         if (!more.ok()) return Fail(child, more.status(), true);
-        if (!*more) break;
-        sent_any = true;
-        idle_flushed = false;
+        sent = *more;
+        empty = !*more;
+        if (sent) flushed = false;
       }
-      if (sent_any) {
-        // Store what you have: more follows only once acknowledgements make room.
-        transfer::PutFrame(out, Type::kFlush, std::string(1, '\0'));
-      } else if (!idle_flushed && !said_bye && out.empty() &&
-                 (!inflight_.empty() || (a_.follow && !stopping))) {
-        // The queue is empty for now: an unfinished transaction is all there will be.
-        transfer::PutFrame(out, Type::kFlush, std::string(1, '\1'));
-        idle_flushed = true;
+      if (!sent && !flushed && !said_bye) {
+        // Nothing more to send now (the window is full, or the queue is empty): store what
+        // you have. With the queue empty, an unfinished transaction is all there will be.
+        transfer::PutFrame(out, Type::kFlush, std::string(1, empty ? '\1' : '\0'));
+        flushed = true;
       }
       if (inflight_.empty() && out.empty() && !said_bye && (stopping || !a_.follow)) {
         transfer::PutFrame(out, Type::kBye, "");
@@ -715,7 +715,7 @@ class Forwarder {
       pollfd p[3] = {{child.from(), POLLIN, 0},
                      {out.empty() ? -1 : child.to(), POLLOUT, 0},
                      {stopping ? -1 : stop_fd_, POLLIN, 0}};
-      ::poll(p, 3, 1000);
+      ::poll(p, 3, sent ? 0 : 1000);  // with room to send more, only look
       Status ps = Pump(child, eof);
       if (!ps.ok()) return Fail(child, ps);
       if (eof) return Fail(child, LinkError("the link's command ended", a_.link));
@@ -775,7 +775,7 @@ Command SetupForward(CLI::App& app, Context&) {
                 "with backoff when the link's command ends")
       ->excludes(once);
   sub->add_option("--window", a->window,
-                  "Messages sent and not yet acknowledged, at most (default 2000)")
+                  "Messages sent and not yet acknowledged, at most (default 10000)")
       ->type_name("N")
       ->check(CLI::Range(1u, 1000000u));
   sub->add_option("--retry", a->retry,
