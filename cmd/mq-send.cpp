@@ -31,6 +31,7 @@ constexpr size_t kBatchBytes = 8 << 20;
 struct SendArgs {
   cli::StoreArgs store;
   std::string queue;
+  std::string remote_queue;  // LINK:QUEUE: QUEUE (the message goes to out;LINK)
   std::string body;
   bool has_body = false;
   std::string file;
@@ -167,6 +168,7 @@ class Sender {
     o.transactional = args_.tx;
     o.dedup_key = args_.dedup;
     o.new_conversation = new_conversation_;
+    o.remote_queue = args_.remote_queue;
     ids_.clear();
     AppendReport report;
     Status s = store_.Append(ref_, o, src, args_.print_id ? &ids_ : nullptr, &report);
@@ -522,8 +524,13 @@ int Run(int argc, char** argv) {
     a.queue = target->queue;
     reply_correlation = target->request_id;
   }
-  auto ref = cli::ParseQueueArg(a.queue);
+  // LINK:QUEUE: the message waits in the link's outgoing queue (mq-admin forward moves it).
+  auto remote = ParseRemoteRef(a.queue);
+  if (!remote.ok()) return cli::Fail(remote.status());
+  Result<QueueRef> ref = *remote ? Result<QueueRef>(QueueRef{"out", (*remote)->link})
+                                 : cli::ParseQueueArg(a.queue);
   if (!ref.ok()) return cli::Fail(ref.status());
+  if (*remote) a.remote_queue = (*remote)->queue;
   if (!a.dedup.empty() && (a.lines || a.null) && !a.tx)
     return cli::Fail(Status(Code::kInvalidArg,
                             "--dedup with -l or -0 needs --tx (the key names the whole send)"));

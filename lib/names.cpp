@@ -50,12 +50,40 @@ Status CheckCursorName(std::string_view name) {
                 s.subject());
 }
 
+Result<std::optional<RemoteRef>> ParseRemoteRef(std::string_view text) {
+  std::string_view s = text;
+  RemoteRef r;
+  if (IStartsWith(s, "DIRECT=OS:")) {
+    s.remove_prefix(10);
+    if (IStartsWith(s, ".\\")) return std::optional<RemoteRef>();
+    auto slash = s.find('\\');
+    if (slash == std::string_view::npos) return Bad(text, "expected DIRECT=OS:LINK\\private$\\QUEUE");
+    r.link = std::string(s.substr(0, slash));
+    s.remove_prefix(slash + 1);
+    if (!IStartsWith(s, "private$\\"))
+      return Bad(text, "only private queues (DIRECT=OS:LINK\\private$\\QUEUE) are supported");
+    s.remove_prefix(9);
+    r.queue = std::string(s);
+  } else {
+    auto colon = s.find(':');
+    if (colon == std::string_view::npos) return std::optional<RemoteRef>();
+    r.link = std::string(s.substr(0, colon));
+    r.queue = std::string(s.substr(colon + 1));
+  }
+  if (!IsValidQueueName(r.link))
+    return Bad(text, "invalid link name before the queue (LINK:QUEUE)");
+  if (!IsValidQueueName(r.queue) || r.queue == "system")
+    return Bad(text, "a remote queue is a plain queue name (LINK:QUEUE)");
+  return std::optional<RemoteRef>(std::move(r));
+}
+
 Result<QueueRef> ParseQueueRef(std::string_view text) {
   std::string_view s = text;
   if (IStartsWith(s, "DIRECT=OS:")) {
     s.remove_prefix(10);
     if (!IStartsWith(s, ".\\private$\\"))
-      return Bad(text, "only local private queues (DIRECT=OS:.\\private$\\NAME) are supported");
+      return Bad(text, "only local private queues (DIRECT=OS:.\\private$\\NAME) here; mq-send "
+                       "sends to DIRECT=OS:LINK\\private$\\NAME through a link");
   }
   if (IStartsWith(s, ".\\private$\\")) s.remove_prefix(11);
   QueueRef ref;

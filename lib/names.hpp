@@ -9,6 +9,7 @@
 // Anything else is E_INVALIDARG. A name is only ever a key in the store, never a path.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -29,6 +30,16 @@ struct QueueRef {
 };
 
 Result<QueueRef> ParseQueueRef(std::string_view text);
+
+// A queue of another store, reached through a link (mq-admin link): LINK:QUEUE, or the MSMQ
+// direct format name DIRECT=OS:LINK\private$\QUEUE (the link standing for the machine).
+// QUEUE is a plain queue name.
+struct RemoteRef {
+  std::string link;
+  std::string queue;
+};
+// Null when `text` names no remote queue (it may still be a local one).
+Result<std::optional<RemoteRef>> ParseRemoteRef(std::string_view text);
 // True if `name` is a valid plain queue name (the NAME rule).
 bool IsValidQueueName(std::string_view name);
 // Cursor names follow the NAME rule too; E_INVALIDARG otherwise.

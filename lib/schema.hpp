@@ -5,7 +5,15 @@
 //
 // Named databases (keys big-endian, so byte order is numeric order):
 //   meta       "format" -> u32 format version; "guid" -> store GUID (16 bytes);
-//              "id_guid" + "id_counter" -> the source of message ids; "next_queue_id" -> u32
+//              "id_guid" + "id_counter" -> the source of message ids; "next_queue_id" -> u32;
+//              links and transfer streams (mq-admin link, forward, accept; mq(7) "Transfer
+//              between machines"), in meta so that stores made before them open unchanged:
+//              "link:" NAME -> link record (LinkRecord below);
+//              "stream:" STREAM-ID -> u64 last accepted TxSequenceNumber of that incoming
+//              stream (written in the transaction that stores the message);
+//              "snack:" STREAM-ID "\0" u64 seq -> u16 class: a message of the stream refused
+//              here (its NACK is answered again when the message is replayed), forgotten
+//              once the sender's stream has moved past it
 //   queues     name -> queue record (queue.hpp)
 //   queue_ids  queue id (u32) -> name
 //   messages   queue id (u32), lookup id (u64) -> message record (message.hpp)
@@ -195,6 +203,82 @@ inline std::string IdKey(const QueueInfo& q, std::string_view id) {
   std::string k(id);
   if (IsJournalName(q.name)) PutU32BE(k, q.id);
   return k;
+}
+
+// The outgoing queue of a link: "out;LINK". Its delivery order is arrival order (FIFO,
+// whatever the priority): its lookup ids are the link stream's TxSequenceNumbers.
+inline constexpr std::string_view kOutgoingBase = "out";
+inline bool IsOutgoingName(std::string_view name) {
+  return name.size() > 4 && name.substr(0, 4) == "out;" &&
+         name.find(';', 4) == std::string_view::npos;
+}
+
+inline std::string LinkKey(std::string_view name) { return "link:" + std::string(name); }
+inline std::string StreamKey(std::string_view stream) { return "stream:" + std::string(stream); }
+inline std::string StreamNackPrefix(std::string_view stream) {
+  std::string k = "snack:" + std::string(stream);
+  k.push_back('\0');
+  return k;
+}
+inline std::string StreamNackKey(std::string_view stream, uint64_t seq) {
+  std::string k = StreamNackPrefix(stream);
+  PutU64BE(k, seq);
+  return k;
+}
+
+// A link record (the value of "link:NAME" in meta): TLV, tags never reused.
+struct LinkRecord {
+  std::string via;            // the command, run with /bin/sh -c
+  std::string return_link;    // the far side's link back here: qualifies reply queues
+  int64_t created = 0;
+  // Kept by mq-admin forward:
+  int64_t connected_since = 0;  // 0: not connected
+  int64_t last_ack = 0;         // when the far side last acknowledged messages
+  uint64_t acked = 0;           // messages acknowledged in all (delivered or refused there)
+  uint64_t refused = 0;         // of `acked`: refused there (NACKed, dead-lettered here)
+  std::string last_error;
+  int64_t last_error_time = 0;
+  std::string peer;             // the far store's GUID, as last seen
+  int64_t forward_pid = 0;      // the forward connected now (with connected_since)
+};
+
+inline std::string EncodeLink(const LinkRecord& r) {
+  std::string out(1, '\x01');
+  TlvWriter w(out);
+  w.Bytes(1, r.via);
+  w.BytesIfNotEmpty(2, r.return_link);
+  w.Uint(3, static_cast<uint64_t>(r.created));
+  w.UintIfNot(4, static_cast<uint64_t>(r.connected_since), 0);
+  w.UintIfNot(5, static_cast<uint64_t>(r.last_ack), 0);
+  w.UintIfNot(6, r.acked, 0);
+  w.UintIfNot(7, r.refused, 0);
+  w.BytesIfNotEmpty(8, r.last_error);
+  w.UintIfNot(9, static_cast<uint64_t>(r.last_error_time), 0);
+  w.BytesIfNotEmpty(10, r.peer);
+  w.UintIfNot(11, static_cast<uint64_t>(r.forward_pid), 0);
+  return out;
+}
+
+inline bool DecodeLink(std::string_view v, LinkRecord& r) {
+  if (v.empty() || v[0] != 1) return false;
+  TlvReader rd(v.substr(1));
+  while (rd.Next()) {
+    switch (rd.tag()) {
+      case 1: r.via = rd.bytes(); break;
+      case 2: r.return_link = rd.bytes(); break;
+      case 3: r.created = static_cast<int64_t>(rd.uint()); break;
+      case 4: r.connected_since = static_cast<int64_t>(rd.uint()); break;
+      case 5: r.last_ack = static_cast<int64_t>(rd.uint()); break;
+      case 6: r.acked = rd.uint(); break;
+      case 7: r.refused = rd.uint(); break;
+      case 8: r.last_error = rd.bytes(); break;
+      case 9: r.last_error_time = static_cast<int64_t>(rd.uint()); break;
+      case 10: r.peer = rd.bytes(); break;
+      case 11: r.forward_pid = static_cast<int64_t>(rd.uint()); break;
+      default: break;
+    }
+  }
+  return !rd.error();
 }
 
 inline std::string CursorKey(uint32_t qid, std::string_view name) {

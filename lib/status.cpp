@@ -51,6 +51,8 @@ const char* CodeSymbol(Code code) {
     case Code::kMessageTypeExists: return "MQ_MESSAGE_TYPE_EXISTS";
     case Code::kBrokerUnavailable: return "MQ_BROKER_UNAVAILABLE";
     case Code::kBrokerRefused: return "MQ_BROKER_REFUSED";
+    case Code::kLinkFailed: return "MQ_LINK_FAILED";
+    case Code::kLinkProtocol: return "MQ_LINK_PROTOCOL";
   }
   return "MQ_ERROR";
 }
@@ -113,6 +115,8 @@ int ExitCode(const Status& status) {
     case Code::kBrokenPipe:
     case Code::kIo:
     case Code::kBrokerUnavailable:
+    case Code::kLinkFailed:
+    case Code::kLinkProtocol:
       return 10;
   }
   return 10;

@@ -59,6 +59,9 @@ enum class Code : uint32_t {
   // mq-admin bridge (issue 16): 0xE00E0020 and up.
   kBrokerUnavailable = 0xE00E0020,      // the AMQP broker cannot be reached, or the link broke
   kBrokerRefused = 0xE00E0021,          // the broker refused a message or a declaration
+  // Links between stores (issue 14): 0xE00E0030 and up.
+  kLinkFailed = 0xE00E0030,             // the link's command ended, or its stream broke
+  kLinkProtocol = 0xE00E0031,           // the far side is not a (compatible) mq-admin accept
 };
 
 // The MSMQ symbol of a code, e.g. "MQ_ERROR_QUEUE_NOT_FOUND".

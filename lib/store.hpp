@@ -52,6 +52,7 @@
 #include <string>
 #include <vector>
 
+#include "filelock.hpp"
 #include "ids.hpp"
 #include "message.hpp"
 #include "names.hpp"
@@ -173,6 +174,12 @@ struct AppendOptions {
   // Messages with a conversation_handle: create the conversation (it must not exist) with
   // the first of them; without this an unknown handle is MQ_CONVERSATION_NOT_FOUND.
   bool new_conversation = false;
+  // Sending to a queue of another store (mq-send LINK:QUEUE): `ref` is the link's outgoing
+  // queue out;LINK (made with the link) and this is the queue's name at the far side, kept
+  // as the message's destination_queue. The message waits there (its ttrq running: expiry
+  // is NACK_REACH_QUEUE_TIMEOUT) until mq-admin forward moves it; it has reached no queue
+  // yet, so ACK_REACH_QUEUE and source journaling wait for the far side's acknowledgement.
+  std::string remote_queue;
 };
 
 // A conversation, as mq-admin conversations shows it.
@@ -233,6 +240,9 @@ struct FinishReport {
 
 struct LockOptions {
   int64_t lease_ms = 0;  // 0: held by this process through a lock file; else a --lease token
+  // A transactional receive counts a delivery (the record is rewritten); a mover (mq-admin
+  // forward) is no reader and leaves the records as they are.
+  bool count_delivery = true;
 };
 
 // An open transactional receive: its messages are Locked in the store. A process lease holds
@@ -262,6 +272,47 @@ class Lease {
   std::string lock_path_;
   int lock_fd_ = -1;
   bool finished_ = false;
+};
+
+// A link to another store (mq-admin link; mq(7) "Transfer between machines").
+struct LinkInfo {
+  std::string name;
+  std::string via;          // the command, run with /bin/sh -c
+  std::string return_link;  // the far side's link back: qualifies reply and admin queues
+  int64_t created = 0;
+  int64_t connected_since = 0;  // 0: no forward connected
+  int64_t forward_pid = 0;
+  int64_t last_ack = 0;
+  uint64_t acked = 0;
+  uint64_t refused = 0;
+  std::string last_error;
+  int64_t last_error_time = 0;
+  std::string peer;             // the far store's GUID, as last seen
+  // From the outgoing queue out;NAME:
+  uint64_t backlog = 0;    // messages waiting (in flight included)
+  uint64_t backlog_bytes = 0;
+  uint64_t in_flight = 0;  // sent, not yet acknowledged (Locked by a forward)
+};
+
+// What mq-admin link set changes (unset: unchanged).
+struct LinkSettings {
+  std::optional<std::string> via;
+  std::optional<std::string> return_link;
+};
+
+// What a forward reports about its connection (Store::NoteLink).
+struct LinkEvent {
+  enum Kind { kConnected, kDisconnected, kError } kind = kError;
+  std::string peer;
+  std::string error;
+};
+
+// One message of an incoming transfer stream (mq-admin accept), and what became of it.
+struct TransferItem {
+  uint64_t seq = 0;   // TxSequenceNumber in the stream
+  Message msg;        // destination_queue: the queue here
+  uint16_t outcome = 0;    // after AcceptTransfer: 0 stored (or stored before), else a NACK class
+  bool duplicate = false;  // after AcceptTransfer: accepted before (a replay)
 };
 
 // Supplies messages to Append. Next() fills `m` and returns false at the end; Rewind()
@@ -458,6 +509,39 @@ class Store {
     uint64_t used = 0;
   };
   Result<Sizes> FileSizes();
+
+  // Links (mq-admin link). AddLink makes the link and its outgoing queue out;NAME; an
+  // existing link is MQ_ERROR_QUEUE_EXISTS. DeleteLink refuses a link whose outgoing queue
+  // holds messages unless `force` (then they are purged: NACK_PURGED, dead letters).
+  Status AddLink(const std::string& name, const LinkSettings& settings);
+  Status SetLink(const std::string& name, const LinkSettings& settings);
+  Status DeleteLink(const std::string& name, bool force);
+  Result<std::vector<LinkInfo>> ListLinks();
+  Result<LinkInfo> GetLink(const std::string& name);
+  // The lock a forward holds while it runs (one forward per link: the stream is sent in
+  // order from the head of out;LINK). Held by another: MQ_ERROR_SHARING_VIOLATION.
+  Result<FileLock> LockLink(const std::string& name);
+  // mq-admin forward's record of its connection, shown by link list/stat.
+  Status NoteLink(const std::string& name, const LinkEvent& event);
+  // Ends a forward's lease of out;LINK messages the far side has answered: each message
+  // `outcomes[i]` 0 (stored there) gets its ACK_REACH_QUEUE and source journal copy and is
+  // removed; any other value is the NACK class of a refusal there: the NACK, and the dead-
+  // letter queue if asked for (as a local failure). One transaction, which also records the
+  // acknowledgement in the link's record; committed without the meta sync (a power loss may
+  // undo it: the messages are sent again and the far side answers the replay as before).
+  Status FinishForwarded(Lease& lease, const std::vector<uint16_t>& outcomes,
+                         const std::string& link);
+  // mq-admin accept: stores the messages of an incoming stream, in one transaction that also
+  // records the stream's last accepted sequence number, so a replay is recognised (marked
+  // duplicate, answered as before) and never stored twice. A message the store refuses (no
+  // such queue, disabled, quota, size...) gets the NACK class in `outcome`, remembered for
+  // replays. Sequence numbers must increase along `items`. Refusals remembered below
+  // `forget_below` (the sender has moved past them) are dropped. Returns the stream's last
+  // accepted sequence number.
+  Result<uint64_t> AcceptTransfer(const std::string& stream, std::vector<TransferItem>& items,
+                                  uint64_t forget_below);
+  // The last sequence number accepted from `stream` (0: none).
+  Result<uint64_t> StreamPosition(const std::string& stream);
 
   struct Impl;
 

@@ -119,7 +119,9 @@ struct Store::Impl {
     k.reserve(13);
     PutU32BE(k, q.id);
     bool conv = IsConvMessage(q, m);
-    k.push_back(static_cast<char>(OrderBand(m.priority, conv, conv && m.status == 0)));
+    // An outgoing queue is FIFO (schema.hpp): one band whatever the priority.
+    uint8_t priority = IsOutgoingName(q.name) ? 0 : m.priority;
+    k.push_back(static_cast<char>(OrderBand(priority, conv, conv && m.status == 0)));
     PutU64BE(k, m.lookup_id);
     return k;
   }

@@ -411,7 +411,7 @@ Result<std::unique_ptr<Lease>> Store::Lock(const QueueRef& ref, const Selection&
   Status s = impl_->WaitLoop(ref, ro, [&](bool, int64_t& deadline) -> Status {
     std::string resume;
     bool group = false;
-    auto l = impl_->LockAny(ref, sel, lo, true, resume, deadline, &group);
+    auto l = impl_->LockAny(ref, sel, lo, lo.count_delivery, resume, deadline, &group);
     if (!l.ok()) return l.status();
     if (!*l) return Status(Code::kMessageNotFound, "no message", ref.Full());
     lease = std::move(*l);

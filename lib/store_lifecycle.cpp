@@ -248,9 +248,12 @@ Result<uint64_t> Store::Impl::PromoteDue(lmdb::Txn& txn, QueueInfo& q, int64_t n
         continue;
       }
       MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, m, f.size));
-      m.awaiting_arrival = false;  // it keeps its visible time: when it became visible
+      // It keeps its visible time: when it became visible. In an outgoing queue it is still
+      // on its way: it arrives at the far side.
+      bool outgoing = IsOutgoingName(q.name);
+      m.awaiting_arrival = outgoing;
       MQ_RETURN_IF_ERROR(InsertMessage(txn, q, m, 0, 0, true));
-      if (arriving) MQ_RETURN_IF_ERROR(Arrived(txn, q, m, now));
+      if (arriving && !outgoing) MQ_RETURN_IF_ERROR(Arrived(txn, q, m, now));
       ++n;
     }
     MQ_RETURN_IF_ERROR(PutQueue(txn, q));

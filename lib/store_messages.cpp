@@ -260,7 +260,7 @@ Status Store::Impl::InsertMessage(lmdb::Txn& txn, QueueInfo& q, Message& m, uint
     if (IsConvMessage(q, m))
       MQ_RETURN_IF_ERROR(ConvOnAdd(txn, q, m));
     else
-      MQ_RETURN_IF_ERROR(txn.PutSeq(order, OrderKey(q.id, m.priority, m.lookup_id), {}));
+      MQ_RETURN_IF_ERROR(txn.PutSeq(order, OrderKeyFor(q, m), {}));
     to_notify.insert(q.id);
   }
   if (!m.correlation_id.empty())

@@ -33,7 +33,11 @@ namespace mq {
 
 Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageSource& source,
                      std::vector<std::string>* ids, AppendReport* report) {
-  if (ref.IsSub() || ref.IsSystem())
+  bool remote = !options.remote_queue.empty();
+  if (remote && !IsOutgoingName(ref.Full()))
+    return Status(Code::kInvalidArg, "a remote queue is sent through an outgoing queue out;LINK",
+                  ref.Full());
+  if (!remote && (ref.IsSub() || ref.IsSystem()))
     return Status(Code::kUnsupportedFormatnameOperation,
                   "cannot send to a journal, subqueue or system queue", ref.Full());
   size_t ids_before = ids ? ids->size() : 0;
@@ -48,6 +52,15 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
     QueueInfo q;
     if (*loaded) {
       q = std::move(**loaded);
+    } else if (remote) {
+      // The outgoing queue is made with its link; made again if it was deleted.
+      std::string link = ref.sub;
+      if (!txn.Get(impl_->meta, LinkKey(link)))
+        return Status(Code::kQueueNotFound, "no such link (mq-admin link add makes it)", link);
+      auto made = impl_->NewQueue(txn, ref.Full());
+      if (!made.ok()) return made.status();
+      q = std::move(*made);
+      q.max_retries = 0;  // a forward that dies returns its batch: never poison
     } else if (options.create_queue) {
       auto made = impl_->NewQueue(txn, ref.Full());
       if (!made.ok()) return made.status();
@@ -173,6 +186,10 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
       // miss one).
       if (m.visible_time && m.visible_time <= now) m.visible_time = 0;
       m.awaiting_arrival = m.visible_time != 0;
+      if (remote) {
+        m.destination_queue = options.remote_queue;
+        m.awaiting_arrival = true;  // it reaches its queue at the far side
+      }
       if (!m.message_type_name.empty() && !options.keep_identity) {
         auto validation = impl_->TypeValidation(txn, m.message_type_name);
         if (!validation.ok()) {
@@ -183,6 +200,9 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
         if (!valid.ok()) return valid.WithSubject(q.name);
         m.validation = *validation;
       }
+      if (remote && !IsNil(m.conversation_handle))
+        return Status(Code::kUnsupportedFormatnameOperation,
+                      "conversations do not travel over links", q.name);
       if (!IsNil(m.conversation_handle))
         MQ_RETURN_IF_ERROR(impl_->ConvPrepare(txn, q, m, options.new_conversation,
                                               options.keep_identity, conversations_made, now));

@@ -11,6 +11,7 @@ packages=(
   sqlite3 time                           # benchmarks: the peer and peak RSS
   librabbitmq-dev                        # mq-admin bridge: rabbitmq-c
   rabbitmq-server amqp-tools             # bridge tests and bench: a private broker, the shell peer
+  openssh-server openssh-client pv       # links: a private sshd for the ssh test, a throttled pipe
 )
 
 missing=()

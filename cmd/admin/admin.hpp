@@ -69,5 +69,8 @@ Command SetupMessageType(CLI::App& app, Context& ctx);
 Command SetupEndConversation(CLI::App& app, Context& ctx);
 Command SetupConversations(CLI::App& app, Context& ctx);
 Command SetupBridge(CLI::App& app, Context& ctx);
+Command SetupLink(CLI::App& app, Context& ctx);
+Command SetupForward(CLI::App& app, Context& ctx);
+Command SetupAccept(CLI::App& app, Context& ctx);
 
 }  // namespace mq::admin

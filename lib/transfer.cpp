@@ -1,0 +1,244 @@
+// transfer.cpp: frames of the forward/accept protocol (transfer.hpp).
+#include "transfer.hpp"
+
+#include <array>
+
+#include <fmt/format.h>
+
+#include "codec.hpp"
+#include "srmp.hpp"
+
+namespace mq::transfer {
+
+namespace {
+
+Status Malformed(std::string_view what) {
+  return Status(Code::kIo, fmt::format("malformed {} frame: the stream is corrupted", what));
+}
+
+bool KnownType(char t) {
+  switch (static_cast<Type>(t)) {
+    case Type::kHello: case Type::kMessage: case Type::kFlush: case Type::kBye:
+    case Type::kWelcome: case Type::kAck: case Type::kError:
+      return true;
+  }
+  return false;
+}
+
+// "MQXFER" u16 version; the rest is left in `rest`.
+Status TakeMagic(std::string_view payload, uint16_t& version, std::string_view& rest,
+                 std::string_view what) {
+  if (payload.size() < kMagic.size() + 2 || payload.substr(0, kMagic.size()) != kMagic)
+    return Status(Code::kIo, fmt::format("the peer did not answer with an mq transfer {} (is "
+                                         "the link's command running mq-admin accept?)",
+                                         what));
+  version = static_cast<uint16_t>((static_cast<uint8_t>(payload[kMagic.size()]) << 8) |
+                                  static_cast<uint8_t>(payload[kMagic.size() + 1]));
+  rest = payload.substr(kMagic.size() + 2);
+  return {};
+}
+
+void PutMagic(std::string& out, uint16_t version) {
+  out += kMagic;
+  out.push_back(static_cast<char>(version >> 8));
+  out.push_back(static_cast<char>(version & 0xFF));
+}
+
+}  // namespace
+
+uint32_t Crc32(std::string_view data, uint32_t crc) {
+  static const auto table = [] {
+    std::array<uint32_t, 256> t{};
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  crc = ~crc;
+  for (char ch : data) crc = table[(crc ^ static_cast<uint8_t>(ch)) & 0xFF] ^ (crc >> 8);
+  return ~crc;
+}
+
+void PutFrame(std::string& out, Type type, std::string_view payload) {
+  PutU32BE(out, static_cast<uint32_t>(payload.size() + 5));
+  size_t start = out.size();
+  out.push_back(static_cast<char>(type));
+  out += payload;
+  PutU32BE(out, Crc32(std::string_view(out).substr(start)));
+}
+
+Result<std::optional<Frame>> FrameReader::Next() {
+  if (buf_.size() - pos_ < 5) {
+    if (pos_ && pos_ == buf_.size()) {
+      buf_.clear();
+      pos_ = 0;
+    }
+    return std::optional<Frame>();
+  }
+  uint32_t len = GetU32BE(buf_, pos_);
+  if (len < 5 || len > kMaxFrame)
+    return Status(Code::kIo, fmt::format("bad frame length {}: the stream is corrupted", len));
+  char t = buf_[pos_ + 4];
+  if (!KnownType(t))
+    return Status(Code::kIo, fmt::format("unknown frame type 0x{:02x}: the stream is corrupted",
+                                         static_cast<uint8_t>(t)));
+  if (buf_.size() - pos_ - 4 < len) return std::optional<Frame>();
+  std::string_view body = std::string_view(buf_).substr(pos_ + 4, len - 4);
+  if (Crc32(body) != GetU32BE(buf_, pos_ + len))
+    return Status(Code::kIo, "a frame fails its checksum: the stream is corrupted");
+  Frame f;
+  f.type = static_cast<Type>(t);
+  f.payload = std::string(body.substr(1));
+  pos_ += 4 + len;
+  // Drop what was read once it is most of the buffer, so that it stays small.
+  if (pos_ > (1u << 20) && pos_ * 2 > buf_.size()) {
+    buf_.erase(0, pos_);
+    pos_ = 0;
+  }
+  return std::optional<Frame>(std::move(f));
+}
+
+std::string EncodeHello(const Hello& h) {
+  std::string out;
+  PutMagic(out, h.version);
+  TlvWriter w(out);
+  w.Bytes(1, GuidBytes(h.source));
+  w.Bytes(2, h.stream);
+  w.Bytes(3, h.link);
+  w.Uint(4, h.window);
+  return out;
+}
+
+Status DecodeHello(std::string_view payload, Hello& h) {
+  std::string_view rest;
+  MQ_RETURN_IF_ERROR(TakeMagic(payload, h.version, rest, "hello"));
+  if (h.version != kVersion) return {};  // the caller reports the version
+  TlvReader rd(rest);
+  bool have_source = false;
+  while (rd.Next()) {
+    switch (rd.tag()) {
+      case 1:
+        if (rd.bytes().size() != 16) return Malformed("hello");
+        h.source = GuidFromBytes(rd.bytes());
+        have_source = true;
+        break;
+      case 2: h.stream = rd.bytes(); break;
+      case 3: h.link = rd.bytes(); break;
+      case 4: h.window = static_cast<uint32_t>(rd.uint()); break;
+      default: break;
+    }
+  }
+  if (rd.error() || !have_source || h.stream.empty()) return Malformed("hello");
+  return {};
+}
+
+std::string EncodeWelcome(const Welcome& w) {
+  std::string out;
+  PutMagic(out, w.version);
+  TlvWriter tw(out);
+  tw.Bytes(1, GuidBytes(w.store));
+  tw.Uint(2, w.last);
+  return out;
+}
+
+Status DecodeWelcome(std::string_view payload, Welcome& w) {
+  std::string_view rest;
+  MQ_RETURN_IF_ERROR(TakeMagic(payload, w.version, rest, "welcome"));
+  if (w.version != kVersion) return {};
+  TlvReader rd(rest);
+  bool have_store = false;
+  while (rd.Next()) {
+    switch (rd.tag()) {
+      case 1:
+        if (rd.bytes().size() != 16) return Malformed("welcome");
+        w.store = GuidFromBytes(rd.bytes());
+        have_store = true;
+        break;
+      case 2: w.last = rd.uint(); break;
+      default: break;
+    }
+  }
+  if (rd.error() || !have_store) return Malformed("welcome");
+  return {};
+}
+
+std::string EncodeMessageHeader(const MessageHeader& h) {
+  std::string out;
+  out.reserve(kMessageHeaderSize);
+  PutU64BE(out, h.seq);
+  PutU64BE(out, h.prev);
+  PutU32BE(out, h.user_msg_seq);
+  PutU32BE(out, h.recoverable_seq);
+  PutU32BE(out, h.ack_seq);
+  PutU32BE(out, h.window);
+  return out;
+}
+
+Status DecodeMessage(std::string_view payload, MessageHeader& h, Message& m) {
+  if (payload.size() < kMessageHeaderSize) return Malformed("message");
+  h.seq = GetU64BE(payload, 0);
+  h.prev = GetU64BE(payload, 8);
+  h.user_msg_seq = GetU32BE(payload, 16);
+  h.recoverable_seq = GetU32BE(payload, 20);
+  h.ack_seq = GetU32BE(payload, 24);
+  h.window = GetU32BE(payload, 28);
+  if (h.seq == 0 || (h.prev && h.prev >= h.seq)) return Malformed("message");
+  SrmpStream stream;
+  Status s = DecodeTransferDoc(payload.substr(kMessageHeaderSize), m, &stream);
+  if (!s.ok())
+    return Status(Code::kIo, fmt::format("message {} of the stream cannot be read ({}): the "
+                                         "stream is corrupted",
+                                         h.seq, s.text()));
+  if (stream.current != h.seq || stream.previous != h.prev)
+    return Status(Code::kIo, fmt::format("message {} of the stream says it is <Stream> current "
+                                         "{}, previous {}: the stream is corrupted",
+                                         h.seq, stream.current, stream.previous));
+  return {};
+}
+
+std::string EncodeAck(const Ack& a) {
+  std::string out;
+  PutU64BE(out, a.last);
+  PutU32BE(out, a.ack_seq);
+  PutU32BE(out, a.recoverable_ack_seq);
+  PutU32BE(out, static_cast<uint32_t>(a.nacks.size()));
+  for (auto [seq, cls] : a.nacks) {
+    PutU64BE(out, seq);
+    out.push_back(static_cast<char>(cls >> 8));
+    out.push_back(static_cast<char>(cls & 0xFF));
+  }
+  return out;
+}
+
+Status DecodeAck(std::string_view payload, Ack& a) {
+  if (payload.size() < 20) return Malformed("acknowledgement");
+  a.last = GetU64BE(payload, 0);
+  a.ack_seq = GetU32BE(payload, 8);
+  a.recoverable_ack_seq = GetU32BE(payload, 12);
+  uint32_t n = GetU32BE(payload, 16);
+  if (payload.size() != 20 + static_cast<size_t>(n) * 10) return Malformed("acknowledgement");
+  a.nacks.clear();
+  a.nacks.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    size_t p = 20 + i * 10;
+    uint16_t cls = static_cast<uint16_t>((static_cast<uint8_t>(payload[p + 8]) << 8) |
+                                         static_cast<uint8_t>(payload[p + 9]));
+    a.nacks.emplace_back(GetU64BE(payload, p), cls);
+  }
+  return {};
+}
+
+// The message document: SRMP ([MC-MQSRM], lib/srmp.hpp), with the link's stream in <Stream>.
+std::string EncodeTransferDoc(const Message& m, const std::string& stream, uint64_t seq,
+                              uint64_t prev) {
+  SrmpStream st{stream, seq, prev};
+  return EncodeSrmp(m, &st);
+}
+
+Status DecodeTransferDoc(std::string_view doc, Message& m, SrmpStream* stream) {
+  return DecodeSrmp(doc, m, stream);
+}
+
+}  // namespace mq::transfer

@@ -1,0 +1,128 @@
+// transfer.hpp: the wire protocol between mq-admin forward and mq-admin accept (mq(7)
+// "Transfer between machines" describes it for users; this is the reference).
+//
+// A byte stream in each direction (the link command's stdin and stdout), carrying frames:
+//
+//   u32 BE   length L of what follows (5 .. kMaxFrame)
+//   u8       type
+//   L-5      payload
+//   u32 BE   CRC-32 (IEEE) of type and payload: a stream damaged on its way is refused
+//
+// forward -> accept
+//   'H' hello     "MQXFER" u16 BE version, then TLV: 1 source store GUID (16 bytes),
+//                 2 stream id, 3 link name, 4 window size
+//   'M' message   u64 TxSequenceNumber, u64 PreviousTxSequenceNumber (0: the first of this
+//                 session, not checked), session header: u32 UserMsgSequenceNumber,
+//                 u32 RecoverableMsgSeqNumber, u32 AckSequenceNumber, u32 WindowSize;
+//                 then the message as one SRMP document ([MC-MQSRM] 2.2, srmp.hpp) whose
+//                 <Stream> (streamId, current, previous) repeats the stream and numbers
+//   'F' flush     nothing more follows until an acknowledgement: store what you have
+//   'B' bye       the sender is done; accept answers what is pending and exits 0
+// accept -> forward
+//   'W' welcome   "MQXFER" u16 BE version, then TLV: 1 accepting store GUID, 2 the stream's
+//                 last accepted TxSequenceNumber
+//   'A' ack       session acknowledgement: u64 the stream's last accepted TxSequenceNumber
+//                 (every message up to it is stored there, or refused), u32 AckSequenceNumber
+//                 (messages of this session processed), u32 RecoverableMsgAckSeqNumber,
+//                 u32 N, then N x (u64 TxSequenceNumber, u16 NACK class): the refusals among
+//                 the messages this acknowledgement covers for the first time
+// both
+//   'E' error     UTF-8 text; the sender closes the stream after it
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ids.hpp"
+#include "message.hpp"
+#include "srmp.hpp"
+#include "status.hpp"
+
+namespace mq::transfer {
+
+inline constexpr uint16_t kVersion = 1;
+inline constexpr std::string_view kMagic = "MQXFER";
+inline constexpr uint32_t kMaxFrame = 1u << 30;
+
+enum class Type : char {
+  kHello = 'H', kMessage = 'M', kFlush = 'F', kBye = 'B', kWelcome = 'W', kAck = 'A',
+  kError = 'E',
+};
+
+struct Frame {
+  Type type = Type::kError;
+  std::string payload;
+};
+
+// CRC-32 (IEEE 802.3, as zlib's crc32), continuing from `crc` (0 to start).
+uint32_t Crc32(std::string_view data, uint32_t crc = 0);
+
+// Appends a frame to `out`.
+void PutFrame(std::string& out, Type type, std::string_view payload);
+
+// Splits a byte stream into frames.
+class FrameReader {
+ public:
+  void Feed(std::string_view bytes) { buf_.append(bytes); }
+  // The next whole frame, nullopt if more bytes are needed, or an error for a stream that is
+  // not frames (bad length, unknown type).
+  Result<std::optional<Frame>> Next();
+  bool Empty() const { return pos_ == buf_.size(); }
+  size_t Pending() const { return buf_.size() - pos_; }
+
+ private:
+  std::string buf_;
+  size_t pos_ = 0;
+};
+
+struct Hello {
+  uint16_t version = kVersion;
+  Guid source{};
+  std::string stream;
+  std::string link;
+  uint32_t window = 0;
+};
+std::string EncodeHello(const Hello& h);
+Status DecodeHello(std::string_view payload, Hello& h);
+
+struct Welcome {
+  uint16_t version = kVersion;
+  Guid store{};
+  uint64_t last = 0;
+};
+std::string EncodeWelcome(const Welcome& w);
+Status DecodeWelcome(std::string_view payload, Welcome& w);
+
+// The session header of seed 004 (MS-MQQB 3.1.7.1.3) and the transaction header fields.
+struct MessageHeader {
+  uint64_t seq = 0;
+  uint64_t prev = 0;
+  uint32_t user_msg_seq = 0;
+  uint32_t recoverable_seq = 0;
+  uint32_t ack_seq = 0;
+  uint32_t window = 0;
+};
+inline constexpr size_t kMessageHeaderSize = 8 + 8 + 4 * 4;
+std::string EncodeMessageHeader(const MessageHeader& h);
+Status DecodeMessage(std::string_view payload, MessageHeader& h, Message& m);
+
+struct Ack {
+  uint64_t last = 0;
+  uint32_t ack_seq = 0;
+  uint32_t recoverable_ack_seq = 0;
+  std::vector<std::pair<uint64_t, uint16_t>> nacks;
+};
+std::string EncodeAck(const Ack& a);
+Status DecodeAck(std::string_view payload, Ack& a);
+
+// One message as it travels (the document of an 'M' frame): an SRMP document (srmp.hpp) whose
+// <Stream> is the link's stream (streamId `stream`, current `seq`, previous `prev`); the frame
+// header carries the same numbers, and a document that disagrees with it is refused.
+std::string EncodeTransferDoc(const Message& m, const std::string& stream, uint64_t seq,
+                              uint64_t prev);
+Status DecodeTransferDoc(std::string_view doc, Message& m, SrmpStream* stream);
+
+}  // namespace mq::transfer

@@ -1,0 +1,187 @@
+// transfer_test.cpp: the forward/accept protocol (lib/transfer.hpp) and the store's side of a
+// transfer: frames and their checksums, the hello, welcome, message and ack payloads, and
+// Store::AcceptTransfer recognising replays and remembering refusals.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "store.hpp"
+#include "transfer.hpp"
+
+using namespace mq;
+using namespace mq::transfer;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/mq-unit.XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+std::unique_ptr<Store> OpenStore(const std::string& dir) {
+  OpenOptions o;
+  o.dir = dir;
+  o.create = true;
+  auto s = Store::Open(o);
+  REQUIRE(s.ok());
+  return std::move(*s);
+}
+
+Message Msg(const std::string& dest, const std::string& body, uint32_t counter) {
+  Message m;
+  m.id = MakeMessageId(NewGuid(), counter);
+  m.destination_queue = dest;
+  m.body = body;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("frames round trip, split anywhere") {
+  std::string wire;
+  PutFrame(wire, Type::kFlush, std::string(1, '\1'));
+  PutFrame(wire, Type::kError, "bad things");
+  for (size_t cut = 0; cut <= wire.size(); ++cut) {
+    FrameReader r;
+    r.Feed(std::string_view(wire).substr(0, cut));
+    std::vector<Frame> got;
+    for (;;) {
+      auto f = r.Next();
+      REQUIRE(f.ok());
+      if (!*f) break;
+      got.push_back(**f);
+    }
+    r.Feed(std::string_view(wire).substr(cut));
+    for (;;) {
+      auto f = r.Next();
+      REQUIRE(f.ok());
+      if (!*f) break;
+      got.push_back(**f);
+    }
+    REQUIRE(got.size() == 2);
+    CHECK(got[0].type == Type::kFlush);
+    CHECK(got[0].payload == std::string(1, '\1'));
+    CHECK(got[1].type == Type::kError);
+    CHECK(got[1].payload == "bad things");
+  }
+}
+
+TEST_CASE("a damaged frame is refused") {
+  std::string wire;
+  PutFrame(wire, Type::kError, "some payload");
+  for (size_t i = 5; i < wire.size(); ++i) {
+    std::string bad = wire;
+    bad[i] ^= 0x20;
+    FrameReader r;
+    r.Feed(bad);
+    auto f = r.Next();
+    // A damaged type byte is an unknown type or a checksum failure; never a frame.
+    CHECK(!f.ok());
+  }
+  FrameReader r;
+  r.Feed(std::string("\x7f\xff\xff\xff" "E", 5));
+  CHECK(!r.Next().ok());
+  CHECK(Crc32("123456789") == 0xCBF43926u);  // the CRC-32 check value
+}
+
+TEST_CASE("hello, welcome, message and ack payloads round trip") {
+  Hello h;
+  h.source = NewGuid();
+  h.stream = "s/link/7";
+  h.link = "link";
+  h.window = 64;
+  Hello h2;
+  REQUIRE(DecodeHello(EncodeHello(h), h2).ok());
+  CHECK(h2.source == h.source);
+  CHECK(h2.stream == h.stream);
+  CHECK(h2.window == 64);
+  h.version = 2;
+  REQUIRE(DecodeHello(EncodeHello(h), h2).ok());
+  CHECK(h2.version == 2);  // the caller reports another version
+  CHECK(!DecodeHello("HTTP/1.1 200", h2).ok());
+
+  Welcome w;
+  w.store = NewGuid();
+  w.last = 12345;
+  Welcome w2;
+  REQUIRE(DecodeWelcome(EncodeWelcome(w), w2).ok());
+  CHECK(w2.store == w.store);
+  CHECK(w2.last == 12345);
+
+  Message m = Msg("dest", std::string("\0\1\2bin", 6), 9);
+  m.priority = 6;
+  m.label = "label";
+  m.xact_id = MakeMessageId(NewGuid(), 1);
+  m.eod_first = true;
+  MessageHeader mh;
+  mh.seq = 10;
+  mh.prev = 9;
+  mh.window = 64;
+  std::string stream = "uid:" + FormatGuid(NewGuid()) + "\\7";
+  std::string payload = EncodeMessageHeader(mh) + EncodeTransferDoc(m, stream, 10, 9);
+  MessageHeader mh2;
+  Message m2;
+  REQUIRE(DecodeMessage(payload, mh2, m2).ok());
+  CHECK(mh2.seq == 10);
+  CHECK(mh2.prev == 9);
+  CHECK(m2 == m);
+  mh.prev = 10;  // a predecessor at or after the message itself
+  CHECK(!DecodeMessage(EncodeMessageHeader(mh), mh2, m2).ok());
+
+  Ack a;
+  a.last = 99;
+  a.ack_seq = 5;
+  a.nacks = {{97, 0x8000}, {98, 0x8003}};
+  Ack a2;
+  REQUIRE(DecodeAck(EncodeAck(a), a2).ok());
+  CHECK(a2.last == 99);
+  CHECK(a2.nacks == a.nacks);
+  CHECK(!DecodeAck(EncodeAck(a).substr(0, 25), a2).ok());
+}
+
+TEST_CASE("AcceptTransfer stores once, in order, and answers replays as before") {
+  TempDir d;
+  auto st = OpenStore(d.path + "/s");
+  QueueSettings qs;
+  REQUIRE(st->CreateQueue(*ParseQueueRef("dest"), qs).ok());
+  std::vector<TransferItem> items(3);
+  items[0].seq = 1;
+  items[0].msg = Msg("dest", "one", 1);
+  items[1].seq = 2;
+  items[1].msg = Msg("nosuch", "two", 2);
+  items[2].seq = 4;
+  items[2].msg = Msg("dest", "four", 4);
+  auto last = st->AcceptTransfer("stream", items, 0);
+  REQUIRE(last.ok());
+  CHECK(*last == 4);
+  CHECK(items[0].outcome == 0);
+  CHECK(items[1].outcome == kClassNackBadDstQ);
+  CHECK(!items[0].duplicate);
+  // A replay of all three and one new message.
+  std::vector<TransferItem> again = items;
+  again.push_back(TransferItem{5, Msg("dest", "five", 5)});
+  last = st->AcceptTransfer("stream", again, 1);
+  REQUIRE(last.ok());
+  CHECK(*last == 5);
+  CHECK(again[0].duplicate);
+  CHECK(again[1].duplicate);
+  CHECK(again[1].outcome == kClassNackBadDstQ);  // refused again, not acknowledged as stored
+  CHECK(!again[3].duplicate);
+  auto stat = st->StatQueue(*ParseQueueRef("dest"));
+  REQUIRE(stat.ok());
+  CHECK(stat->info.count == 3);
+  // Another stream has its own numbering.
+  std::vector<TransferItem> other{TransferItem{1, Msg("dest", "x", 6)}};
+  REQUIRE(st->AcceptTransfer("other", other, 0).ok());
+  CHECK(!other[0].duplicate);
+  std::vector<std::string> problems;
+  REQUIRE(st->Check(problems).ok());
+  CHECK(problems.empty());
+}
