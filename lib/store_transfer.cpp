@@ -248,7 +248,7 @@ Status Store::FinishForwarded(Lease& lease, const std::vector<uint16_t>& outcome
       if (outcomes[i] == 0) {
         // It reached its queue: ACK_REACH_QUEUE and source journaling, as an arrival here.
         MQ_RETURN_IF_ERROR(impl_->Arrived(txn, oq, f.msg, now));
-        MQ_RETURN_IF_ERROR(impl_->RemoveMessage(txn, oq, f.msg, f.size, true));
+        MQ_RETURN_IF_ERROR(impl_->RemoveMessage(txn, oq, f.msg, f.size, Impl::Held::kLocked));
       } else {
         ++refused;
         MQ_RETURN_IF_ERROR(impl_->DeadLetterOrDrop(txn, oq, f, outcomes[i], now));
