@@ -119,7 +119,7 @@ struct Store::Impl {
     k.reserve(13);
     PutU32BE(k, q.id);
     bool conv = IsConvMessage(q, m);
-    k.push_back(static_cast<char>(OrderBand(m.priority, conv, conv && m.status == 0)));
+    k.push_back(static_cast<char>(OrderBand(m.priority, conv, m.status == 0)));
     PutU64BE(k, m.lookup_id);
     return k;
   }
@@ -218,6 +218,8 @@ struct Store::Impl {
                   bool count_abort);
 
   // ---- store_wait.cpp
+  std::string WaitMarkPath(uint32_t qid, long pid);
+  uint64_t WaitingReaders(uint32_t qid);
   Result<uint32_t> QueueIdForWait(const QueueRef& ref, bool need_enabled);
   Status WaitLoop(const QueueRef& ref, const ReadOptions& ro,
                   const std::function<Status(bool waiting, int64_t& next_deadline)>& attempt);

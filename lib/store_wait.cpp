@@ -84,6 +84,18 @@ Status Store::Impl::WaitLoop(
     it = armed.emplace(*qid, std::move(*a)).first;
   }
   Waiter* w = &it->second;
+  // While it waits, the reader holds the lock of locks/wait.QID.PID, which mq-admin stat
+  // counts (a killed reader's file is not locked, is not counted, and sweep removes it).
+  // Only this process locks or removes its own file.
+  std::string mark = WaitMarkPath(*qid, ::getpid());
+  auto marker = FileLock::Acquire(mark, file_mode, true, 1000);
+  struct Unmark {
+    std::string path;
+    bool held;
+    ~Unmark() {
+      if (held) ::unlink(path.c_str());
+    }
+  } unmark{mark, marker.ok()};
   int64_t until = ro.wait_ms < 0 ? -1 : MonotonicMs() + ro.wait_ms;
   for (;;) {
     deadline = 0;
@@ -98,6 +110,25 @@ Status Store::Impl::WaitLoop(
     if (*wake == Waiter::Wake::kStop)
       return Status(Code::kOperationCancelled, "stopped by a signal", ref.Full());
   }
+}
+
+std::string Store::Impl::WaitMarkPath(uint32_t qid, long pid) {
+  return paths.locks_dir() + "/wait." + std::to_string(qid) + "." + std::to_string(pid);
+}
+
+// The readers waiting on queue `qid` now: the wait marks whose lock is held.
+uint64_t Store::Impl::WaitingReaders(uint32_t qid) {
+  uint64_t n = 0;
+  std::string prefix = "wait." + std::to_string(qid) + ".";
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir(paths.locks_dir().c_str()), closedir);
+  while (dir) {
+    dirent* e = readdir(dir.get());
+    if (!e) break;
+    if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) != 0) continue;
+    auto held = FileLock::IsHeld(paths.locks_dir() + "/" + e->d_name);
+    if (held.ok() && *held) ++n;
+  }
+  return n;
 }
 
 Result<Waiter> Store::ArmDoorbell(const QueueRef& ref) {

@@ -13,6 +13,7 @@
 
 #include "admin.hpp"
 #include "codec.hpp"
+#include "progress.hpp"
 
 namespace mq::admin {
 
@@ -50,12 +51,17 @@ class JsonLinesSource : public MessageSource {
         return Status(valid.code(), fmt::format("line {}: {}", lineno_, valid.text()), "stdin");
       m = std::move(*msg);
       if (new_ids_) m.id.clear();
+      if (progress_) {
+        progress_->messages++;
+        progress_->bytes += m.body.size();
+      }
       return true;
     }
   }
 
   Status Rewind() override {
     lineno_ = 0;
+    if (progress_) progress_->messages = progress_->bytes = 0;
     if (fseek(f_, 0, SEEK_SET) != 0) return ErrnoStatus(errno, "stdin", "cannot rewind");
     return {};
   }
@@ -94,6 +100,26 @@ class JsonLinesSource : public MessageSource {
   char* line_ = nullptr;
   size_t cap_ = 0;
   uint64_t lineno_ = 0;
+
+ public:
+  Progress* progress_ = nullptr;  // counts what was read (the last pass after a rewind)
+};
+
+// Passes messages on to the output, counting them for the summary and progress lines.
+class CountingSink : public MessageSink {
+ public:
+  CountingSink(MessageSink& out, Progress& progress) : out_(out), progress_(progress) {}
+  Status Add(const Message& m) override {
+    progress_.messages++;
+    progress_.bytes += m.body.size();
+    return out_.Add(m);
+  }
+  Status Flush() override { return out_.Flush(); }
+  Status Taken() override { return out_.Taken(); }
+
+ private:
+  MessageSink& out_;
+  Progress& progress_;
 };
 
 }  // namespace
@@ -102,6 +128,7 @@ Command SetupExport(CLI::App& app, Context&) {
   struct Args {
     std::string queue;
     std::string format = "json";
+    bool quiet = false;
   };
   auto args = std::make_shared<Args>();
   auto* sub = app.add_subcommand("export", "Print every message of a queue as JSON lines");
@@ -109,6 +136,7 @@ Command SetupExport(CLI::App& app, Context&) {
   sub->add_option("--format", args->format, "Output format: json")
       ->type_name("NAME")
       ->check(CLI::IsMember({"json"}));
+  AddQuietOption(*sub, args->quiet);
   return {sub, [args](Context& ctx) {
             auto ref = cli::ParseQueueArg(args->queue);
             if (!ref.ok()) return cli::Fail(ref.status());
@@ -121,9 +149,16 @@ Command SetupExport(CLI::App& app, Context&) {
             Selection all;
             all.anchor = Anchor::kArrival;  // every message, delayed and Locked ones too
             all.limit = 0;
-            Status s = (*store)->Peek(*ref, all, {}, **sink);
-            if (s.ok() || s.code() == Code::kMessageNotFound || s.code() == Code::kBrokenPipe)
+            Progress progress("export " + ref->Full(), args->quiet);
+            CountingSink counting(**sink, progress);
+            Status s = (*store)->Peek(*ref, all, {}, counting);
+            if (s.ok() || s.code() == Code::kMessageNotFound) {
+              progress.Done(ref->Full(), fmt::format("exported {} messages, {} of bodies",
+                                                     progress.messages.load(),
+                                                     HumanBytes(progress.bytes.load())));
               return 0;
+            }
+            if (s.code() == Code::kBrokenPipe) return 0;
             return cli::Fail(s.WithSubject(ref->Full()));
           }};
 }
@@ -133,12 +168,18 @@ Command SetupImport(CLI::App& app, Context&) {
     std::string queue;
     bool create = false;
     bool new_ids = false;
+    std::string format = "json";
+    bool quiet = false;
   };
   auto args = std::make_shared<Args>();
   auto* sub = app.add_subcommand("import", "Append messages from JSON lines on stdin");
   sub->add_option("QUEUE", args->queue, "Queue to append to")->required();
   sub->add_flag("--create", args->create, "Create the queue if it is missing");
   sub->add_flag("--new-ids", args->new_ids, "Give the messages new ids");
+  sub->add_option("--format", args->format, "Input format: json (what export prints)")
+      ->type_name("NAME")
+      ->check(CLI::IsMember({"json"}));
+  AddQuietOption(*sub, args->quiet);
   return {sub, [args](Context& ctx) {
             auto ref = cli::ParseQueueArg(args->queue);
             if (!ref.ok()) return cli::Fail(ref.status());
@@ -157,13 +198,19 @@ Command SetupImport(CLI::App& app, Context&) {
               return cli::Fail(ErrnoStatus(errno, "tmpfile", "cannot spool stdin"));
             auto store = ctx.Open();
             if (!store.ok()) return cli::Fail(store.status());
+            Progress progress("import " + ref->Full(), args->quiet);
             JsonLinesSource src(spool.get());
             src.new_ids_ = args->new_ids;
+            src.progress_ = &progress;
             AppendOptions o;
             o.create_queue = args->create;
             o.keep_identity = true;
             Status s = (*store)->Append(*ref, o, src, nullptr);
-            return s.ok() ? 0 : cli::Fail(s.WithSubject(ref->Full()));
+            if (!s.ok()) return cli::Fail(s.WithSubject(ref->Full()));
+            progress.Done(ref->Full(), fmt::format("imported {} messages, {} of bodies",
+                                                   progress.messages.load(),
+                                                   HumanBytes(progress.bytes.load())));
+            return 0;
           }};
 }
 
