@@ -92,13 +92,19 @@ void Note(const std::string& subject, const std::string& text) {
 
 int Parse(CLI::App& app, int argc, char** argv) {
   std::vector<std::string> args;
+  std::vector<std::string> after_wait;  // words after a bare -w/-t that were not durations
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
     bool takes_optional =
         a == "-w" || a == "--wait" || (g_wait_option && (a == "-t" || a == "--timeout"));
     if (takes_optional) {
-      bool next_is_duration = i + 1 < argc && ParseDuration(argv[i + 1]).ok();
+      // A word that starts with a digit is meant as the duration: passed on, so that a bad
+      // one ("1x") is named as such.
+      bool next_is_duration =
+          i + 1 < argc && (ParseDuration(argv[i + 1]).ok() ||
+                           (argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9'));
       if (!next_is_duration) a += a.size() == 2 ? "infinite" : "=infinite";
+      if (!next_is_duration && i + 1 < argc) after_wait.emplace_back(argv[i + 1]);
     }
     args.push_back(std::move(a));
   }
@@ -112,6 +118,16 @@ int Parse(CLI::App& app, int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::ExtrasError& e) {
+    // `mq-watch q -t soon`: the word after -t was taken for an operand, as it is no duration.
+    std::string what = e.what();
+    for (const std::string& w : after_wait)
+      if (what.size() >= w.size() && what.compare(what.size() - w.size(), w.size(), w) == 0)
+        return Fail(Status(Code::kInvalidArg,
+                           fmt::format("invalid duration '{}': use e.g. 250ms, 30s, 5m, 2h, 1d, "
+                                       "a number of milliseconds, or infinite",
+                                       w)));
+    return Fail(Status(Code::kInvalidArg, what + fmt::format(" (see {} --help)", g_tool)));
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
     return Fail(Status(Code::kInvalidArg,

@@ -241,7 +241,8 @@ int Run(int argc, char** argv) {
   if (exec && cmd.empty()) return cli::Fail(Status(Code::kInvalidArg, "--exec needs a command"));
   if (!exec && app.count("--max-readers"))
     return cli::Fail(Status(Code::kInvalidArg, "--max-readers goes with --exec"));
-  if (exec && (follow || json || !cursor.empty() || !cursor_name.empty() || locked ||
+  if (exec && (follow || json || cursor_opt->count() || app.count("--cursor-name") || locked ||
+               first || current || next ||
                !timeout.empty()))
     return cli::Fail(Status(Code::kInvalidArg,
                             "--exec runs until stopped: no --follow, --json, --cursor, --locked "
@@ -252,9 +253,15 @@ int Run(int argc, char** argv) {
   WatchOptions wo;
   int actions = first + current + next;
   std::string action = "first";
-  if (actions || (cursor_opt->count() && cursor_name.empty() && cursor != "first" &&
-                  cursor != "current" && cursor != "next")) {
-    if (!cursor_name.empty())
+  bool old_spelling = app.count("--cursor-name") > 0;
+  bool is_action = cursor == "first" || cursor == "current" || cursor == "next";
+  if (cursor_opt->count() && !actions && !old_spelling && !is_action)
+    return cli::Fail(Status(Code::kInvalidArg,
+                            fmt::format("invalid cursor action '{}': use first, current or next "
+                                        "(or --cursor NAME with --first, --current or --next)",
+                                        cursor)));
+  if (actions) {
+    if (old_spelling)
       return cli::Fail(Status(Code::kInvalidArg,
                               "--cursor NAME with --first, --current or --next takes no "
                               "--cursor-name"));
@@ -278,15 +285,16 @@ int Run(int argc, char** argv) {
   if (timeout.empty()) timeout = "infinite";
   auto ref = cli::ParseQueueArg(queue);
   if (!ref.ok()) return cli::Fail(ref.status());
-  if (wo.action != CursorAction::kFirst && cursor_name.empty())
+  bool named = actions || old_spelling;
+  if (wo.action != CursorAction::kFirst && !named)
     return cli::Fail(Status(Code::kInvalidArg,
                             "--cursor current and next need a named cursor (--cursor NAME "
-                            "--current|--next)"));
-  if (locked && !cursor_name.empty())
+                            "--current|--next, or --cursor-name NAME)"));
+  if (locked && named)
     return cli::Fail(Status(Code::kInvalidArg,
                             "--locked applies to the head of the queue; a cursor skips Locked "
                             "messages"));
-  if (!cursor_name.empty()) {
+  if (named) {
     Status s = CheckCursorName(cursor_name);
     if (!s.ok()) return cli::Fail(s);
   }

@@ -44,7 +44,7 @@ expect_out $'arrived q 1\n'
 expect_rc 0 mq-watch q --cursor next --cursor-name old -t 0
 expect_out $'arrived q 2\n'
 expect_rc 2 mq-watch q --cursor c
-expect_err_match 'needs one of --first, --current, --next'
+expect_err_match "invalid cursor action 'c': use first, current or next \\(or --cursor NAME with --first, --current or --next\\)"
 expect_rc 2 mq-watch q --first
 expect_rc 2 mq-watch q --cursor c --first --cursor-name d
 expect_rc 2 mq-watch q --cursor c --first --next
