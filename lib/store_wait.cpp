@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -84,18 +85,27 @@ Status Store::Impl::WaitLoop(
     it = armed.emplace(*qid, std::move(*a)).first;
   }
   Waiter* w = &it->second;
-  // While it waits, the reader holds the lock of locks/wait.QID.PID, which mq-admin stat
-  // counts (a killed reader's file is not locked, is not counted, and sweep removes it).
-  // Only this process locks or removes its own file.
-  std::string mark = WaitMarkPath(*qid, ::getpid());
-  auto marker = FileLock::Acquire(mark, file_mode, true, 1000);
-  struct Unmark {
+  // While it waits, the reader holds a lock on locks/wait.QID.PID, which mq-admin stat counts
+  // (a killed reader's file is not locked, is not counted, and sweep removes it). Only this
+  // process locks or removes its own file; a prober (FileLock::IsHeld) holds it for an
+  // instant, so a few tries get it, and without it the wait goes on, only uncounted. Opened
+  // read-only: its close is no IN_CLOSE_WRITE in locks/, which would wake every waiter.
+  struct Mark {
     std::string path;
-    bool held;
-    ~Unmark() {
-      if (held) ::unlink(path.c_str());
+    int fd = -1;
+    ~Mark() {
+      if (fd < 0) return;
+      ::unlink(path.c_str());
+      ::close(fd);
     }
-  } unmark{mark, marker.ok()};
+  } mark{WaitMarkPath(*qid, ::getpid())};
+  if (auto fd = OpenStoreFile(mark.path, O_RDONLY, file_mode); fd.ok()) {
+    for (int i = 0; i < 100 && mark.fd < 0; ++i) {
+      if (::flock(*fd, LOCK_EX | LOCK_NB) == 0) mark.fd = *fd;
+      else ::usleep(1000);
+    }
+    if (mark.fd < 0) ::close(*fd);
+  }
   int64_t until = ro.wait_ms < 0 ? -1 : MonotonicMs() + ro.wait_ms;
   for (;;) {
     deadline = 0;
