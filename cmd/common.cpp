@@ -23,6 +23,7 @@ const char* g_tool = "mq";
 
 namespace {
 bool g_stdout_closed = false;
+bool g_wait_option = false;  // AddWaitOption ran: -t/--timeout is its other spelling
 }
 
 void SetTool(const char* name) {
@@ -91,12 +92,19 @@ void Note(const std::string& subject, const std::string& text) {
 
 int Parse(CLI::App& app, int argc, char** argv) {
   std::vector<std::string> args;
+  std::vector<std::string> after_wait;  // words after a bare -w/-t that were not durations
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
-    bool takes_optional = a == "-w" || a == "--wait";
+    bool takes_optional =
+        a == "-w" || a == "--wait" || (g_wait_option && (a == "-t" || a == "--timeout"));
     if (takes_optional) {
-      bool next_is_duration = i + 1 < argc && ParseDuration(argv[i + 1]).ok();
+      // A word that starts with a digit is meant as the duration: passed on, so that a bad
+      // one ("1x") is named as such.
+      bool next_is_duration =
+          i + 1 < argc && (ParseDuration(argv[i + 1]).ok() ||
+                           (argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9'));
       if (!next_is_duration) a += a.size() == 2 ? "infinite" : "=infinite";
+      if (!next_is_duration && i + 1 < argc) after_wait.emplace_back(argv[i + 1]);
     }
     args.push_back(std::move(a));
   }
@@ -110,6 +118,16 @@ int Parse(CLI::App& app, int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::ExtrasError& e) {
+    // `mq-watch q -t soon`: the word after -t was taken for an operand, as it is no duration.
+    std::string what = e.what();
+    for (const std::string& w : after_wait)
+      if (what.size() >= w.size() && what.compare(what.size() - w.size(), w.size(), w) == 0)
+        return Fail(Status(Code::kInvalidArg,
+                           fmt::format("invalid duration '{}': use e.g. 250ms, 30s, 5m, 2h, 1d, "
+                                       "a number of milliseconds, or infinite",
+                                       w)));
+    return Fail(Status(Code::kInvalidArg, what + fmt::format(" (see {} --help)", g_tool)));
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
     return Fail(Status(Code::kInvalidArg,
@@ -135,7 +153,8 @@ Result<std::unique_ptr<Store>> OpenStore(const StoreArgs& args) {
 Result<QueueRef> ParseQueueArg(const std::string& text) { return ParseQueueRef(text); }
 
 void AddWaitOption(CLI::App& app, std::string& wait, const char* what) {
-  app.add_option("-w,--wait", wait, what)->type_name("[DURATION]")->expected(0, 1);
+  g_wait_option = true;
+  app.add_option("-w,--wait,-t,--timeout", wait, what)->type_name("[DURATION]")->expected(0, 1);
 }
 
 Result<int64_t> ParseWait(const std::string& wait) {
@@ -153,10 +172,16 @@ void AddSelectOptions(CLI::App& app, SelectArgs& a, bool receive) {
                   ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 62));
   n->excludes(all)->excludes(top);
   all->excludes(top);
-  auto* lookup = app.add_option("--lookup-id", a.lookup_id,
-                                "Start at the message with this lookup id (PeekByLookupId)")
+  auto* lookup = app.add_option_function<uint64_t>(
+                        "--lookup-id",
+                        [&a](const uint64_t& v) {
+                          a.lookup_id = v;
+                          a.lookup_given = true;
+                        },
+                        "Start at the message with this lookup id (PeekByLookupId; ignored "
+                        "with --first or --last, as MSMQ's PEEK_FIRST and PEEK_LAST)")
                      ->type_name("N")
-                     ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 62));
+                     ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 62));
   auto* first = app.add_flag("--first", a.first,
                              receive ? "From the first message of the queue"
                                      : "From the first message of the queue (with --cursor: "
@@ -169,8 +194,8 @@ void AddSelectOptions(CLI::App& app, SelectArgs& a, bool receive) {
   auto* prev = app.add_flag("--prev", a.prev, "The message(s) before --lookup-id, backwards");
   auto* current =
       app.add_flag("--current", a.current, "With --cursor: the message at the cursor");
-  first->excludes(last)->excludes(next)->excludes(prev)->excludes(lookup)->excludes(current);
-  last->excludes(next)->excludes(prev)->excludes(lookup)->excludes(current);
+  first->excludes(last)->excludes(next)->excludes(prev)->excludes(current);
+  last->excludes(next)->excludes(prev)->excludes(current);
   next->excludes(prev)->excludes(current);
   prev->excludes(current);
   auto* id = app.add_option("--id", a.id, "The message with this id")->type_name("MSGID");
@@ -201,7 +226,7 @@ void AddSelectOptions(CLI::App& app, SelectArgs& a, bool receive) {
 Result<Selection> MakeSelection(const SelectArgs& a) {
   Selection s;
   s.limit = a.all ? 0 : a.top ? a.top : a.count;
-  if ((a.next || a.prev) && !a.lookup_id && a.cursor.empty())
+  if ((a.next || a.prev) && !a.lookup_given && a.cursor.empty())
     return Status(Code::kInvalidArg, "--next and --prev need --lookup-id (or --cursor)");
   if (a.current && a.cursor.empty())
     return Status(Code::kInvalidArg, "--current needs --cursor");
@@ -211,13 +236,16 @@ Result<Selection> MakeSelection(const SelectArgs& a) {
     return Status(Code::kInvalidArg,
                   "--locked applies to plain peeks; a cursor skips Locked messages");
   s.include_locked = a.locked;
+  // With --first or --last the lookup id is ignored (MQ_LOOKUP_PEEK_FIRST / _LAST).
   if (a.next) s.anchor = Anchor::kAfter;
   else if (a.prev) s.anchor = Anchor::kBefore;
   else if (a.last) s.anchor = Anchor::kLast;
-  else if (a.lookup_id) s.anchor = Anchor::kAt;
+  else if (a.first) s.anchor = Anchor::kHead;
+  else if (a.lookup_given) s.anchor = Anchor::kAt;
   if (s.anchor == Anchor::kAt || s.anchor == Anchor::kAfter || s.anchor == Anchor::kBefore) {
     if (a.lookup_id == 0 && a.cursor.empty())
-      return Status(Code::kInvalidArg, "--lookup-id must be a positive number");
+      return Status(Code::kInvalidArg,
+                    "--lookup-id must be a positive number (0 only with --first or --last)");
     s.lookup_id = a.lookup_id;
   }
   if (!a.id.empty()) {

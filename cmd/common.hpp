@@ -64,6 +64,7 @@ struct SelectArgs {
   bool all = false;
   uint64_t top = 0;
   uint64_t lookup_id = 0;
+  bool lookup_given = false;
   bool first = false, last = false, next = false, prev = false;
   std::string id;
   std::string correlation;
@@ -79,7 +80,7 @@ Result<Selection> MakeSelection(const SelectArgs& args);
 Result<ReadOptions> MakeReadOptions(const SelectArgs& args);
 // For --cursor: the cursor and its action; E_INVALIDARG if the options do not fit together.
 Result<CursorOptions> MakeCursorOptions(const SelectArgs& args, bool receive);
-// Adds -w/--wait [DURATION].
+// Adds -w/--wait [DURATION], also spelled -t/--timeout (mq-watch's old name).
 void AddWaitOption(CLI::App& app, std::string& wait, const char* what);
 Result<int64_t> ParseWait(const std::string& wait);
 

@@ -63,8 +63,12 @@ void OnExecSignal(int sig) {
   cli::WakeStopPipe();
 }
 
+// --keep-going: a failure rolls its messages back and the run goes on with the messages after
+// them in delivery order (a Selection kAfter the last failed one, so that a message that is
+// back in its place is not taken again in this run); at the end, exit 8 if any failed.
 int RunExec(Store& store, const QueueRef& ref, Selection sel, ReadOptions ro,
-            const std::vector<std::string>& cmd, bool batch, char sep, bool all) {
+            const std::vector<std::string>& cmd, bool batch, char sep, bool all,
+            bool keep_going) {
   // The commands get the store by its absolute path, wherever they cd.
   char real[PATH_MAX];
   std::string store_dir = ::realpath(store.dir().c_str(), real) ? real : store.dir();
@@ -80,14 +84,27 @@ int RunExec(Store& store, const QueueRef& ref, Selection sel, ReadOptions ro,
   auto stopping = [] { return cli::Stopping() || g_exec_stop; };
   uint64_t wanted = all ? UINT64_MAX : sel.limit;
   uint64_t done = 0;
+  uint64_t failed = 0;           // --keep-going: messages rolled back
+  std::string first_failure;     // and what the first failure was
+  std::optional<std::string> after;  // --keep-going: the id of the last failed message
   while (done < wanted && !stopping()) {
     Selection one = sel;
+    if (after) {
+      // Past the failed message, if it is still in the queue (a poison action may have moved
+      // it, and a retry delay made it wait): then it is not at the head either.
+      auto m = store.FindMessage(*after);
+      if (m.ok() && m->queue == ref.Full()) {
+        one.anchor = Anchor::kAfter;
+        one.lookup_id = m->lookup_id;
+      }
+    }
     one.limit = batch ? (all ? 0 : wanted - done) : 1;
     auto lease = store.Lock(ref, one, ro, {}, nullptr);
     if (!lease.ok()) {
       Status s = lease.status();
       if (s.code() == Code::kOperationCancelled) break;
-      if (done && (s.code() == Code::kMessageNotFound || s.code() == Code::kIoTimeout)) break;
+      if ((done || failed) && (s.code() == Code::kMessageNotFound || s.code() == Code::kIoTimeout))
+        break;
       return cli::Fail(s.WithSubject(ref.Full()));
     }
     ro.wait_ms = 0;  // only the first message is waited for
@@ -117,12 +134,24 @@ int RunExec(Store& store, const QueueRef& ref, Selection sel, ReadOptions ro,
       std::string what = msgs.size() == 1
                              ? fmt::format("message {} rolled back", msgs.front().lookup_id)
                              : fmt::format("{} messages rolled back", msgs.size());
-      return cli::Fail(Status(Code::kExecFailed,
-                              fmt::format("{} {}; {}", cmd.front(), ran->Describe(), what),
-                              ref.Full()));
+      Status s(Code::kExecFailed, fmt::format("{} {}; {}", cmd.front(), ran->Describe(), what),
+               ref.Full());
+      if (!keep_going) return cli::Fail(s);
+      cli::Note(ref.Full(), fmt::format("{} {}; {} (--keep-going: on to the next)", cmd.front(),
+                                        ran->Describe(), what));
+      if (!failed) first_failure = s.text();
+      failed += msgs.size();
+      after = msgs.back().id;
+      wanted -= std::min<uint64_t>(wanted, msgs.size());
+      continue;
     }
     done += msgs.size();
   }
+  if (failed)
+    return cli::Fail(Status(Code::kExecFailed,
+                            fmt::format("{} message(s) rolled back, {} committed; the first: {}",
+                                        failed, done, first_failure),
+                            ref.Full()));
   return 0;
 }
 
@@ -173,7 +202,7 @@ int Run(int argc, char** argv) {
   cli::OutputArgs out_args;
   std::string queue, lease;
   std::string conversation, group;
-  bool batch = false, exec_flag = false;
+  bool batch = false, exec_flag = false, keep_going = false;
   CLI::App app("Remove messages from an mq queue and print them", "mq-receive");
   cli::AddVersionFlag(app);
   cli::AddStoreOption(app, store_args);
@@ -186,6 +215,9 @@ int Run(int argc, char** argv) {
   app.add_flag("--batch", batch,
                "With --exec: run CMD once for all the messages (-n, --top, --all), in one "
                "transaction; bodies separated by newlines (-0: NUL)");
+  app.add_flag("--keep-going", keep_going,
+               "With --exec: a failed command rolls its message back and the run goes on "
+               "with the next (exit 8 at the end if any failed)");
   app.add_option("--lease", lease,
                  "Lock the messages for DURATION and print them with a lease token; "
                  "mq-admin ack/nack TOKEN ends it")
@@ -205,6 +237,8 @@ int Run(int argc, char** argv) {
   if (!ref.ok()) return cli::Fail(ref.status());
   if (exec && cmd.empty()) return cli::Fail(Status(Code::kInvalidArg, "--exec needs a command"));
   if (batch && !exec) return cli::Fail(Status(Code::kInvalidArg, "--batch goes with --exec"));
+  if (keep_going && !exec)
+    return cli::Fail(Status(Code::kInvalidArg, "--keep-going goes with --exec"));
   if (exec && !lease.empty())
     return cli::Fail(Status(Code::kInvalidArg, "--exec and --lease do not go together"));
   if ((exec || !lease.empty()) && !sel_args.cursor.empty())
@@ -253,7 +287,7 @@ int Run(int argc, char** argv) {
 
   if (exec)
     return RunExec(**store, *ref, *sel, *ro, cmd, batch, out_args.null ? '\0' : '\n',
-                   sel_args.all);
+                   sel_args.all, keep_going);
   if (lease_ms) {
     LockOptions lo;
     lo.lease_ms = lease_ms;

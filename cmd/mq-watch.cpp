@@ -4,8 +4,10 @@
 //
 // Steps, in the seed's order:
 //  1. A cursor action other than first, current or next is E_INVALIDARG (exit 2); current
-//     and next need a named cursor (--cursor-name), as only a cursor that exists can be
-//     current or advanced.
+//     and next need a named cursor (--cursor NAME --current|--next, as mq-peek; the old
+//     spelling --cursor ACTION --cursor-name NAME still works), as only a cursor that exists
+//     can be current or advanced. Without a cursor: the head of the queue, in the order
+//     mq-peek and mq-receive use (--locked: Locked messages too).
 //  2. A missing store is OLE_E_BLANK (the queue manager is not initialized, exit 3); a
 //     missing queue MQ_ERROR_QUEUE_NOT_FOUND (3); a disabled queue is closed:
 //     MQ_ERROR_INVALID_HANDLE (5); a store the caller cannot use MQ_ERROR_ACCESS_DENIED (4).
@@ -181,23 +183,45 @@ int Run(int argc, char** argv) {
   std::vector<std::string> cmd;
   bool exec = cli::SplitExec(argc, argv, own, cmd);
   cli::StoreArgs store_args;
-  std::string queue, cursor = "first", cursor_name, timeout = "infinite";
-  bool json = false, follow = false, no_wait_lock = false, exec_flag = false;
+  std::string queue, cursor, cursor_name, timeout, format;
+  bool json = false, follow = false, no_wait_lock = false, exec_flag = false, locked = false;
+  bool first = false, current = false, next = false;
   int max_readers = 1;
-  CLI::App app("Wait for messages to arrive in an mq queue (EnableNotification)", "mq-watch");
+  CLI::App app("Wait for messages to arrive in an mq queue (EnableNotification)\n"
+               "Examples:\n"
+               "  mq-watch jobs --wait 30s          # one event, or exit 1 after 30 s\n"
+               "  mq-watch jobs --follow --json     # an event per arrival\n"
+               "  mq-watch jobs --cursor audit --next\n"
+               "  mq-watch jobs --exec ./work.sh    # activator\n"
+               "See mq-watch(1).",
+               "mq-watch");
   cli::AddVersionFlag(app);
   cli::AddStoreOption(app, store_args);
   app.add_option("QUEUE", queue, "Queue to watch")->required();
-  app.add_option("--cursor", cursor,
-                 "first (default): the head of the queue; current: the message at the named "
-                 "cursor; next: advance the named cursor first")
-      ->type_name("ACTION");
-  app.add_option("--cursor-name", cursor_name, "Use this persistent named cursor")
+  auto* cursor_opt =
+      app.add_option("--cursor", cursor,
+                     "Use this persistent named cursor with --first, --current or --next, as "
+                     "mq-peek (the old 'ACTION --cursor-name NAME' spelling still works)")
+          ->type_name("NAME");
+  auto* first_opt = app.add_flag("--first", first, "With --cursor: move the cursor to the head");
+  auto* current_opt =
+      app.add_flag("--current", current, "With --cursor: the message at the cursor");
+  auto* next_opt = app.add_flag("--next", next, "With --cursor: advance the cursor first");
+  first_opt->excludes(current_opt)->excludes(next_opt);
+  current_opt->excludes(next_opt);
+  app.add_option("--cursor-name", cursor_name,
+                 "Deprecated: the cursor of '--cursor first|current|next' (use --cursor NAME "
+                 "--first|--current|--next)")
       ->type_name("NAME");
-  app.add_option("-t,--timeout", timeout,
-                 "How long to wait for an event: 0, infinite (default) or a duration")
-      ->type_name("DURATION");
-  app.add_flag("--json", json, "Print each event as a JSON object");
+  cli::AddWaitOption(app, timeout,
+                     "How long to wait for an event: 0, infinite (default) or a duration");
+  auto* json_opt = app.add_flag("--json", json, "Print each event as a JSON object");
+  app.add_option("--format", format, "Event format: text (default) or json (as --json)")
+      ->type_name("NAME")
+      ->excludes(json_opt);
+  app.add_flag("--locked", locked,
+               "Also report messages Locked by an open transactional receive "
+               "(AllowPeekWhenLocked)");
   app.add_flag("--follow", follow, "Keep watching: one event per message until a signal");
   app.add_flag("--no-wait-lock", no_wait_lock,
                "Fail (exit 5) instead of waiting when another process uses the cursor");
@@ -209,28 +233,68 @@ int Run(int argc, char** argv) {
       ->type_name("N")
       ->check(CLI::Range(1, 32767));
   if (int rc = cli::Parse(app, static_cast<int>(own.size()), own.data()); rc >= 0) return rc;
+  if (format == "json") json = true;
+  else if (!format.empty() && format != "text")
+    return cli::Fail(Status(Code::kInvalidArg,
+                            fmt::format("unknown --format '{}' (mq-watch prints: text, json)",
+                                        format)));
   if (exec && cmd.empty()) return cli::Fail(Status(Code::kInvalidArg, "--exec needs a command"));
   if (!exec && app.count("--max-readers"))
     return cli::Fail(Status(Code::kInvalidArg, "--max-readers goes with --exec"));
-  if (exec && (follow || json || !cursor_name.empty() || app.count("--timeout")))
+  if (exec && (follow || json || cursor_opt->count() || app.count("--cursor-name") || locked ||
+               first || current || next ||
+               !timeout.empty()))
     return cli::Fail(Status(Code::kInvalidArg,
-                            "--exec runs until stopped: no --follow, --json, --cursor-name or "
-                            "--timeout"));
+                            "--exec runs until stopped: no --follow, --json, --cursor, --locked "
+                            "or --wait"));
 
+  // The cursor: `--cursor NAME --first|--current|--next` (as mq-peek), or the old spelling
+  // `--cursor first|current|next [--cursor-name NAME]`.
   WatchOptions wo;
-  if (cursor == "first") wo.action = CursorAction::kFirst;
-  else if (cursor == "current") wo.action = CursorAction::kCurrent;
-  else if (cursor == "next") wo.action = CursorAction::kNext;
+  int actions = first + current + next;
+  std::string action = "first";
+  bool old_spelling = app.count("--cursor-name") > 0;
+  bool is_action = cursor == "first" || cursor == "current" || cursor == "next";
+  if (cursor_opt->count() && !actions && !old_spelling && !is_action)
+    return cli::Fail(Status(Code::kInvalidArg,
+                            fmt::format("invalid cursor action '{}': use first, current or next "
+                                        "(or --cursor NAME with --first, --current or --next)",
+                                        cursor)));
+  if (actions) {
+    if (old_spelling)
+      return cli::Fail(Status(Code::kInvalidArg,
+                              "--cursor NAME with --first, --current or --next takes no "
+                              "--cursor-name"));
+    if (!cursor_opt->count())
+      return cli::Fail(Status(Code::kInvalidArg, "--first, --current and --next need --cursor"));
+    if (actions != 1)
+      return cli::Fail(Status(Code::kInvalidArg,
+                              "--cursor needs one of --first, --current, --next"));
+    cursor_name = cursor;
+    action = first ? "first" : current ? "current" : "next";
+  } else if (cursor_opt->count()) {
+    action = cursor;
+  }
+  if (action == "first") wo.action = CursorAction::kFirst;
+  else if (action == "current") wo.action = CursorAction::kCurrent;
+  else if (action == "next") wo.action = CursorAction::kNext;
   else
     return cli::Fail(Status(Code::kInvalidArg,
                             fmt::format("invalid cursor action '{}': use first, current or next",
-                                        cursor)));
+                                        action)));
+  if (timeout.empty()) timeout = "infinite";
   auto ref = cli::ParseQueueArg(queue);
   if (!ref.ok()) return cli::Fail(ref.status());
-  if (wo.action != CursorAction::kFirst && cursor_name.empty())
+  bool named = actions || old_spelling;
+  if (wo.action != CursorAction::kFirst && !named)
     return cli::Fail(Status(Code::kInvalidArg,
-                            "--cursor current and next need a named cursor (--cursor-name)"));
-  if (app.count("--cursor-name")) {
+                            "--cursor current and next need a named cursor (--cursor NAME "
+                            "--current|--next, or --cursor-name NAME)"));
+  if (locked && named)
+    return cli::Fail(Status(Code::kInvalidArg,
+                            "--locked applies to the head of the queue; a cursor skips Locked "
+                            "messages"));
+  if (named) {
     Status s = CheckCursorName(cursor_name);
     if (!s.ok()) return cli::Fail(s);
   }
@@ -238,6 +302,7 @@ int Run(int argc, char** argv) {
   if (!t.ok()) return cli::Fail(t.status());
   wo.cursor_name = cursor_name;
   wo.follow = follow;
+  wo.include_locked = locked;
   wo.wait_lock = !no_wait_lock;
   wo.lock_wait_ms = *t;
   ReadOptions ro;

@@ -203,7 +203,11 @@ std::string ErrorBody(int64_t code, std::string_view description) {
       case '<': escaped += "&lt;"; break;
       case '>': escaped += "&gt;"; break;
       case '"': escaped += "&quot;"; break;
-      default: escaped += c;
+      // XML 1.0 has no way to carry other control characters, not even as references.
+      case '\t': case '\n': case '\r': escaped += c; break;
+      default:
+        if ((static_cast<unsigned char>(c) < 0x20) || c == 0x7f) escaped += "\xEF\xBF\xBD";
+        else escaped += c;
     }
   }
   return fmt::format(
@@ -252,8 +256,8 @@ std::string GroupSelKey(uint32_t qid, uint8_t priority, uint64_t head_lookup, co
 
 uint8_t OrderBand(uint8_t priority, bool conversation, bool retained) {
   uint8_t base = static_cast<uint8_t>(7 - std::min<uint8_t>(priority, 7));
-  if (!conversation) return base;
-  return static_cast<uint8_t>((retained ? 16 : 8) + base);
+  if (retained) return static_cast<uint8_t>(16 + base);
+  return static_cast<uint8_t>((conversation ? 8 : 0) + base);
 }
 
 }  // namespace mq

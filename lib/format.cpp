@@ -40,7 +40,11 @@ json MessageToJson(const Message& m) {
   j["class_value"] = m.msg_class;
   j["priority"] = m.priority;
   j["label"] = m.label;  // always UTF-8: Append refuses anything else
-  j["body_type"] = m.body_type;
+  // A VARTYPE number where MSMQ has one; json and xml, which have none, by name.
+  if (m.body_type == kBodyJson || m.body_type == kBodyXml)
+    j["body_type"] = BodyTypeName(m.body_type);
+  else
+    j["body_type"] = m.body_type;
   j["body_type_name"] = BodyTypeName(m.body_type);
   j["correlation_id"] = m.correlation_id.empty() ? json(nullptr)
                                                  : json(FormatCorrelationId(m.correlation_id));
@@ -189,7 +193,13 @@ Result<Message> MessageFromJson(const json& j) {
   }
   MQ_RETURN_IF_ERROR(GetUint(j, "priority", m.priority, 7));
   MQ_RETURN_IF_ERROR(GetString(j, "label", m.label));
-  MQ_RETURN_IF_ERROR(GetUint(j, "body_type", m.body_type, UINT32_MAX));
+  if (auto bt = j.find("body_type"); bt != j.end() && bt->is_string()) {
+    auto v = ParseBodyType(bt->get<std::string>());
+    if (!v.ok()) return BadField("body_type", v.status().text());
+    m.body_type = *v;
+  } else {
+    MQ_RETURN_IF_ERROR(GetUint(j, "body_type", m.body_type, UINT32_MAX));
+  }
   s.clear();
   MQ_RETURN_IF_ERROR(GetString(j, "correlation_id", s));
   if (!s.empty()) {

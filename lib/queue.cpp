@@ -34,6 +34,9 @@ enum Tag : uint32_t {
   kTagNextLease = 17,
   kTagTxSequenceId = 18,
   kTagTxNextSeq = 19,
+  kTagSentTotal = 20,
+  kTagReceivedTotal = 21,
+  kTagRetryDelay = 22,
   kTagJournal = 30,
   kTagJournalQuota = 31,
   kTagJournalDropped = 32,
@@ -66,6 +69,9 @@ std::string EncodeQueue(const QueueInfo& q) {
   w.UintIfNot(kTagNextLease, q.next_lease, 1);
   w.UintIfNot(kTagTxSequenceId, q.tx_sequence_id, 0);
   w.UintIfNot(kTagTxNextSeq, q.tx_next_seq, 1);
+  w.UintIfNot(kTagSentTotal, q.sent_total, 0);
+  w.UintIfNot(kTagReceivedTotal, q.received_total, 0);
+  w.UintIfNot(kTagRetryDelay, static_cast<uint64_t>(q.retry_delay), 0);
   w.UintIfNot(kTagJournal, q.journal ? 1 : 0, 0);
   w.UintIfNot(kTagJournalQuota, q.journal_quota, 0);
   w.UintIfNot(kTagJournalDropped, q.journal_dropped, 0);
@@ -102,6 +108,9 @@ Status DecodeQueue(std::string_view record, QueueInfo& q) {
       case kTagNextLease: d.next_lease = r.uint(); break;
       case kTagTxSequenceId: d.tx_sequence_id = r.uint(); break;
       case kTagTxNextSeq: d.tx_next_seq = static_cast<uint32_t>(r.uint()); break;
+      case kTagSentTotal: d.sent_total = r.uint(); break;
+      case kTagReceivedTotal: d.received_total = r.uint(); break;
+      case kTagRetryDelay: d.retry_delay = static_cast<int64_t>(r.uint()); break;
       case kTagJournal: d.journal = r.uint() != 0; break;
       case kTagJournalQuota: d.journal_quota = r.uint(); break;
       case kTagJournalDropped: d.journal_dropped = r.uint(); break;

@@ -46,9 +46,16 @@ struct QueueInfo {
   uint32_t max_retries = kDefaultMaxRetries;
   PoisonAction poison = PoisonAction::kSubqueue;
   int64_t dedup_window = kDefaultDedupWindow;  // ms
+  // A message rolled back (a failed --exec, a nack, a dead holder) is visible again after
+  // this long, ms (beanstalkd's release with delay, SQS's visibility timeout); 0: at once.
+  int64_t retry_delay = 0;
   uint64_t next_lease = 1;
   uint64_t tx_sequence_id = 0;  // MS-MQQB TxSequenceID of sends into this queue
   uint32_t tx_next_seq = 1;     // the next TxSequenceNumber
+  // Since the queue was made: messages that entered it (sends, moves, acks, journal copies;
+  // a delayed message once, when sent) and messages received from it (committed).
+  uint64_t sent_total = 0;
+  uint64_t received_total = 0;
 
   // Journals (target journaling): a copy of each received message goes to NAME;journal, up
   // to journal_quota bytes there (0: no limit); copies left out because it was full are
@@ -56,7 +63,7 @@ struct QueueInfo {
   bool journal = false;
   uint64_t journal_quota = 0;
   uint64_t journal_dropped = 0;
-  // Service Broker RETENTION: a received conversation message stays with status 0.
+  // Service Broker RETENTION: a received message stays with status 0.
   bool retention = false;
   uint64_t retained = 0;  // of `count`: retained messages (status 0)
 

@@ -49,6 +49,7 @@ const char* CodeSymbol(Code code) {
     case Code::kValidationFailed: return "MQ_VALIDATION_FAILED";
     case Code::kMessageTypeNotFound: return "MQ_MESSAGE_TYPE_NOT_FOUND";
     case Code::kMessageTypeExists: return "MQ_MESSAGE_TYPE_EXISTS";
+    case Code::kConversationMessage: return "MQ_CONVERSATION_MESSAGE";
     case Code::kBrokerUnavailable: return "MQ_BROKER_UNAVAILABLE";
     case Code::kBrokerRefused: return "MQ_BROKER_REFUSED";
     case Code::kLinkFailed: return "MQ_LINK_FAILED";
@@ -105,6 +106,7 @@ int ExitCode(const Status& status) {
     case Code::kIllegalCursorAction:
     case Code::kBadXmlFormat:
     case Code::kValidationFailed:
+    case Code::kConversationMessage:
       return 7;
     case Code::kExecFailed:
       return 8;

@@ -56,6 +56,7 @@ enum class Code : uint32_t {
   kValidationFailed = 0xE00E0012,       // a body its message type's validation refuses
   kMessageTypeNotFound = 0xE00E0013,
   kMessageTypeExists = 0xE00E0014,
+  kConversationMessage = 0xE00E0015,    // a plain receive aimed at a conversation message
   // mq-admin bridge (issue 16): 0xE00E0020 and up.
   kBrokerUnavailable = 0xE00E0020,      // the AMQP broker cannot be reached, or the link broke
   kBrokerRefused = 0xE00E0021,          // the broker refused a message or a declaration

@@ -106,6 +106,9 @@ struct Selection {
   Guid group{};
   uint64_t group_limit = 0;
   bool plain_only = false;  // skip conversation messages (plain MSMQ receives)
+  // With plain_only: a selection aimed at a message (--id, --lookup-id, --last) that finds a
+  // conversation message first fails (MQ_CONVERSATION_MESSAGE) instead of passing over it.
+  bool refuse_conversation = false;
 };
 
 struct QueueSettings {
@@ -117,6 +120,7 @@ struct QueueSettings {
   std::optional<uint32_t> max_retries;
   std::optional<PoisonAction> poison;
   std::optional<int64_t> dedup_window;
+  std::optional<int64_t> retry_delay;      // ms; 0: none
   std::optional<bool> journal;             // target journaling into NAME;journal
   std::optional<uint64_t> journal_quota;   // bytes of NAME;journal; 0: no limit
   std::optional<bool> retention;
@@ -152,11 +156,13 @@ struct WatchOptions {
   bool follow = false;
   bool wait_lock = true;
   int64_t lock_wait_ms = -1;  // as in CursorOptions
+  bool include_locked = false;  // anonymous cursor: Locked messages too (AllowPeekWhenLocked)
 };
 
 struct QueueStat {
   QueueInfo info;
   int64_t oldest_arrived = 0;  // 0: empty
+  uint64_t waiting = 0;        // readers waiting for a message (mq-receive/mq-peek --wait...)
 };
 
 struct AppendOptions {

@@ -157,18 +157,26 @@ Status Store::Impl::ConvOnRestore(lmdb::Txn& txn, QueueInfo& q, const Message& m
                     [](GroupRecord& g) { g.locked -= std::min<uint64_t>(g.locked, 1); });
 }
 
-// RETENTION ON: a received conversation message stays, status 0, in the retained band of
-// `order`, never to be received again.
+// RETENTION ON: a received message stays, status 0, in the retained band of `order`, never
+// to be received again (CLI.md): a conversation's until the conversation ends, a plain one
+// until a purge or the queue's deletion.
 Status Store::Impl::Retain(lmdb::Txn& txn, QueueInfo& q, Found& f, bool from_locked) {
   Message& m = f.msg;
-  auto c = ConvOf(txn, q, m);
-  if (!c.ok()) return c.status();
+  bool conv = IsConvMessage(q, m);
+  std::optional<ConvRecord> c;
+  if (conv) {
+    auto cr = ConvOf(txn, q, m);
+    if (!cr.ok()) return cr.status();
+    c = std::move(*cr);
+  }
   std::string old_key = OrderKeyFor(q, m);
   auto r = txn.Del(from_locked ? locked : order, old_key);
   if (!r.ok()) return r.status();
   if (from_locked) q.locked -= std::min<uint64_t>(q.locked, 1);
-  r = txn.Del(conv_msgs, ConvMsgKeyOf(q, *c, m));
-  if (!r.ok()) return r.status();
+  if (conv) {
+    r = txn.Del(conv_msgs, ConvMsgKeyOf(q, *c, m));
+    if (!r.ok()) return r.status();
+  }
   m.status = 0;
   // Received: a retained row no longer expires.
   if (int64_t at = ExpiryOf(m)) {
@@ -177,11 +185,12 @@ Status Store::Impl::Retain(lmdb::Txn& txn, QueueInfo& q, Found& f, bool from_loc
   }
   MQ_RETURN_IF_ERROR(Rewrite(txn, q, m, f.size, &f.size));
   MQ_RETURN_IF_ERROR(txn.Put(order, OrderKeyFor(q, m), {}));
+  q.retained++;
+  if (!conv) return {};
   std::string loc;
   PutU64BE(loc, m.lookup_id);
   MQ_RETURN_IF_ERROR(
       txn.Put(conv_kept, KeptKey(m.conversation_handle, m.message_sequence_number), loc));
-  q.retained++;
   return TouchGroup(txn, q, c->group, [&](GroupRecord& g) {
     if (from_locked) g.locked -= std::min<uint64_t>(g.locked, 1);
   });

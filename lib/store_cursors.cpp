@@ -76,18 +76,12 @@ Status Store::Impl::SaveCursor(lmdb::Txn& txn, uint32_t qid, const std::string& 
 Result<std::optional<Store::Impl::Found>> Store::Impl::NextVisible(lmdb::Txn& txn,
                                                                    const QueueInfo& q,
                                                                    const std::string& after) {
-  std::string prefix = QueueIdKey(q.id);
-  int64_t now = NowMs();
-  lmdb::Cursor c(txn, order);
-  bool on = after.empty() ? c.SeekGe(prefix) : c.SeekGe(after);
-  if (on && !after.empty() && c.key() == after) on = c.Next();
-  for (; on && HasPrefix(c.key(), prefix); on = c.Next()) {
-    Found f;
-    f.walk_key = std::string(c.key());
-    MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(c.key(), 5), f));
-    if (!Expired(q, f.msg, now)) return std::optional<Found>(std::move(f));
-  }
-  return std::optional<Found>();
+  // The head order of Collect (priority, then arrival, conversation messages included).
+  Selection sel;
+  std::vector<Found> one;
+  MQ_RETURN_IF_ERROR(Collect(txn, q, sel, after, 1, one));
+  if (one.empty()) return std::optional<Found>();
+  return std::optional<Found>(std::move(one[0]));
 }
 
 // Moves a named cursor of `q` as MSMQ does and saves its new position: kFirst to the head;
@@ -299,6 +293,9 @@ Status Store::Watch(const QueueRef& ref, const WatchOptions& wo, const ReadOptio
   bool named = !wo.cursor_name.empty();
   if (!named && wo.action != CursorAction::kFirst)
     return Status(Code::kInvalidArg, "--cursor current and next need --cursor-name");
+  if (named && wo.include_locked)
+    return Status(Code::kInvalidArg,
+                  "--locked applies to the head of the queue; a cursor skips Locked messages");
   FileLock lock;
   if (named) {
     MQ_RETURN_IF_ERROR(CheckCursorName(wo.cursor_name));
@@ -366,9 +363,13 @@ Status Store::WatchLocked(const QueueRef& ref, const WatchOptions& wo, const Rea
           high_water = m.lookup_id;
           std::string okey = Impl::OrderKeyFor(*q, m);
           if (!txn->Get(impl_->order, okey)) {
-            // Locked: remembered. Delayed: promoted later under a new, higher lookup id.
-            if (txn->Get(impl_->locked, okey)) passed_locked.push_back(std::move(okey));
-            continue;
+            // Locked: reported with --locked, else remembered. Delayed: promoted later under a
+            // new, higher lookup id.
+            bool is_locked = txn->Get(impl_->locked, okey).has_value();
+            if (!(is_locked && wo.include_locked)) {
+              if (is_locked) passed_locked.push_back(std::move(okey));
+              continue;
+            }
           }
           if (Impl::Expired(*q, m, now)) continue;  // never delivered: no event either
           event = std::move(m);
@@ -384,12 +385,15 @@ Status Store::WatchLocked(const QueueRef& ref, const WatchOptions& wo, const Rea
         if (waiting && !q->enabled)
           return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
         deadline = impl_->NextDeadline(*txn, q->id);
-        auto f = impl_->NextVisible(*txn, *q, {});
-        if (!f.ok()) return f.status();
+        // The head, as mq-peek and mq-receive see it.
+        Selection sel;
+        sel.include_locked = wo.include_locked;
+        std::vector<Impl::Found> head;
+        MQ_RETURN_IF_ERROR(impl_->Collect(*txn, *q, sel, {}, 1, head));
         // Retained messages (status 0, the last band of `order`) are not arrivals.
-        if (!*f || (Impl::IsConvMessage(*q, (*f)->msg) && (*f)->msg.status == 0))
+        if (head.empty() || head[0].msg.status == 0)
           return Status(Code::kMessageNotFound, "no message", ref.Full());
-        event = std::move((*f)->msg);
+        event = std::move(head[0].msg);
         return {};
       }
       // A named cursor, moved as EnableNotification moves it.

@@ -121,7 +121,7 @@ struct Store::Impl {
     bool conv = IsConvMessage(q, m);
     // An outgoing queue is FIFO (schema.hpp): one band whatever the priority.
     uint8_t priority = IsOutgoingName(q.name) ? 0 : m.priority;
-    k.push_back(static_cast<char>(OrderBand(priority, conv, conv && m.status == 0)));
+    k.push_back(static_cast<char>(OrderBand(priority, conv, m.status == 0)));
     PutU64BE(k, m.lookup_id);
     return k;
   }
@@ -224,6 +224,8 @@ struct Store::Impl {
                   bool count_abort);
 
   // ---- store_wait.cpp
+  std::string WaitMarkPath(uint32_t qid, long pid);
+  uint64_t WaitingReaders(uint32_t qid);
   Result<uint32_t> QueueIdForWait(const QueueRef& ref, bool need_enabled);
   Status WaitLoop(const QueueRef& ref, const ReadOptions& ro,
                   const std::function<Status(bool waiting, int64_t& next_deadline)>& attempt);

@@ -61,7 +61,7 @@ Status Store::Impl::CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
     Found f;
     if (known && held->messages_[i].lookup_id == GetU64BE(key, 5)) {
       MQ_RETURN_IF_ERROR(Received(txn, q, held->messages_[i], now));
-      if (!(IsConvMessage(q, held->messages_[i]) && q.retention)) {
+      if (!q.retention) {
         MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, held->messages_[i], held->sizes_[i],
                                          cleared ? Held::kLockedCleared : Held::kLocked));
         continue;
@@ -72,7 +72,7 @@ Status Store::Impl::CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
       MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(key, 5), f));
       MQ_RETURN_IF_ERROR(Received(txn, q, f.msg, now));
     }
-    if (IsConvMessage(q, f.msg) && q.retention)
+    if (q.retention)
       MQ_RETURN_IF_ERROR(Retain(txn, q, f, true));
     else
       MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, f.msg, f.size, Held::kLocked));
@@ -90,7 +90,9 @@ Result<bool> Store::Impl::ClearIfAllLocked(lmdb::Txn& txn, const QueueInfo& q,
                                            uint64_t lease_id, const LeaseRecord& rec,
                                            const Lease& held) {
   constexpr size_t kWorthIt = 64;
-  if (rec.keys.size() < kWorthIt || txn.Count(locked) != rec.keys.size()) return false;
+  // With RETENTION ON the messages stay (Retain): not a removal.
+  if (q.retention || rec.keys.size() < kWorthIt || txn.Count(locked) != rec.keys.size())
+    return false;
   for (size_t i = 0; i < rec.keys.size(); ++i) {
     const Message& m = held.messages_[i];
     if (IsConvMessage(q, m) || m.lookup_id != GetU64BE(rec.keys[i], 5)) return false;
@@ -108,6 +110,7 @@ Result<bool> Store::Impl::ClearIfAllLocked(lmdb::Txn& txn, const QueueInfo& q,
 Status Store::Impl::RollbackLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
                                   const LeaseRecord& rec, int64_t delay_ms, int64_t now,
                                   FinishReport* report, bool count_abort) {
+  if (delay_ms <= 0) delay_ms = q.retry_delay;  // the queue's --retry-delay
   for (const std::string& key : rec.keys) {
     auto holder = txn.Get(locked, key);
     if (!holder || holder->size() != 8 || GetU64BE(*holder, 0) != lease_id) continue;
@@ -344,6 +347,8 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockAny(const QueueRef& ref, const S
   *group = false;
   Selection plain = sel;
   plain.plain_only = true;
+  plain.refuse_conversation =
+      sel.anchor == Anchor::kId || sel.anchor == Anchor::kAt || sel.anchor == Anchor::kLast;
   if (!GroupCandidate(sel)) return LockPlainOnce(ref, plain, lo, count_delivery, resume, deadline);
   // A few rounds at most: another receiver may take what one look chose.
   for (int round = 0; round < 16; ++round) {

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -99,6 +100,7 @@ Status Store::Impl::Arrived(lmdb::Txn& txn, QueueInfo& q, const Message& m, int6
 // and target journaling (a copy in QUEUE;journal) if the queue keeps a journal. The caller
 // saves `q`.
 Status Store::Impl::Received(lmdb::Txn& txn, QueueInfo& q, const Message& m, int64_t now) {
+  q.received_total++;
   MQ_RETURN_IF_ERROR(EmitAck(txn, q, m, kClassAckReceive, now));
   if (!q.journal || !IsLive(q)) return {};
   bool dropped = false;
@@ -363,6 +365,17 @@ Result<uint64_t> Store::Sweep() {
       unsigned qid = 0;
       unsigned long long lease_id = 0;
       int used = 0;
+      long pid = 0;
+      // The wait mark of a reader killed while waiting (store_wait.cpp): not locked, and
+      // its process is gone (a mark being made is not locked yet either).
+      if (std::sscanf(e->d_name, "wait.%u.%ld%n", &qid, &pid, &used) == 2 &&
+          e->d_name[used] == '\0') {
+        std::string path = impl_->paths.locks_dir() + "/" + e->d_name;
+        auto held = FileLock::IsHeld(path);
+        if (held.ok() && !*held && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+          ::unlink(path.c_str());
+        continue;
+      }
       if (std::sscanf(e->d_name, "lease.%u.%llu%n", &qid, &lease_id, &used) != 2 ||
           e->d_name[used] != '\0')
         continue;

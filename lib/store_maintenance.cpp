@@ -50,7 +50,11 @@ void Store::Impl::CheckConversations(lmdb::Txn& t, const std::map<uint32_t, Queu
       const QueueInfo& q = qit->second;
       Message m;
       m.lookup_id = GetU64BE(c.key(), 4);
-      if (!DecodeRecord(c.value(), m).ok() || !IsConvMessage(q, m)) continue;
+      if (!DecodeRecord(c.value(), m).ok()) continue;
+      if (!IsConvMessage(q, m)) {
+        if (m.status == 0) retained[qid]++;  // a plain message kept by RETENTION ON
+        continue;
+      }
       std::string where = fmt::format("queue {} lookup id {}", q.name, m.lookup_id);
       auto cr = LoadConv(t, m.conversation_handle);
       if (!cr.ok() || !*cr || (*cr)->qid != qid) {

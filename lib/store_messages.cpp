@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -58,6 +59,7 @@ Status Store::Impl::RemoveMessage(lmdb::Txn& txn, QueueInfo& q, const Message& m
     was_locked = *r;
   }
   if (IsConvMessage(q, m)) MQ_RETURN_IF_ERROR(ConvOnRemove(txn, q, m, was_locked));
+  else if (m.status == 0) q.retained -= std::min<uint64_t>(q.retained, 1);  // RETENTION ON
   if (!m.id.empty()) {
     r = txn.DelSeq(by_id, IdKey(q, m.id));
     if (!r.ok()) return r.status();
@@ -107,6 +109,23 @@ Status Store::Impl::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection&
   size_t bytes = 0;
   int64_t now = NowMs();
   auto full = [&] { return out.size() >= max_count || bytes >= kBatchBytes; };
+
+  if (sel.plain_only && sel.refuse_conversation && resume.empty()) {
+    // A receive aimed at one message (--id, --lookup-id, --last): a conversation message is
+    // received with its conversation, in order, never alone; say so rather than pass it by.
+    Selection probe = sel;
+    probe.plain_only = false;
+    probe.refuse_conversation = false;
+    MQ_RETURN_IF_ERROR(Collect(txn, q, probe, resume, 1, out));
+    if (!out.empty() && IsConvMessage(q, out[0].msg) && out[0].msg.status != 0)
+      return Status(Code::kConversationMessage,
+                    fmt::format("message {} belongs to conversation {}: receive it with "
+                                "--conversation {} (a conversation is received in order)",
+                                out[0].msg.lookup_id, FormatGuid(out[0].msg.conversation_handle),
+                                FormatGuid(out[0].msg.conversation_handle)),
+                    q.name);
+    out.clear();
+  }
 
   if (sel.anchor == Anchor::kId) {
     if (!resume.empty()) return {};
@@ -158,24 +177,28 @@ Status Store::Impl::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection&
     return {};
   }
 
+  // The head order (CLI.md: priority, then arrival) over the bands of `order` (schema.hpp):
+  // plain messages (bands 0-7) and ready conversation messages (8-15) as one, by priority
+  // and then lookup id; retained messages (16-23) after them all. Each stream below is one
+  // band range of `order` (or, with include_locked, of `locked`, where Locked messages keep
+  // their keys), already in that order; the walk merges them, taking the least head (going
+  // backwards, the greatest). A plain receive walks the plain bands alone.
   std::string prefix = QueueIdKey(q.id);
   bool backward = sel.anchor == Anchor::kLast || sel.anchor == Anchor::kBefore;
-  // Where the walk starts: forwards from `start` (inclusive or not), backwards from before
-  // `start` (the end of the queue if empty).
-  std::string start;
+  enum class From { kBegin, kEnd, kKey };
+  From from = From::kBegin;
+  std::string start;  // kKey: a key of `order` or `locked`, whether or not it is there now
   bool inclusive = true;
   if (!resume.empty()) {
+    from = From::kKey;
     start = resume;
     inclusive = false;
   } else {
     switch (sel.anchor) {
       case Anchor::kHead:
-        start = prefix;
         break;
       case Anchor::kLast:
-        start = QueueIdKey(q.id + 1);
-        // Plain receives stop below the conversation bands of `order`.
-        if (sel.plain_only) start = QueueIdKey(q.id) + '\x08';
+        from = From::kEnd;
         break;
       case Anchor::kAt:
       case Anchor::kAfter:
@@ -183,6 +206,7 @@ Status Store::Impl::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection&
         Found anchor;
         if (!txn.Get(messages, MsgKey(q.id, sel.lookup_id))) return {};
         MQ_RETURN_IF_ERROR(LoadMessage(txn, q, sel.lookup_id, anchor));
+        from = From::kKey;
         start = OrderKeyFor(q, anchor.msg);
         inclusive = sel.anchor == Anchor::kAt;
         break;
@@ -191,26 +215,85 @@ Status Store::Impl::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection&
         return {};
     }
   }
-  // Visible messages are in `order`; with include_locked, Locked ones (in `locked`, under
-  // the same keys) are merged in, in their places.
-  lmdb::Cursor co(txn, order);
-  std::optional<lmdb::Cursor> cl;
-  if (sel.include_locked) cl.emplace(txn, locked);
-  auto position = [&](lmdb::Cursor& c) -> bool {
-    if (backward) return c.SeekLt(start);
-    bool on = c.SeekGe(start);
-    if (on && !inclusive && c.key() == start) on = c.Next();
-    return on;
+  if (from == From::kKey && (start.size() != 13 || !HasPrefix(start, prefix))) return {};
+  // A key's place in the head order: ready bands by priority alone, retained ones after.
+  auto rank = [](std::string_view k) {
+    auto band = static_cast<uint8_t>(k[4]);
+    return std::pair<uint8_t, std::string_view>(band < 16 ? band & 7 : band, k.substr(5));
   };
-  // The conversation bands (priority byte 8 and up) end a plain receive's walk.
-  auto plain_end = [&](lmdb::Cursor& c) {
-    return sel.plain_only && c.key().size() > 4 && static_cast<uint8_t>(c.key()[4]) >= 8;
+  struct Stream {
+    std::optional<lmdb::Cursor> c;
+    uint8_t lo = 0, hi = 0;  // its bands: [lo, hi)
+    bool on = false;
   };
-  bool on_o = position(co) && HasPrefix(co.key(), prefix) && !plain_end(co);
-  bool on_l = cl && position(*cl) && HasPrefix(cl->key(), prefix);
-  while ((on_o || on_l) && !full()) {
-    bool take_o = on_o && (!on_l || (backward ? co.key() > cl->key() : co.key() < cl->key()));
-    lmdb::Cursor& c = take_o ? co : *cl;
+  std::array<Stream, 5> streams;
+  size_t n_streams = 0;
+  auto add = [&](lmdb::Dbi dbi, uint8_t lo, uint8_t hi) {
+    Stream& s = streams[n_streams++];
+    s.c.emplace(txn, dbi);
+    s.lo = lo;
+    s.hi = hi;
+  };
+  add(order, 0, 8);
+  if (!sel.plain_only) {
+    add(order, 8, 16);
+    add(order, 16, 24);
+    if (sel.include_locked) {
+      add(locked, 0, 8);
+      add(locked, 8, 16);
+    }
+  }
+  auto band_key = [&](uint8_t band) {
+    std::string k = prefix;
+    k.push_back(static_cast<char>(band));
+    return k;
+  };
+  auto in_stream = [&](const Stream& s) {
+    std::string_view k = s.c->key();
+    return HasPrefix(k, prefix) && k.size() > 4 && static_cast<uint8_t>(k[4]) >= s.lo &&
+           static_cast<uint8_t>(k[4]) < s.hi;
+  };
+  for (size_t i = 0; i < n_streams; ++i) {
+    Stream& s = streams[i];
+    lmdb::Cursor& c = *s.c;
+    // The start, in this stream's terms: its ranks are lo..lo+7 mapped to bands lo..hi-1
+    // (rank r of a ready band is band lo + r).
+    uint8_t rank_lo = s.lo < 16 ? 0 : 16;
+    bool on = false;
+    if (from == From::kBegin) {
+      on = c.SeekGe(band_key(s.lo));
+    } else if (from == From::kEnd) {
+      on = c.SeekLt(band_key(s.hi));
+    } else {
+      auto [r, tail] = rank(start);
+      if (r < rank_lo) {
+        on = !backward && c.SeekGe(band_key(s.lo));
+      } else if (r >= rank_lo + 8) {
+        on = backward && c.SeekLt(band_key(s.hi));
+      } else {
+        std::string k = band_key(static_cast<uint8_t>(s.lo + r - rank_lo));
+        k.append(tail);
+        if (backward) {
+          on = c.SeekLt(k);
+        } else {
+          on = c.SeekGe(k);
+          if (on && !inclusive && c.key() == k) on = c.Next();
+        }
+      }
+    }
+    s.on = on && in_stream(s);
+  }
+  for (;;) {
+    Stream* pick = nullptr;
+    for (size_t i = 0; i < n_streams; ++i) {
+      Stream& s = streams[i];
+      if (!s.on) continue;
+      if (!pick || (backward ? rank(s.c->key()) > rank(pick->c->key())
+                             : rank(s.c->key()) < rank(pick->c->key())))
+        pick = &s;
+    }
+    if (!pick || full()) break;
+    lmdb::Cursor& c = *pick->c;
     if (c.key().size() != 13) return Status(Code::kCorrupted, "bad order index key", q.name);
     Found f;
     f.walk_key = std::string(c.key());
@@ -220,8 +303,7 @@ Status Store::Impl::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection&
       out.push_back(std::move(f));
     }
     bool on = backward ? c.Prev() : c.Next();
-    on = on && HasPrefix(c.key(), prefix) && !plain_end(c);
-    (take_o ? on_o : on_l) = on;
+    pick->on = on && in_stream(*pick);
   }
   return {};
 }
@@ -261,6 +343,7 @@ Status Store::Impl::InsertMessage(lmdb::Txn& txn, QueueInfo& q, Message& m, uint
       MQ_RETURN_IF_ERROR(ConvOnAdd(txn, q, m));
     else
       MQ_RETURN_IF_ERROR(txn.PutSeq(order, OrderKeyFor(q, m), {}));
+    if (!IsConvMessage(q, m) && m.status == 0) q.retained++;  // kept by RETENTION ON
     to_notify.insert(q.id);
   }
   if (!m.correlation_id.empty())
@@ -270,6 +353,7 @@ Status Store::Impl::InsertMessage(lmdb::Txn& txn, QueueInfo& q, Message& m, uint
     MQ_RETURN_IF_ERROR(txn.Put(deadlines, DeadlineKey(q.id, at, m.lookup_id), {}));
   q.count++;
   q.bytes += rec.size();
+  if (!promoted) q.sent_total++;
   return {};
 }
 

@@ -106,6 +106,7 @@ void ApplySettings(QueueInfo& q, const QueueSettings& s) {
   if (s.max_retries) q.max_retries = *s.max_retries;
   if (s.poison) q.poison = *s.poison;
   if (s.dedup_window) q.dedup_window = *s.dedup_window;
+  if (s.retry_delay) q.retry_delay = *s.retry_delay;
   if (s.journal) q.journal = *s.journal;
   if (s.journal_quota) q.journal_quota = *s.journal_quota;
   if (s.retention) q.retention = *s.retention;
@@ -240,6 +241,8 @@ Result<QueueStat> Store::StatQueue(const QueueRef& ref) {
       st.oldest_arrived = m.arrived_time;
     }
   }
+  txn->Abort();  // no transaction open while the lock files are probed
+  if (st.info.id != 0) st.waiting = impl_->WaitingReaders(st.info.id);
   return st;
 }
 

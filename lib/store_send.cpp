@@ -222,6 +222,16 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
         if (std::find(report->notes.begin(), report->notes.end(), note) == report->notes.end())
           report->notes.push_back(std::move(note));
       }
+      // The same for a local response queue (a far one, LINK:QUEUE, is not ours to know).
+      if (report && !m.response_queue.empty() && m.response_queue != q.name &&
+          m.response_queue.find(':') == std::string::npos &&
+          !txn.Get(impl_->queues, m.response_queue)) {
+        std::string note = fmt::format(
+            "response queue {} does not exist: a reply sent there will fail until it is made",
+            m.response_queue);
+        if (std::find(report->notes.begin(), report->notes.end(), note) == report->notes.end())
+          report->notes.push_back(std::move(note));
+      }
       MQ_RETURN_IF_ERROR(impl_->InsertMessage(txn, q, m, q.quota));
       // An import restores messages that arrived once already: no acks, no journal copies.
       if (!m.awaiting_arrival && !options.keep_identity)

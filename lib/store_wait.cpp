@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -84,6 +85,27 @@ Status Store::Impl::WaitLoop(
     it = armed.emplace(*qid, std::move(*a)).first;
   }
   Waiter* w = &it->second;
+  // While it waits, the reader holds a lock on locks/wait.QID.PID, which mq-admin stat counts
+  // (a killed reader's file is not locked, is not counted, and sweep removes it). Only this
+  // process locks or removes its own file; a prober (FileLock::IsHeld) holds it for an
+  // instant, so a few tries get it, and without it the wait goes on, only uncounted. Opened
+  // read-only: its close is no IN_CLOSE_WRITE in locks/, which would wake every waiter.
+  struct Mark {
+    std::string path;
+    int fd = -1;
+    ~Mark() {
+      if (fd < 0) return;
+      ::unlink(path.c_str());
+      ::close(fd);
+    }
+  } mark{WaitMarkPath(*qid, ::getpid())};
+  if (auto fd = OpenStoreFile(mark.path, O_RDONLY, file_mode); fd.ok()) {
+    for (int i = 0; i < 100 && mark.fd < 0; ++i) {
+      if (::flock(*fd, LOCK_EX | LOCK_NB) == 0) mark.fd = *fd;
+      else ::usleep(1000);
+    }
+    if (mark.fd < 0) ::close(*fd);
+  }
   int64_t until = ro.wait_ms < 0 ? -1 : MonotonicMs() + ro.wait_ms;
   for (;;) {
     deadline = 0;
@@ -98,6 +120,25 @@ Status Store::Impl::WaitLoop(
     if (*wake == Waiter::Wake::kStop)
       return Status(Code::kOperationCancelled, "stopped by a signal", ref.Full());
   }
+}
+
+std::string Store::Impl::WaitMarkPath(uint32_t qid, long pid) {
+  return paths.locks_dir() + "/wait." + std::to_string(qid) + "." + std::to_string(pid);
+}
+
+// The readers waiting on queue `qid` now: the wait marks whose lock is held.
+uint64_t Store::Impl::WaitingReaders(uint32_t qid) {
+  uint64_t n = 0;
+  std::string prefix = "wait." + std::to_string(qid) + ".";
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir(paths.locks_dir().c_str()), closedir);
+  while (dir) {
+    dirent* e = readdir(dir.get());
+    if (!e) break;
+    if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) != 0) continue;
+    auto held = FileLock::IsHeld(paths.locks_dir() + "/" + e->d_name);
+    if (held.ok() && *held) ++n;
+  }
+  return n;
 }
 
 Result<Waiter> Store::ArmDoorbell(const QueueRef& ref) {

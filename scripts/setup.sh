@@ -8,6 +8,7 @@ packages=(
   liblmdb-dev libcli11-dev libfmt-dev nlohmann-json3-dev uuid-dev libxml2-dev catch2   # libraries
   lmdb-utils mandoc jq util-linux zsh fish procps strace   # tests: mdb tools, man lint, setpriv, fault injection
   lintian                                # tests: the Debian package (test_package.sh)
+  systemd                                # tests: systemd-analyze verify of the units (test_install_layout.sh)
   sqlite3 time                           # benchmarks: the peer and peak RSS
   librabbitmq-dev                        # mq-admin bridge: rabbitmq-c
   rabbitmq-server amqp-tools             # bridge tests and bench: a private broker, the shell peer

@@ -8,6 +8,16 @@
 
 namespace mq::admin {
 
+void AddJsonOption(CLI::App& app, bool& json, const char* what) {
+  auto* flag = app.add_flag("--json", json, what);
+  app.add_option_function<std::string>(
+         "--format", [&json](const std::string& v) { json = v == "json"; },
+         "Output format: text (default) or json (as --json)")
+      ->type_name("NAME")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->excludes(flag);
+}
+
 Result<Store*> Context::Open() {
   if (!opened_) {
     auto s = cli::OpenStore(store);
@@ -41,6 +51,9 @@ void AddQueueOptions(CLI::App& app, QueueOptions& o, bool create) {
       ->check(CLI::IsMember({"subqueue", "deadletter", "disable"}));
   app.add_option("--dedup-window", o.dedup_window,
                  "How long mq-send --dedup remembers a key (default 5m)")
+      ->type_name("DURATION");
+  app.add_option("--retry-delay", o.retry_delay,
+                 "A rolled-back message is visible again after DURATION (default 0: at once)")
       ->type_name("DURATION");
   auto* journal = app.add_flag("--journal", o.journal,
                                "Keep a copy of every received message in QUEUE;journal");
@@ -89,6 +102,12 @@ Result<QueueSettings> MakeSettings(CLI::App& app, const QueueOptions& o) {
     if (!d.ok()) return d.status();
     if (*d <= 0) return Status(Code::kInvalidArg, "--dedup-window must be a positive duration");
     s.dedup_window = *d;
+  }
+  if (!o.retry_delay.empty()) {
+    auto d = ParseDuration(o.retry_delay);
+    if (!d.ok()) return d.status();
+    if (*d < 0) return Status(Code::kInvalidArg, "--retry-delay must be a finite duration");
+    s.retry_delay = *d;
   }
   if (o.journal) s.journal = true;
   if (o.no_journal) s.journal = false;

@@ -26,6 +26,10 @@ struct Command {
   std::function<int(Context&)> run;
 };
 
+// Adds --json (`what`: its help) and --format text|json, two spellings of one choice: every
+// command that takes --json takes --format json too (CLI.md).
+void AddJsonOption(CLI::App& app, bool& json, const char* what);
+
 // Options shared by create and set.
 struct QueueOptions {
   std::string label;
@@ -36,6 +40,7 @@ struct QueueOptions {
   uint32_t max_retries = 0;
   std::string poison;
   std::string dedup_window;
+  std::string retry_delay;
   bool journal = false;
   bool no_journal = false;
   std::string journal_quota;

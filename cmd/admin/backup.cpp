@@ -1,19 +1,34 @@
 // mq-admin backup DIR: a consistent, compacted copy of the store in DIR (new or empty),
 // taken from one read transaction while other processes keep sending and receiving. DIR
 // opens as a store and passes check.
+#include <sys/stat.h>
+
+#include <fmt/format.h>
+
 #include "admin.hpp"
+#include "progress.hpp"
 
 namespace mq::admin {
 
 Command SetupBackup(CLI::App& app, Context&) {
   auto dir = std::make_shared<std::string>();
+  auto quiet = std::make_shared<bool>(false);
   auto* sub = app.add_subcommand("backup", "Hot, consistent copy of the store");
   sub->add_option("DIR", *dir, "Target directory (new or empty)")->required();
-  return {sub, [dir](Context& ctx) {
+  AddQuietOption(*sub, *quiet);
+  return {sub, [dir, quiet](Context& ctx) {
             auto store = ctx.Open();
             if (!store.ok()) return cli::Fail(store.status());
+            Progress progress("backup to " + *dir, *quiet);
             Status s = (*store)->Backup(*dir);
-            return s.ok() ? 0 : cli::Fail(s.WithSubject(*dir));
+            if (!s.ok()) return cli::Fail(s.WithSubject(*dir));
+            struct stat st {};
+            uint64_t size = ::stat((*dir + "/data.mdb").c_str(), &st) == 0
+                                ? static_cast<uint64_t>(st.st_size)
+                                : 0;
+            progress.Done(*dir, fmt::format("backup of {} written, data.mdb {}",
+                                            (*store)->dir(), HumanBytes(size)));
+            return 0;
           }};
 }
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "admin.hpp"
+#include "progress.hpp"
 #include "units.hpp"
 #include "waiter.hpp"
 
@@ -16,25 +17,26 @@ namespace mq::admin {
 
 Command SetupCompact(CLI::App& app, Context& ctx) {
   auto wait = std::make_shared<std::string>("10s");
+  auto quiet = std::make_shared<bool>(false);
   auto* sub = app.add_subcommand(
       "compact", "Rewrite the store to its live size (when no other process has it open)");
   sub->add_option("-w,--wait", *wait,
                   "How long to wait for the store's other users to leave (default 10s)")
       ->type_name("DURATION");
-  return {sub, [wait, &ctx](Context&) {
+  AddQuietOption(*sub, *quiet);
+  return {sub, [wait, quiet, &ctx](Context&) {
             auto ms = ParseDuration(*wait);
             if (!ms.ok()) return cli::Fail(ms.status());
             OpenOptions o;
             o.dir = ctx.store.dir;
             o.exclusive_wait_ms = *ms < 0 ? INT64_MAX / 2 : *ms;
-            int64_t started = MonotonicMs();
+            Progress progress("compact", *quiet);
             auto store = Store::Open(o);
             if (!store.ok()) return cli::Fail(store.status());
             auto r = (*store)->Compact();
             if (!r.ok()) return cli::Fail(r.status());
-            cli::Note((*store)->dir(),
-                      fmt::format("compacted: data.mdb {} -> {} bytes in {} ms", r->before,
-                                  r->after, MonotonicMs() - started));
+            progress.Done((*store)->dir(), fmt::format("compacted: data.mdb {} -> {} bytes",
+                                                       r->before, r->after));
             return 0;
           }};
 }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "admin.hpp"
+#include "codec.hpp"
 #include "units.hpp"
 
 namespace mq::admin {
@@ -39,6 +40,16 @@ Command SetupEndConversation(CLI::App& app, Context&) {
                                       fmt::format("invalid conversation handle '{}': expected "
                                                   "a UUID",
                                                   args->handle)));
+            // The Error body is XML 1.0: no control characters but tab and newlines, UTF-8.
+            for (unsigned char c : args->description)
+              if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
+                return cli::Fail(Status(
+                    Code::kInvalidArg,
+                    fmt::format("--description has control character 0x{:02X}, which XML "
+                                "cannot carry",
+                                c)));
+            if (!IsValidUtf8(args->description))
+              return cli::Fail(Status(Code::kInvalidArg, "--description is not valid UTF-8"));
             EndOptions o;
             o.error = sub->count("--error") > 0;
             o.code = args->code;
@@ -54,7 +65,7 @@ Command SetupEndConversation(CLI::App& app, Context&) {
 Command SetupConversations(CLI::App& app, Context&) {
   auto json = std::make_shared<bool>(false);
   auto* sub = app.add_subcommand("conversations", "List conversations and their groups");
-  sub->add_flag("--json", *json, "One JSON object per conversation");
+  AddJsonOption(*sub, *json, "One JSON object per conversation");
   return {sub, [json](Context& ctx) {
             auto store = ctx.Open();
             if (!store.ok()) return cli::Fail(store.status());

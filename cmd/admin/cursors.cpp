@@ -13,7 +13,7 @@ namespace mq::admin {
 Command SetupCursors(CLI::App& app, Context&) {
   auto json = std::make_shared<bool>(false);
   auto* sub = app.add_subcommand("cursors", "List the named cursors");
-  sub->add_flag("--json", *json, "One JSON object per cursor");
+  AddJsonOption(*sub, *json, "One JSON object per cursor");
   return {sub, [json](Context& ctx) {
             auto store = ctx.Open();
             if (!store.ok()) return cli::Fail(store.status());

@@ -21,6 +21,7 @@
 #include "admin.hpp"
 #include "codec.hpp"
 #include "format.hpp"
+#include "progress.hpp"
 #include "srmp.hpp"
 
 namespace mq::admin {
@@ -101,12 +102,17 @@ class JsonLinesSource : public MessageSource {
         return Status(valid.code(), fmt::format("line {}: {}", lineno_, valid.text()), "stdin");
       m = std::move(*msg);
       if (new_ids_) m.id.clear();
+      if (progress_) {
+        progress_->messages++;
+        progress_->bytes += m.body.size();
+      }
       return true;
     }
   }
 
   Status Rewind() override {
     lineno_ = 0;
+    if (progress_) progress_->messages = progress_->bytes = 0;
     if (fseek(f_, 0, SEEK_SET) != 0) return ErrnoStatus(errno, "stdin", "cannot rewind");
     return {};
   }
@@ -118,6 +124,26 @@ class JsonLinesSource : public MessageSource {
   char* line_ = nullptr;
   size_t cap_ = 0;
   uint64_t lineno_ = 0;
+
+ public:
+  Progress* progress_ = nullptr;  // counts what was read (the last pass after a rewind)
+};
+
+// Passes messages on to the output, counting them for the summary and progress lines.
+class CountingSink : public MessageSink {
+ public:
+  CountingSink(MessageSink& out, Progress& progress) : out_(out), progress_(progress) {}
+  Status Add(const Message& m) override {
+    progress_.messages++;
+    progress_.bytes += m.body.size();
+    return out_.Add(m);
+  }
+  Status Flush() override { return out_.Flush(); }
+  Status Taken() override { return out_.Taken(); }
+
+ private:
+  MessageSink& out_;
+  Progress& progress_;
 };
 
 // Reads SRMP documents from the spooled stdin, mapped into memory (pages come and go as the
@@ -152,16 +178,22 @@ class SrmpSource : public MessageSource {
     if (!s.ok())
       return Status(s.code(), fmt::format("document {}: {}", docno_, s.text()), "stdin");
     if (new_ids_) m.id.clear();
+    if (progress_) {
+      progress_->messages++;
+      progress_->bytes += m.body.size();
+    }
     return true;
   }
 
   Status Rewind() override {
     pos_ = 0;
     docno_ = 0;
+    if (progress_) progress_->messages = progress_->bytes = 0;
     return {};
   }
 
   bool new_ids_ = false;
+  Progress* progress_ = nullptr;  // counts what was read (the last pass after a rewind)
 
  private:
   void* map_ = nullptr;
@@ -191,6 +223,7 @@ Command SetupExport(CLI::App& app, Context&) {
   struct Args {
     std::string queue;
     std::string format = "json";
+    bool quiet = false;
   };
   auto args = std::make_shared<Args>();
   auto* sub = app.add_subcommand(
@@ -199,6 +232,7 @@ Command SetupExport(CLI::App& app, Context&) {
   sub->add_option("--format", args->format, "Output format: json (default) or srmp")
       ->type_name("NAME")
       ->check(CLI::IsMember({"json", "srmp"}));
+  AddQuietOption(*sub, args->quiet);
   return {sub, [args](Context& ctx) {
             auto ref = cli::ParseQueueArg(args->queue);
             if (!ref.ok()) return cli::Fail(ref.status());
@@ -207,19 +241,27 @@ Command SetupExport(CLI::App& app, Context&) {
             Selection all;
             all.anchor = Anchor::kArrival;  // every message, delayed and Locked ones too
             all.limit = 0;
+            Progress progress("export " + ref->Full(), args->quiet);
             Status s;
             if (args->format == "srmp") {
               SrmpSink sink(ref->Full());
-              s = (*store)->Peek(*ref, all, {}, sink);
+              CountingSink counting(sink, progress);
+              s = (*store)->Peek(*ref, all, {}, counting);
             } else {
               cli::OutputArgs out;
               out.json = true;
               auto sink = cli::OutputSink::Make(out);
               if (!sink.ok()) return cli::Fail(sink.status());
-              s = (*store)->Peek(*ref, all, {}, **sink);
+              CountingSink counting(**sink, progress);
+              s = (*store)->Peek(*ref, all, {}, counting);
             }
-            if (s.ok() || s.code() == Code::kMessageNotFound || s.code() == Code::kBrokenPipe)
+            if (s.ok() || s.code() == Code::kMessageNotFound) {
+              progress.Done(ref->Full(), fmt::format("exported {} messages, {} of bodies",
+                                                     progress.messages.load(),
+                                                     HumanBytes(progress.bytes.load())));
               return 0;
+            }
+            if (s.code() == Code::kBrokenPipe) return 0;
             return cli::Fail(s.WithSubject(ref->Full()));
           }};
 }
@@ -230,6 +272,7 @@ Command SetupImport(CLI::App& app, Context&) {
     std::string format = "json";
     bool create = false;
     bool new_ids = false;
+    bool quiet = false;
   };
   auto args = std::make_shared<Args>();
   auto* sub = app.add_subcommand("import",
@@ -240,6 +283,7 @@ Command SetupImport(CLI::App& app, Context&) {
       ->check(CLI::IsMember({"json", "srmp"}));
   sub->add_flag("--create", args->create, "Create the queue if it is missing");
   sub->add_flag("--new-ids", args->new_ids, "Give the messages new ids");
+  AddQuietOption(*sub, args->quiet);
   return {sub, [args](Context& ctx) {
             auto ref = cli::ParseQueueArg(args->queue);
             if (!ref.ok()) return cli::Fail(ref.status());
@@ -258,6 +302,7 @@ Command SetupImport(CLI::App& app, Context&) {
               return cli::Fail(ErrnoStatus(errno, "tmpfile", "cannot spool stdin"));
             auto store = ctx.Open();
             if (!store.ok()) return cli::Fail(store.status());
+            Progress progress("import " + ref->Full(), args->quiet);
             AppendOptions o;
             o.create_queue = args->create;
             o.keep_identity = true;
@@ -267,13 +312,19 @@ Command SetupImport(CLI::App& app, Context&) {
               Status opened = src.Open(spool.get());
               if (!opened.ok()) return cli::Fail(opened);
               src.new_ids_ = args->new_ids;
+              src.progress_ = &progress;
               s = (*store)->Append(*ref, o, src, nullptr);
             } else {
               JsonLinesSource src(spool.get());
               src.new_ids_ = args->new_ids;
+              src.progress_ = &progress;
               s = (*store)->Append(*ref, o, src, nullptr);
             }
-            return s.ok() ? 0 : cli::Fail(s.WithSubject(ref->Full()));
+            if (!s.ok()) return cli::Fail(s.WithSubject(ref->Full()));
+            progress.Done(ref->Full(), fmt::format("imported {} messages, {} of bodies",
+                                                   progress.messages.load(),
+                                                   HumanBytes(progress.bytes.load())));
+            return 0;
           }};
 }
 

@@ -54,7 +54,7 @@ Command SetupNack(CLI::App& app, Context&) { return SetupEnd(app, false); }
 Command SetupLocks(CLI::App& app, Context&) {
   auto json = std::make_shared<bool>(false);
   auto* sub = app.add_subcommand("locks", "List open transactional receives and leases");
-  sub->add_flag("--json", *json, "One JSON object per lease");
+  AddJsonOption(*sub, *json, "One JSON object per lease");
   return {sub, [json](Context& ctx) {
             auto store = ctx.Open();
             if (!store.ok()) return cli::Fail(store.status());

@@ -11,7 +11,7 @@ namespace mq::admin {
 Command SetupList(CLI::App& app, Context&) {
   auto json = std::make_shared<bool>(false);
   auto* sub = app.add_subcommand("list", "List the queues");
-  sub->add_flag("--json", *json, "One JSON object per queue");
+  AddJsonOption(*sub, *json, "One JSON object per queue");
   return {sub, [json](Context& ctx) {
             auto store = ctx.Open();
             if (!store.ok()) return cli::Fail(store.status());
@@ -35,6 +35,7 @@ Command SetupList(CLI::App& app, Context&) {
                                   {"max_retries", q.max_retries},
                                   {"poison", PoisonName(q.poison)},
                                   {"dedup_window_ms", q.dedup_window},
+                                  {"retry_delay_ms", q.retry_delay},
                                   {"retention", q.retention ? "on" : "off"},
                                   {"created_time", FormatTime(q.created_time)},
                                   {"modified_time", FormatTime(q.modified_time)}};

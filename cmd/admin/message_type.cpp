@@ -31,7 +31,7 @@ Command SetupMessageType(CLI::App& app, Context&) {
   auto* del = sub->add_subcommand("delete", "Delete a message type");
   del->add_option("NAME", args->name, "Message type name")->required();
   auto* list = sub->add_subcommand("list", "List message types and their validation");
-  list->add_flag("--json", args->json, "One JSON object per message type");
+  AddJsonOption(*list, args->json, "One JSON object per message type");
   return {sub, [args, create, del](Context& ctx) {
             auto store = ctx.Open();
             if (!store.ok()) return cli::Fail(store.status());

@@ -1,5 +1,7 @@
 // mq-admin stat [QUEUE] [--json | --format text|json|prometheus]: per queue, the messages
-// (of which delayed and Locked), bytes, and the age of the oldest message. The prometheus
+// (of which delayed and Locked), bytes, the age of the oldest message, the readers waiting,
+// and the messages sent and received since the queue was made; for the store, the size of
+// data.mdb and the bytes of it in use. The prometheus
 // form suits the node exporter's textfile collector, e.g. from cron:
 //   mq-admin stat --format prometheus > /var/lib/node_exporter/mq.prom.$$ &&
 //     mv /var/lib/node_exporter/mq.prom.$$ /var/lib/node_exporter/mq.prom
@@ -48,6 +50,7 @@ struct Row {
 
 struct Metric {
   const char* name;
+  const char* type;  // gauge, or counter (a total since the queue was made)
   const char* help;
   std::function<std::string(const Row&)> value;
 };
@@ -89,16 +92,16 @@ Command SetupStat(CLI::App& app, Context&) {
                 args->json ? "json" : args->format.empty() ? "text" : args->format;
             FdWriter out(1, "stdout");
             if (format == "text") {
-              out.Append(fmt::format("{:<32} {:>10} {:>8} {:>8} {:>12} {:>10} {}\n", "QUEUE",
-                                     "MESSAGES", "DELAYED", "LOCKED", "BYTES", "OLDEST",
-                                     "STATUS"));
+              out.Append(fmt::format("{:<32} {:>10} {:>8} {:>8} {:>12} {:>10} {:>7} {}\n",
+                                     "QUEUE", "MESSAGES", "DELAYED", "LOCKED", "BYTES", "OLDEST",
+                                     "WAITING", "STATUS"));
               for (const Row& r : rows) {
                 const QueueInfo& q = r.st.info;
-                out.Append(fmt::format("{:<32} {:>10} {:>8} {:>8} {:>12} {:>10} {}\n", q.name,
-                                       q.count, q.delayed, q.locked, q.bytes,
+                out.Append(fmt::format("{:<32} {:>10} {:>8} {:>8} {:>12} {:>10} {:>7} {}\n",
+                                       q.name, q.count, q.delayed, q.locked, q.bytes,
                                        r.st.oldest_arrived ? FormatDuration(r.age / 1000 * 1000)
                                                            : "-",
-                                       StatusText(q)));
+                                       r.st.waiting, StatusText(q)));
               }
               // The whole store: how much of data.mdb is in use (mq-admin compact gives the
               // rest back).
@@ -109,6 +112,7 @@ Command SetupStat(CLI::App& app, Context&) {
                                          (*store)->dir(), z->file, z->used));
               }
             } else if (format == "json") {
+              auto z = (*store)->FileSizes();
               for (const Row& r : rows) {
                 const QueueInfo& q = r.st.info;
                 nlohmann::ordered_json j = {
@@ -129,28 +133,42 @@ Command SetupStat(CLI::App& app, Context&) {
                     {"journal", q.journal},
                     {"journal_quota", q.journal_quota},
                     {"journal_full", q.journal_dropped != 0},
-                    {"journal_dropped", q.journal_dropped}};
+                    {"journal_dropped", q.journal_dropped},
+                    {"waiting", r.st.waiting},
+                    {"sent_total", q.sent_total},
+                    {"received_total", q.received_total}};
+                if (z.ok()) {
+                  j["store_file_bytes"] = z->file;
+                  j["store_used_bytes"] = z->used;
+                }
                 out.Append(j.dump() + "\n");
               }
             } else {
               // Prometheus text format: each metric's HELP, TYPE and samples together.
               std::vector<Metric> metrics = {
-                  {"mq_queue_messages", "Messages in the queue, of any state.",
+                  {"mq_queue_messages", "gauge", "Messages in the queue, of any state.",
                    [](const Row& r) { return std::to_string(r.st.info.count); }},
-                  {"mq_queue_delayed_messages", "Messages not visible yet (--delay, --at).",
+                  {"mq_queue_delayed_messages", "gauge", "Messages not visible yet (--delay, --at).",
                    [](const Row& r) { return std::to_string(r.st.info.delayed); }},
-                  {"mq_queue_locked_messages", "Messages held by an open transactional receive.",
+                  {"mq_queue_locked_messages", "gauge", "Messages held by an open transactional receive.",
                    [](const Row& r) { return std::to_string(r.st.info.locked); }},
-                  {"mq_queue_bytes", "Bytes of message records in the queue.",
+                  {"mq_queue_bytes", "gauge", "Bytes of message records in the queue.",
                    [](const Row& r) { return std::to_string(r.st.info.bytes); }},
-                  {"mq_queue_oldest_message_age_seconds", "Age of the oldest message; 0 if empty.",
+                  {"mq_queue_oldest_message_age_seconds", "gauge", "Age of the oldest message; 0 if empty.",
                    [](const Row& r) { return fmt::format("{:.3f}", r.age / 1000.0); }},
-                  {"mq_queue_enabled", "1 if the queue's status is ON.",
+                  {"mq_queue_enabled", "gauge", "1 if the queue's status is ON.",
                    [](const Row& r) { return std::string(r.st.info.enabled ? "1" : "0"); }},
-                  {"mq_queue_quota_bytes", "The queue's quota; 0: none.",
+                  {"mq_queue_quota_bytes", "gauge", "The queue's quota; 0: none.",
                    [](const Row& r) { return std::to_string(r.st.info.quota); }},
-                  {"mq_queue_journal_dropped", "Journal copies not kept: the journal was full.",
+                  {"mq_queue_waiting_readers", "gauge", "Readers waiting for a message.",
+                   [](const Row& r) { return std::to_string(r.st.waiting); }},
+                  {"mq_queue_journal_dropped_total", "counter",
+                   "Journal copies not kept: the journal was full.",
                    [](const Row& r) { return std::to_string(r.st.info.journal_dropped); }},
+                  {"mq_queue_sent_total", "counter", "Messages that entered the queue.",
+                   [](const Row& r) { return std::to_string(r.st.info.sent_total); }},
+                  {"mq_queue_received_total", "counter", "Messages received from the queue.",
+                   [](const Row& r) { return std::to_string(r.st.info.received_total); }},
               };
               auto z = (*store)->FileSizes();
               if (z.ok())
@@ -161,7 +179,8 @@ Command SetupStat(CLI::App& app, Context&) {
                     "mq_store_used_bytes gauge\nmq_store_used_bytes{{store=\"{}\"}} {}\n",
                     PromEscape((*store)->dir()), z->file, PromEscape((*store)->dir()), z->used));
               for (const Metric& m : metrics) {
-                out.Append(fmt::format("# HELP {} {}\n# TYPE {} gauge\n", m.name, m.help, m.name));
+                out.Append(
+                    fmt::format("# HELP {} {}\n# TYPE {} {}\n", m.name, m.help, m.name, m.type));
                 for (const Row& r : rows)
                   out.Append(fmt::format("{}{{store=\"{}\",queue=\"{}\"}} {}\n", m.name,
                                          PromEscape((*store)->dir()), PromEscape(r.st.info.name),

@@ -60,7 +60,7 @@ function __mq_admin_words
         set -e tokens[1]
         switch $t
             case -s --store --group --label --quota --max-message-size --status --format \
-                    --max-retries --poison --dedup-window --delay --id --ttbr --to \
+                    --max-retries --poison --dedup-window --retry-delay --delay --id --ttbr --to \
                     --journal-quota --max-store-size --retention --validation \
                     --error --description
                 set -e tokens[1]
@@ -148,6 +148,7 @@ complete -c mq-admin -n '__mq_admin_using create' -l transactional -d 'Accept on
 complete -c mq-admin -n '__mq_admin_using create' -l max-retries -x -d 'Rollbacks before the poison action runs (default 5; 0: never)'
 complete -c mq-admin -n '__mq_admin_using create' -l poison -x -a 'subqueue deadletter disable' -d 'Poison action'
 complete -c mq-admin -n '__mq_admin_using create' -l dedup-window -x -d 'How long mq-send --dedup remembers a key (default 5m)'
+complete -c mq-admin -n '__mq_admin_using create' -l retry-delay -x -d 'A rolled-back message is visible again after DURATION'
 complete -c mq-admin -n '__mq_admin_using create' -l journal -d 'Keep a copy of every received message in QUEUE;journal'
 complete -c mq-admin -n '__mq_admin_using create' -l journal-quota -x -d 'Maximum bytes of QUEUE;journal; 0: no limit'
 complete -c mq-admin -n '__mq_admin_using set' -l label -x -d 'Queue label, at most 124 characters'
@@ -157,6 +158,7 @@ complete -c mq-admin -n '__mq_admin_using set' -l status -x -a 'on off' -d 'on: 
 complete -c mq-admin -n '__mq_admin_using set' -l max-retries -x -d 'Rollbacks before the poison action runs (default 5; 0: never)'
 complete -c mq-admin -n '__mq_admin_using set' -l poison -x -a 'subqueue deadletter disable' -d 'Poison action'
 complete -c mq-admin -n '__mq_admin_using set' -l dedup-window -x -d 'How long mq-send --dedup remembers a key (default 5m)'
+complete -c mq-admin -n '__mq_admin_using set' -l retry-delay -x -d 'A rolled-back message is visible again after DURATION'
 complete -c mq-admin -n '__mq_admin_using set' -l journal -d 'Keep a copy of every received message in QUEUE;journal'
 complete -c mq-admin -n '__mq_admin_using set' -l no-journal -d 'Stop keeping journal copies'
 complete -c mq-admin -n '__mq_admin_using set' -l journal-quota -x -d 'Maximum bytes of QUEUE;journal; 0: no limit'
@@ -181,6 +183,12 @@ complete -c mq-admin -n '__mq_admin_using message-type' -l json -d 'One JSON obj
 complete -c mq-admin -n '__mq_admin_using end-conversation' -l error -x -d 'End with an error: queue the Error message with CODE'
 complete -c mq-admin -n '__mq_admin_using end-conversation' -l description -x -d "The error's description"
 complete -c mq-admin -n '__mq_admin_using conversations' -l json -d 'One JSON object per conversation'
+complete -c mq-admin -n '__mq_admin_using list' -l format -x -a 'text json' -d 'Output format'
+complete -c mq-admin -n '__mq_admin_using cursors' -l format -x -a 'text json' -d 'Output format'
+complete -c mq-admin -n '__mq_admin_using locks' -l format -x -a 'text json' -d 'Output format'
+complete -c mq-admin -n '__mq_admin_using conversations' -l format -x -a 'text json' -d 'Output format'
+complete -c mq-admin -n '__mq_admin_using message-type' -l format -x -a 'text json' -d 'Output format'
+complete -c mq-admin -n '__mq_admin_using import' -l format -x -a json -d 'Input format'
 complete -c mq-admin -n __mq_admin_needs_command -a bridge -d 'Move messages to and from RabbitMQ, exactly once'
 complete -c mq-admin -n __mq_admin_needs_command -a help -d "Print the overview, or a command's options"
 complete -c mq-admin -n '__mq_admin_using help; and test (count (__mq_admin_words)) -eq 1' -a 'init create set delete list stat purge check backup export import cursors delete-cursor sweep ack nack locks requeue move message-type end-conversation conversations bridge link forward accept' -d 'Command'
@@ -214,3 +222,8 @@ complete -c mq-admin -n '__mq_admin_using bridge' -l prefetch -x -d 'bridge in: 
 complete -c mq-admin -n '__mq_admin_using bridge' -l once -d 'Stop when the source is empty'
 complete -c mq-admin -n '__mq_admin_using bridge' -l follow -d 'Keep moving messages until a signal'
 complete -c mq-admin -n '__mq_admin_using bridge' -l declare -d 'Declare the quorum queue, exchange and binding'
+complete -c mq-admin -n '__mq_admin_using purge' -s q -l quiet -d 'Print no summary line and no progress line'
+complete -c mq-admin -n '__mq_admin_using export' -s q -l quiet -d 'Print no summary line and no progress line'
+complete -c mq-admin -n '__mq_admin_using import' -s q -l quiet -d 'Print no summary line and no progress line'
+complete -c mq-admin -n '__mq_admin_using backup' -s q -l quiet -d 'Print no summary line and no progress line'
+complete -c mq-admin -n '__mq_admin_using compact' -s q -l quiet -d 'Print no summary line and no progress line'

@@ -44,6 +44,11 @@ function __mq_admin_query
     test -e $def/data.mdb; and mq-admin $argv 2>/dev/null
 end
 
+# __mq_cursor_names: the names of the store's named cursors.
+function __mq_cursor_names
+    __mq_admin_query cursors | cut -f2 | sort -u
+end
+
 # __mq_queues: prints the queue names of that store.
 function __mq_queues
     __mq_admin_query list
@@ -65,7 +70,7 @@ function __mq_operands
             set n (math $n + 1)
         else if test "$t" = --
             set ended 1
-        else if contains -- $t -w --wait
+        else if contains -- $t -w --wait -t --timeout
             # An optional DURATION: the next word, if it is one.
             string match -qr -- '^([0-9]+(ms|s|m|h|d)?|infinite|INFINITE|-1)$' "$tokens[1]"
             and set -e tokens[1]
@@ -133,11 +138,12 @@ complete -c mq-peek -l next -d 'The messages after --lookup-id (with --cursor: a
 complete -c mq-peek -l prev -d 'The messages before --lookup-id, backwards'
 complete -c mq-peek -l id -x -d 'The message with this id'
 complete -c mq-peek -l correlation -x -d 'Messages with this correlation id'
-complete -c mq-peek -l cursor -x -d 'Use this named cursor, kept in the store, with --first, --current or --next'
+complete -c mq-peek -l cursor -x -a '(__mq_cursor_names)' -d 'Use this named cursor, kept in the store, with --first, --current or --next'
 complete -c mq-peek -l current -d 'With --cursor: the message at the cursor'
 complete -c mq-peek -l no-wait-lock -d 'Fail (exit 5) instead of waiting when another process is using the cursor'
 complete -c mq-peek -l locked -d 'Also show messages Locked by an open transactional receive (AllowPeekWhenLocked)'
 complete -c mq-peek -s w -l wait -d 'Wait for a qualifying message, up to DURATION (default: infinite)'
+complete -c mq-peek -s t -l timeout -d 'The same as --wait'
 complete -c mq-peek -l json -d 'One JSON object per message'
 complete -c mq-peek -l format -x -a 'json tsv csv' -d 'Output format'
 complete -c mq-peek -l columns -x -a '(__mq_columns)' -d 'Print these Service Broker columns, comma-separated (*: all)'

@@ -44,6 +44,11 @@ function __mq_admin_query
     test -e $def/data.mdb; and mq-admin $argv 2>/dev/null
 end
 
+# __mq_cursor_names: the names of the store's named cursors.
+function __mq_cursor_names
+    __mq_admin_query cursors | cut -f2 | sort -u
+end
+
 # __mq_queues: prints the queue names of that store.
 function __mq_queues
     __mq_admin_query list
@@ -65,7 +70,7 @@ function __mq_operands
             set n (math $n + 1)
         else if test "$t" = --
             set ended 1
-        else if contains -- $t -w --wait
+        else if contains -- $t -w --wait -t --timeout
             # An optional DURATION: the next word, if it is one.
             string match -qr -- '^([0-9]+(ms|s|m|h|d)?|infinite|INFINITE|-1)$' "$tokens[1]"
             and set -e tokens[1]
@@ -133,10 +138,11 @@ complete -c mq-receive -n 'not __mq_exec_seen' -l next -d 'The messages after --
 complete -c mq-receive -n 'not __mq_exec_seen' -l prev -d 'The messages before --lookup-id, backwards'
 complete -c mq-receive -n 'not __mq_exec_seen' -l id -x -d 'The message with this id'
 complete -c mq-receive -n 'not __mq_exec_seen' -l correlation -x -d 'Messages with this correlation id'
-complete -c mq-receive -n 'not __mq_exec_seen' -l cursor -x -d 'Receive the message at this named cursor (with --current)'
+complete -c mq-receive -n 'not __mq_exec_seen' -l cursor -x -a '(__mq_cursor_names)' -d 'Receive the message at this named cursor (with --current)'
 complete -c mq-receive -n 'not __mq_exec_seen' -l current -d 'With --cursor: the message at the cursor'
 complete -c mq-receive -n 'not __mq_exec_seen' -l no-wait-lock -d 'Fail (exit 5) instead of waiting when another process is using the cursor'
 complete -c mq-receive -n 'not __mq_exec_seen' -s w -l wait -d 'Wait for a qualifying message, up to DURATION (default: infinite)'
+complete -c mq-receive -n 'not __mq_exec_seen' -s t -l timeout -d 'The same as --wait'
 complete -c mq-receive -n 'not __mq_exec_seen' -l json -d 'One JSON object per message'
 complete -c mq-receive -n 'not __mq_exec_seen' -l format -x -a 'json tsv csv' -d 'Output format'
 complete -c mq-receive -n 'not __mq_exec_seen' -l columns -x -a '(__mq_columns)' -d 'Print these Service Broker columns, comma-separated (*: all)'
@@ -149,5 +155,6 @@ complete -c mq-receive -n 'not __mq_exec_seen' -l lease -x -d 'Lock the messages
 complete -c mq-receive -n 'not __mq_exec_seen' -l conversation -x -d 'RECEIVE WHERE conversation_handle = HANDLE'
 complete -c mq-receive -n 'not __mq_exec_seen' -l group -x -d 'RECEIVE WHERE conversation_group_id = ID'
 complete -c mq-receive -n 'not __mq_exec_seen' -l batch -d 'With --exec: run CMD once for all the messages, in one transaction'
+complete -c mq-receive -n 'not __mq_exec_seen' -l keep-going -d 'With --exec: a failure rolls back and the run goes on with the next'
 complete -c mq-receive -n 'not __mq_exec_seen' -l exec -d 'Run CMD [ARG...] (the rest of the line) for each message in a transaction'
 complete -c mq-receive -n __mq_exec_seen -a '(__mq_exec_complete)'

@@ -44,6 +44,11 @@ function __mq_admin_query
     test -e $def/data.mdb; and mq-admin $argv 2>/dev/null
 end
 
+# __mq_cursor_names: the names of the store's named cursors.
+function __mq_cursor_names
+    __mq_admin_query cursors | cut -f2 | sort -u
+end
+
 # __mq_queues: prints the queue names of that store.
 function __mq_queues
     __mq_admin_query list
@@ -65,7 +70,7 @@ function __mq_operands
             set n (math $n + 1)
         else if test "$t" = --
             set ended 1
-        else if contains -- $t -w --wait
+        else if contains -- $t -w --wait -t --timeout
             # An optional DURATION: the next word, if it is one.
             string match -qr -- '^([0-9]+(ms|s|m|h|d)?|infinite|INFINITE|-1)$' "$tokens[1]"
             and set -e tokens[1]
@@ -86,7 +91,7 @@ end
 
 function __mq_watch_needs_queue
     not __mq_exec_seen
-    and test (__mq_operands s store cursor cursor-name t timeout max-readers) -eq 0
+    and test (__mq_operands s store cursor cursor-name format max-readers) -eq 0
 end
 
 # __mq_exec_seen: true if --exec stands before the cursor: the words after it
@@ -112,10 +117,16 @@ complete -c mq-watch -n __mq_watch_needs_queue -a '(__mq_queues)' -d queue
 complete -c mq-watch -n 'not __mq_exec_seen' -s h -l help -d 'Print help and exit'
 complete -c mq-watch -n 'not __mq_exec_seen' -l version -d 'Print version and exit'
 complete -c mq-watch -n 'not __mq_exec_seen' -s s -l store -x -a '(__fish_complete_directories (commandline -ct))' -d 'Store directory'
-complete -c mq-watch -n 'not __mq_exec_seen' -l cursor -x -a 'first current next' -d 'Where to look: the head, or the named cursor'
-complete -c mq-watch -n 'not __mq_exec_seen' -l cursor-name -x -d 'Use this persistent named cursor'
-complete -c mq-watch -n 'not __mq_exec_seen' -s t -l timeout -x -a '0 infinite' -d 'How long to wait for an event (default infinite)'
+complete -c mq-watch -n 'not __mq_exec_seen' -l cursor -x -a '(__mq_cursor_names) first current next' -d 'A persistent named cursor (with --first, --current or --next)'
+complete -c mq-watch -n 'not __mq_exec_seen' -l first -d 'With --cursor: move the cursor to the head'
+complete -c mq-watch -n 'not __mq_exec_seen' -l current -d 'With --cursor: the message at the cursor'
+complete -c mq-watch -n 'not __mq_exec_seen' -l next -d 'With --cursor: advance the cursor first'
+complete -c mq-watch -n 'not __mq_exec_seen' -l cursor-name -x -a '(__mq_cursor_names)' -d 'Deprecated: the cursor of --cursor first|current|next'
+complete -c mq-watch -n 'not __mq_exec_seen' -s w -l wait -d 'How long to wait for an event (default infinite)'
+complete -c mq-watch -n 'not __mq_exec_seen' -s t -l timeout -d 'The same as --wait'
 complete -c mq-watch -n 'not __mq_exec_seen' -l json -d 'Print each event as a JSON object'
+complete -c mq-watch -n 'not __mq_exec_seen' -l format -x -a 'text json' -d 'Event format'
+complete -c mq-watch -n 'not __mq_exec_seen' -l locked -d 'Also report Locked messages (AllowPeekWhenLocked)'
 complete -c mq-watch -n 'not __mq_exec_seen' -l follow -d 'Keep watching: one event per message until a signal'
 complete -c mq-watch -n 'not __mq_exec_seen' -l no-wait-lock -d 'Fail (exit 5) instead of waiting when another process uses the cursor'
 complete -c mq-watch -n 'not __mq_exec_seen' -l exec -d 'Activator: receive each message with CMD [ARG...] (the rest of the line)'

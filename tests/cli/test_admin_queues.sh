@@ -40,7 +40,7 @@ expect_rc 0 mq-admin stat --json
 jq -s -e 'map(select(.queue == "a"))[0].messages == 0' "$T/out" >/dev/null || fail "stat --json: a not empty"
 expect_rc 0 mq-admin stat q
 [ "$(wc -l <"$T/out")" = 2 ] || fail "stat q (text) printed $(wc -l <"$T/out") lines"
-grep -Eq '^q +3 +0 +0 +[0-9]+ +[0-9a-z]+ +on$' "$T/out" || fail "stat q (text): $(cat "$T/out")"
+grep -Eq '^q +3 +0 +0 +[0-9]+ +[0-9a-z]+ +0 +on$' "$T/out" || fail "stat q (text): $(cat "$T/out")"
 expect_rc 0 mq-admin stat q --format prometheus
 grep -qxF "mq_queue_messages{store=\"$STORE\",queue=\"q\"} 3" "$T/out" ||
   fail "prometheus: no 'mq_queue_messages{store=\"$STORE\",queue=\"q\"} 3' line in: $(cat "$T/out")"

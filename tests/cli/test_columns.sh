@@ -26,31 +26,31 @@ STAR1=$'1\t5\t1\t11111111-2222-3333-4444-555555555555\t6f9619ff-8b86-d011-b42d-0
 STAR2=$'1\t3\t2\t\\N\t\\N\t0\t\\N\t\\N\t\\N\tN\ttab\\there\\nnew \\\\ line, "quoted"\t{'$G$'}\\\\2\t2026-01-02T03:04:06.000Z\n'
 STAR3=$'1\t3\t3\t\\N\t\\N\t0\t\\N\t\\N\t\\N\tN\t\\xff\\x00z\t{'$G$'}\\\\3\t2026-01-02T03:04:07.000Z\n'
 HEAD=$'status\tpriority\tqueuing_order\tconversation_group_id\tconversation_handle\tmessage_sequence_number\tservice_name\tservice_contract_name\tmessage_type_name\tvalidation\tmessage_body\tmessage_id\tmessage_enqueue_time\n'
-# A peek lists plain messages first, then conversation messages (their band of the delivery
-# order, mq-peek(1)); a receive takes the conversation first here (priority 5, the test below).
+# A peek lists messages in delivery order, priority then arrival, conversation messages
+# included (mq-peek(1), issue 15): the conversation's (priority 5) first, as a receive takes it.
 expect_rc 0 mq-peek q --all --columns '*'
-expect_out "$STAR2$STAR3$STAR1"
+expect_out "$STAR1$STAR2$STAR3"
 # --format tsv alone is '*'; --columns alone is tsv; --header puts the names first.
 expect_rc 0 mq-peek q --all --format tsv
-expect_out "$STAR2$STAR3$STAR1"
+expect_out "$STAR1$STAR2$STAR3"
 expect_rc 0 mq-peek q --all --format tsv --columns '*' --header
-expect_out "$HEAD$STAR2$STAR3$STAR1"
+expect_out "$HEAD$STAR1$STAR2$STAR3"
 # Chosen columns in the given order, a repeat allowed as in SQL, mq's extras by name.
 expect_rc 0 mq-peek q --all --columns status,priority,conversation_handle,message_sequence_number,message_type_name,message_body,priority
-expect_out $'1\t3\t\\N\t0\t\\N\ttab\\there\\nnew \\\\ line, "quoted"\t3\n1\t3\t\\N\t0\t\\N\t\\xff\\x00z\t3\n1\t5\t6f9619ff-8b86-d011-b42d-00c04fc964ff\t7\t//t,1\tone\t5\n'
+expect_out $'1\t5\t6f9619ff-8b86-d011-b42d-00c04fc964ff\t7\t//t,1\tone\t5\n1\t3\t\\N\t0\t\\N\ttab\\there\\nnew \\\\ line, "quoted"\t3\n1\t3\t\\N\t0\t\\N\t\\xff\\x00z\t3\n'
 expect_rc 0 mq-peek q --all --columns lookup_id,queue,label,delivery_count --header
-expect_out $'lookup_id\tqueue\tlabel\tdelivery_count\n2\tq\t\t0\n3\tq\t\t0\n1\tq\tL1\t0\n'
+expect_out $'lookup_id\tqueue\tlabel\tdelivery_count\n1\tq\tL1\t0\n2\tq\t\t0\n3\tq\t\t0\n'
 # alias=column, as SQL's column_alias = column.
 expect_rc 0 mq-peek q --columns n=lookup_id,body=message_body --header
-expect_out $'n\tbody\n2\ttab\\there\\nnew \\\\ line, "quoted"\n'
+expect_out $'n\tbody\n1\tone\n'
 expect_rc 0 mq-peek q --json --columns n=lookup_id,lookup_id
-expect_out $'{"n":2,"lookup_id":2}\n'
+expect_out $'{"n":1,"lookup_id":1}\n'
 # Every tsv row is one line with one TAB fewer than columns, whatever the body holds.
 mq-peek q --all --columns '*' | awk -F'\t' 'NF != 13 { exit 1 }' || fail "a tsv row is not 13 fields"
 
 # --- csv -------------------------------------------------------------------------------------
 expect_rc 0 mq-peek q --all --format csv --columns message_type_name,conversation_group_id,message_body,label --header
-expect_out $'message_type_name,conversation_group_id,message_body,label\r\n,,"tab\there\nnew \\ line, ""quoted""",""\r\n,,\\xff007a,""\r\n"//t,1",11111111-2222-3333-4444-555555555555,one,L1\r\n'
+expect_out $'message_type_name,conversation_group_id,message_body,label\r\n"//t,1",11111111-2222-3333-4444-555555555555,one,L1\r\n,,"tab\there\nnew \\ line, ""quoted""",""\r\n,,\\xff007a,""\r\n'
 # Python's csv module reads back the same fields (RFC 4180).
 if command -v python3 >/dev/null 2>&1; then
   mq-peek q --all --format csv >"$T/csv"
@@ -58,16 +58,16 @@ if command -v python3 >/dev/null 2>&1; then
 import csv, sys
 rows = list(csv.reader(open(sys.argv[1], newline='')))
 assert len(rows) == 3 and all(len(r) == 13 for r in rows), rows
-assert rows[0][10] == 'tab\there\nnew \\ line, "quoted"', rows[0][10]
-assert rows[1][10] == '\\xff007a' and rows[2][8] == '//t,1'
+assert rows[1][10] == 'tab\there\nnew \\ line, "quoted"', rows[1][10]
+assert rows[2][10] == '\\xff007a' and rows[0][8] == '//t,1'
 PY
 fi
 
 # --- json ------------------------------------------------------------------------------------
 expect_rc 0 mq-peek q --all --format json --columns message_body,status,conversation_handle,message_id,message_enqueue_time
-expect_out '{"message_body":"tab\there\nnew \\ line, \"quoted\"","status":1,"conversation_handle":null,"message_id":"{'$G'}\\2","message_enqueue_time":"2026-01-02T03:04:06.000Z"}
+expect_out '{"message_body":"one","status":1,"conversation_handle":"6f9619ff-8b86-d011-b42d-00c04fc964ff","message_id":"{'$G'}\\1","message_enqueue_time":"2026-01-02T03:04:05.678Z"}
+{"message_body":"tab\there\nnew \\ line, \"quoted\"","status":1,"conversation_handle":null,"message_id":"{'$G'}\\2","message_enqueue_time":"2026-01-02T03:04:06.000Z"}
 {"message_body":{"base64":"/wB6"},"status":1,"conversation_handle":null,"message_id":"{'$G'}\\3","message_enqueue_time":"2026-01-02T03:04:07.000Z"}
-{"message_body":"one","status":1,"conversation_handle":"6f9619ff-8b86-d011-b42d-00c04fc964ff","message_id":"{'$G'}\\1","message_enqueue_time":"2026-01-02T03:04:05.678Z"}
 '
 expect_rc 0 mq-peek q --json --columns '*'
 jq -e 'keys_unsorted == ["status","priority","queuing_order","conversation_group_id","conversation_handle","message_sequence_number","service_name","service_contract_name","message_type_name","validation","message_body","message_id","message_enqueue_time"]' \

@@ -36,9 +36,9 @@ expect_rc 0 mq-send q --message-type //orders/New '<a/>'
 printf '<a/>\n<b>\n' | mq-send -l --tx q --conversation "$c" --message-type //orders/New 2>"$T/err"
 [ $? = 7 ] || fail "--tx with a bad line did not exit 7"
 expect_rc 0 mq-peek q --all --json
-# The plain message sorts before the conversation bands.
+# Delivery order, priority then arrival: the plain message was sent last (issue 15).
 [ "$(jq -r '[.message_sequence_number, .validation, .message_type_name] | @tsv' "$T/out" | tr '\n' ' ')" = \
-  "0	X	//orders/New 0	X	//orders/New 1	E	//orders/Ping 2	N	//orders/Note " ] ||
+  "0	X	//orders/New 1	E	//orders/Ping 2	N	//orders/Note 0	X	//orders/New " ] ||
   fail "stored: $(jq -c '[.message_sequence_number, .validation, .message_type_name]' "$T/out" | tr '\n' ' ')"
 # A failed send leaves no gap in the sequence.
 expect_rc 0 mq-send q --conversation "$c" last

@@ -38,7 +38,9 @@ for f in bin/mq-send bin/mq-peek bin/mq-receive bin/mq-watch bin/mq-admin \
          share/bash-completion/completions/mq-send share/bash-completion/completions/mq-admin \
          share/zsh/vendor-completions/_mq-send share/zsh/vendor-completions/_mq-admin \
          share/fish/vendor_completions.d/mq-send.fish share/fish/vendor_completions.d/mq-admin.fish \
-         share/doc/mq/copyright share/doc/mq/changelog.gz; do
+         share/doc/mq/copyright share/doc/mq/changelog.gz \
+         lib/systemd/system/mq-watch@.service lib/systemd/system/mq-sweep.service \
+         lib/systemd/system/mq-sweep.timer; do
   [ -e "$root/usr/$f" ] || fail "the package has no /usr/$f"
 done
 cmp -s "$root/usr/share/doc/mq/copyright" "$MQ_SRC/LICENSE" || fail "copyright is not LICENSE"

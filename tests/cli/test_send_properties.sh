@@ -53,7 +53,7 @@ check '.label == "a label"'
 check ".correlation_id == \"$corr\""
 check '.app_specific == 4294967295'
 check '.body_type_name == "json"'
-check '.body_type | type == "number"'
+check '.body_type == "json"'
 check '.journal == true'
 check '.deadletter == true'
 check '.admin_queue == "acks"'

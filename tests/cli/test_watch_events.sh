@@ -10,7 +10,7 @@
 
 # Seed order: the cursor action is checked first, then the store, then the queue.
 expect_rc 2 mq-watch --store "$T/nostore" q --cursor last
-expect_err_match "^mq-watch: invalid cursor action 'last': use first, current or next \\(E_INVALIDARG 0x80070057\\)\$"
+expect_err_match "^mq-watch: invalid cursor action 'last': use first, current or next \\(or --cursor NAME with --first, --current or --next\\) \\(E_INVALIDARG 0x80070057\\)\$"
 expect_rc 3 mq-watch --store "$T/nostore" q -t 0
 expect_err_match '^mq-watch: .*nostore: .*\(OLE_E_BLANK 0x80040007\)$'
 expect_out ''

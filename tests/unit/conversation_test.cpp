@@ -143,6 +143,10 @@ TEST_CASE("validation: none, empty, well-formed XML", "[conversation]") {
   CHECK(!ParseValidation("valid-xml").ok());
   std::string body = ErrorBody(7, "a<b");
   CHECK(ValidateBody('X', body, "t").ok());
+  // Control characters cannot be in XML 1.0 at all: the body stays well-formed (issue 15).
+  body = ErrorBody(7, std::string("a\x01" "b\x1f\x7f\tc\n", 9));
+  CHECK(ValidateBody('X', body, "t").ok());
+  CHECK(body.find("a\xEF\xBF\xBD" "b") != std::string::npos);
 }
 
 TEST_CASE("group selection: highest priority, whole group, locked groups skipped",

@@ -1,0 +1,68 @@
+#!/bin/bash
+# Bash completion (issue 15, section 3): paths with spaces complete as one word; cursor names
+# come from the store (`mq-admin cursors`) for mq-peek, mq-receive and mq-watch --cursor; every
+# --format value is offered (and the zsh and fish files name them too).
+. "$(dirname "$0")/lib.sh"
+
+COMP=$MQ_SRC/completions
+# offers FILE WORD...: what the bash completion in FILE offers for WORD... (the last is the one
+# being completed), one per line, run in $T/work.
+offers() {
+  (cd "$T/work" && bash -c '
+    . "$1" || exit 1
+    shift
+    COMP_WORDS=("$@")
+    COMP_CWORD=$(($# - 1))
+    COMP_LINE="$*"
+    COMP_POINT=${#COMP_LINE}
+    spec=$(complete -p "$1") || exit 1
+    fn=${spec##*-F }
+    fn=${fn%% *}
+    COMPREPLY=()
+    "$fn" "$1" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+    printf "%s\n" "${COMPREPLY[@]}"
+  ' bash "$@" 2>/dev/null)
+}
+mkdir -p "$T/work/my dir/sub dir" "$T/work/my store"
+touch "$T/work/my dir/a file.tsv"
+
+[ "$(offers "$COMP/bash/mq-peek" mq-peek --into 'my\ d')" = 'my dir' ] ||
+  fail "mq-peek --into 'my\\ d' offers: $(offers "$COMP/bash/mq-peek" mq-peek --into 'my\ d' | tr '\n' '|')"
+[ "$(offers "$COMP/bash/mq-receive" mq-receive --into 'my dir/a')" = 'my dir/a file.tsv' ] ||
+  fail "mq-receive --into 'my dir/a' offers: $(offers "$COMP/bash/mq-receive" mq-receive --into 'my dir/a' | tr '\n' '|')"
+[ "$(offers "$COMP/bash/mq-admin" mq-admin backup "'my d")" = 'my dir' ] ||
+  fail "mq-admin backup \"'my d\" offers: $(offers "$COMP/bash/mq-admin" mq-admin backup "'my d" | tr '\n' '|')"
+for t in mq-send mq-peek mq-receive mq-watch mq-admin; do
+  [ "$(offers "$COMP/bash/$t" $t --store 'my\ s')" = 'my store' ] || fail "$t --store 'my\\ s' is not one word"
+done
+
+# Cursor names of the store.
+expect_rc 0 mq-admin create q
+expect_rc 0 mq-send q x
+expect_rc 0 mq-peek q --cursor audit --first
+expect_rc 0 mq-peek q --cursor auditors --first
+for t in mq-peek mq-receive mq-watch; do
+  got=$(offers "$COMP/bash/$t" $t q --cursor aud | sort | tr '\n' ' ')
+  [ "$got" = "audit auditors " ] || fail "$t --cursor aud offers '$got'"
+done
+grep -q '^#.*_mq_cursor_names\|_mq_cursor_names' "$COMP/zsh/_mq-peek" || fail "zsh: no cursor names for mq-peek"
+grep -q '__mq_cursor_names' "$COMP/fish/mq-watch.fish" || fail "fish: no cursor names for mq-watch"
+
+# Every --format value.
+check_formats() {
+  local file=$1 want=$2
+  shift 2
+  local got
+  got=$(offers "$COMP/bash/$file" "$@" | sort | tr '\n' ' ')
+  [ "$got" = "$want" ] || fail "'$*' offers '$got', expected '$want'"
+}
+check_formats mq-peek "csv json tsv " mq-peek q --format ''
+check_formats mq-receive "csv json tsv " mq-receive q --format ''
+check_formats mq-watch "json text " mq-watch q --format ''
+check_formats mq-admin "json prometheus text " mq-admin stat --format ''
+for c in list cursors locks conversations; do
+  check_formats mq-admin "json text " mq-admin $c --format ''
+done
+check_formats mq-admin "json " mq-admin export q --format ''
+check_formats mq-admin "json " mq-admin import q --format ''
+finish

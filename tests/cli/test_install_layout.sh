@@ -1,0 +1,58 @@
+#!/bin/bash
+# `cmake --install` under /usr/local (issue 15, section 3): completions land where each shell
+# looks (zsh: share/zsh/site-functions, in zsh's default fpath; fish: vendor_completions.d of
+# an XDG data directory; bash-completion likewise), and the systemd units mq-watch@.service,
+# mq-sweep.service and mq-sweep.timer are installed and pass `systemd-analyze verify` against
+# the installed tools (which it finds through systemd's fixed search path).
+. "$(dirname "$0")/lib.sh"
+
+[ -f "$MQ_BIN/cmake_install.cmake" ] || skip "$MQ_BIN is not a configured build directory"
+root=$T/root
+DESTDIR=$root cmake --install "$MQ_BIN" --prefix /usr/local --strip >"$T/install.log" 2>&1 ||
+  { fail "cmake --install failed: $(tail -5 "$T/install.log")"; finish; }
+L=$root/usr/local
+for f in bin/mq-watch bin/mq-admin \
+         share/zsh/site-functions/_mq-send share/zsh/site-functions/_mq-watch \
+         share/fish/vendor_completions.d/mq-send.fish share/bash-completion/completions/mq-send \
+         lib/systemd/system/mq-watch@.service lib/systemd/system/mq-sweep.service \
+         lib/systemd/system/mq-sweep.timer; do
+  [ -e "$L/$f" ] || fail "no /usr/local/$f"
+done
+[ -e "$L/share/zsh/vendor-completions" ] && fail "zsh completions in vendor-completions under /usr/local"
+
+# Each shell, as installed here, looks there.
+if command -v zsh >/dev/null; then
+  zsh -fc 'print -rl -- $fpath' | grep -qx /usr/local/share/zsh/site-functions ||
+    fail "zsh's fpath lacks /usr/local/share/zsh/site-functions: $(zsh -fc 'print -r -- $fpath')"
+fi
+# fish reads vendor_completions.d of each XDG data directory; /usr/local/share is in the XDG
+# default that sessions set (README, "Build and install by hand").
+if command -v fish >/dev/null; then
+  HOME=$T/home XDG_DATA_DIRS=/usr/local/share:/usr/share fish -c 'printf "%s\n" $fish_complete_path' |
+    grep -qx /usr/local/share/fish/vendor_completions.d ||
+    fail "fish does not look in /usr/local/share/fish/vendor_completions.d"
+fi
+if [ -f /usr/share/bash-completion/bash_completion ]; then
+  grep -q 'XDG_DATA_DIRS' /usr/share/bash-completion/bash_completion ||
+    fail "bash-completion does not search the XDG data directories"
+fi
+
+# The units, checked by systemd against a root that holds the installed tools and systemd's
+# own units (for the targets they name).
+command -v systemd-analyze >/dev/null || skip "systemd-analyze is not installed (scripts/setup.sh installs systemd)"
+[ -d /lib/systemd/system ] || skip "no /lib/systemd/system to verify against"
+mkdir -p "$root/lib/systemd"
+cp -a /lib/systemd/system "$root/lib/systemd/"
+units=(/usr/local/lib/systemd/system/mq-sweep.service /usr/local/lib/systemd/system/mq-sweep.timer
+       /usr/local/lib/systemd/system/mq-watch@jobs.service)
+expect_rc 0 systemd-analyze verify --man=no --root="$root" "${units[@]}"
+[ -s "$T/out" ] || [ -s "$T/err" ] && fail "systemd-analyze verify said: $(cat "$T/out" "$T/err")"
+grep -q '^User=mq$' "$L/lib/systemd/system/mq-watch@.service" || fail "mq-watch@.service has no User=mq"
+grep -q '^StateDirectory=mq$' "$L/lib/systemd/system/mq-watch@.service" || fail "no StateDirectory=mq"
+grep -q '^EnvironmentFile=/etc/mq/watch-%i.env$' "$L/lib/systemd/system/mq-watch@.service" ||
+  fail "mq-watch@.service reads no environment file per queue"
+# The check is real: without the tool, the same verify fails.
+mv "$L/bin/mq-admin" "$T/mq-admin.moved"
+expect_rc 1 systemd-analyze verify --man=no --root="$root" "${units[0]}"
+grep -q 'mq-admin is not executable' "$T/err" || fail "verify without mq-admin: $(cat "$T/err")"
+finish

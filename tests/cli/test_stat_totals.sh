@@ -1,0 +1,65 @@
+#!/bin/bash
+# mq-admin stat shows what CLI.md promises (issue 15, section 1): the readers waiting (a running
+# mq-receive --wait), the messages sent and received since the queue was made, the store's file
+# size and live size; Prometheus counters are typed counter with _total names.
+. "$(dirname "$0")/lib.sh"
+
+expect_rc 0 mq-admin create q
+for i in 1 2 3; do expect_rc 0 mq-send q "m$i"; done
+expect_rc 0 mq-receive q -n 3 -l
+expect_rc 0 mq-admin create w
+mq-receive w -w 30s --into "$T/w1" -l &
+p1=$!
+mq-peek w --wait 30s --into "$T/w2" &
+p2=$!
+n=0
+for ((i = 0; i < 500; i++)); do
+  n=$(mq-admin stat w --json | jq .waiting)
+  [ "$n" = 2 ] && break
+  sleep 0.02
+done
+[ "$n" = 2 ] || fail "stat shows $n waiting readers, expected 2"
+expect_rc 0 mq-admin stat w
+grep -Eq '^QUEUE +MESSAGES +DELAYED +LOCKED +BYTES +OLDEST +WAITING +STATUS$' "$T/out" ||
+  fail "text header: $(head -1 "$T/out")"
+grep -Eq '^w +0 +0 +0 +0 +- +2 +on$' "$T/out" || fail "text row: $(cat "$T/out")"
+expect_rc 0 mq-admin stat w --format prometheus
+grep -q '^mq_queue_waiting_readers{store="[^"]*",queue="w"} 2$' "$T/out" || fail "prometheus waiting: $(grep waiting "$T/out")"
+expect_rc 0 mq-send w wake
+wait "$p1" || fail "the waiting receive failed"
+wait "$p2" || fail "the waiting peek failed"
+expect_rc 0 mq-admin stat w --json
+[ "$(jq .waiting "$T/out")" = 0 ] || fail "waiting after the wake: $(cat "$T/out")"
+
+# A reader killed while waiting is not counted; sweep removes its mark.
+mq-receive w -w 30s -l >/dev/null &
+p3=$!
+for ((i = 0; i < 500; i++)); do
+  [ "$(mq-admin stat w --json | jq .waiting)" = 1 ] && break
+  sleep 0.02
+done
+kill -9 "$p3"
+wait "$p3" 2>/dev/null
+expect_rc 0 mq-admin stat w --json
+[ "$(jq .waiting "$T/out")" = 0 ] || fail "a killed waiter is counted: $(cat "$T/out")"
+ls "$STORE/locks" | grep -q "^wait\." || fail "no wait mark left by the killed reader (test assumption)"
+expect_rc 0 mq-admin sweep
+ls "$STORE/locks" | grep -q "^wait\." && fail "sweep left a dead reader's wait mark"
+
+# Totals: q had 3 sends and 3 receives; w 1 and 1 (the peek received nothing).
+expect_rc 0 mq-admin stat q --json
+[ "$(jq -c '[.sent_total, .received_total]' "$T/out")" = '[3,3]' ] || fail "q totals: $(cat "$T/out")"
+[ "$(jq '.store_file_bytes > 0 and .store_used_bytes > 0 and .store_used_bytes <= .store_file_bytes' "$T/out")" = true ] ||
+  fail "store sizes in --json: $(cat "$T/out")"
+expect_rc 0 mq-admin stat w --json
+[ "$(jq -c '[.sent_total, .received_total]' "$T/out")" = '[1,1]' ] || fail "w totals: $(cat "$T/out")"
+expect_rc 0 mq-admin stat --format prometheus
+grep -q '^# TYPE mq_queue_sent_total counter$' "$T/out" || fail "no counter mq_queue_sent_total"
+grep -q '^# TYPE mq_queue_received_total counter$' "$T/out" || fail "no counter mq_queue_received_total"
+grep -q '^# TYPE mq_queue_journal_dropped_total counter$' "$T/out" || fail "journal_dropped is not a counter"
+grep -q '^mq_queue_sent_total{store="[^"]*",queue="q"} 3$' "$T/out" || fail "q sent_total sample"
+grep -q '^mq_queue_received_total{store="[^"]*",queue="q"} 3$' "$T/out" || fail "q received_total sample"
+# Every counter has a _total name, every _total is a counter.
+grep '^# TYPE' "$T/out" | awk '($4 == "counter") != ($3 ~ /_total$/) { print; bad = 1 } END { exit bad }' ||
+  fail "counter types and _total names disagree"
+finish
