@@ -109,19 +109,23 @@ void SetDamageContext(const std::string& context) {
   g_context[n] = 0;
 }
 
-Status CheckDataFile(int fd, const std::string& path) {
+Status CheckDataFile(int fd, const std::string& path, DataTail* tail) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return ErrnoStatus(errno, path, "cannot stat");
   uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size == 0) return {};
   // The meta pages of LMDB 0.9 (mdb.c, MDB_meta after a 16-byte page header): magic at 16,
-  // version at 20, the free DB's md_pad (the page size) at 40, mm_last_pg at 136, mm_txnid at
-  // 144. Meta page 0 is at 0, meta page 1 one page further; the current one has the larger
-  // txnid.
+  // version at 20, the free DB's md_pad (the page size) at 40 and md_root at 80, the main
+  // DB's md_root at 128, mm_txnid at 144. Meta page 0 is at 0, meta page 1 one page further;
+  // the current one has the larger txnid. The file must hold the current roots: pages that
+  // every later read starts from, always written. Not mm_last_pg (136): a page a transaction
+  // took and freed again before its commit counts there but is never written, so a sound
+  // file can end before it.
   constexpr uint32_t kMagic = 0xBEEFC0DE;
+  constexpr uint64_t kNoPage = ~uint64_t{0};  // P_INVALID: an empty database
   Status bad(Code::kCorrupted, "data.mdb is damaged: no valid LMDB meta page", path);
   unsigned char page[160];
-  uint64_t best_txn = 0, need = 0;
+  uint64_t best_txn = 0, need = 0, last_pg = 0;
   bool any = false;
   uint32_t psize = 0;
   for (int i = 0; i < 2; ++i) {
@@ -132,10 +136,14 @@ Status CheckDataFile(int fd, const std::string& path) {
     if (ps < 512 || ps > 65536 || (ps & (ps - 1))) continue;
     if (i == 0) psize = ps;
     if (i == 1 && psize && ps != psize) continue;
-    uint64_t last = Le64(page + 136), txn = Le64(page + 144);
+    uint64_t txn = Le64(page + 144);
     if (!any || txn > best_txn) {
       best_txn = txn;
-      need = (last + 1) * ps;
+      uint64_t pages = 2;  // the meta pages
+      for (uint64_t root : {Le64(page + 80), Le64(page + 128)})
+        if (root != kNoPage) pages = std::max(pages, root + 1);
+      need = pages * ps;
+      last_pg = Le64(page + 136);
       psize = ps;
     }
     any = true;
@@ -143,9 +151,17 @@ Status CheckDataFile(int fd, const std::string& path) {
   if (!any) return bad;
   if (size < need)
     return Status(Code::kCorrupted,
-                  fmt::format("data.mdb is truncated: {} bytes, its last page ends at {}", size,
+                  fmt::format("data.mdb is truncated: {} bytes, its root pages end at {}", size,
                               need),
                   path);
+  if (tail) {
+    *tail = DataTail();
+    if (size < (last_pg + 1) * psize) {
+      tail->first = (size + psize - 1) / psize;
+      tail->last = last_pg;
+      tail->page_size = psize;
+    }
+  }
   return {};
 }
 
@@ -346,6 +362,36 @@ Result<bool> Txn::PutNew(Dbi dbi, std::string_view key, std::string_view value) 
   if (rc == MDB_KEYEXIST) return false;
   if (rc) return FromRc(rc, "put");
   return true;
+}
+
+Result<bool> Txn::PagesAreFree(uint64_t first, uint64_t last) {
+  if (last < first) return true;
+  if (last - first > (1u << 24)) return false;  // more than 64 GiB missing: not a tail of loose pages
+  std::vector<bool> seen(last - first + 1);
+  uint64_t left = seen.size();
+  MDB_cursor* c = nullptr;
+  int rc = mdb_cursor_open(txn_, 0, &c);  // FREE_DBI: txn id -> IDL of freed page numbers
+  if (rc) return FromRc(rc, "free list");
+  MDB_val k, v;
+  for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == MDB_SUCCESS && left;
+       rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+    // An IDL: a count, then that many page numbers (size_t each).
+    if (v.mv_size < sizeof(size_t)) continue;
+    size_t n;
+    std::memcpy(&n, v.mv_data, sizeof n);
+    n = std::min(n, v.mv_size / sizeof(size_t) - 1);
+    for (size_t i = 1; i <= n; ++i) {
+      size_t pg;
+      std::memcpy(&pg, static_cast<const char*>(v.mv_data) + i * sizeof(size_t), sizeof pg);
+      if (pg >= first && pg <= last && !seen[pg - first]) {
+        seen[pg - first] = true;
+        --left;
+      }
+    }
+  }
+  mdb_cursor_close(c);
+  if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) return FromRc(rc, "free list");
+  return left == 0;
 }
 
 Status Txn::PutSeq(Dbi dbi, std::string_view key, std::string_view value) {

@@ -49,7 +49,13 @@ void SetDamageContext(const std::string& context);
 // What a data.mdb's meta pages require of it, read with pread(2) from `fd` before LMDB maps
 // it: a file shorter than its last page would be a SIGBUS later. An empty file is ok (LMDB
 // makes a new environment of it; the caller decides whether that may happen).
-Status CheckDataFile(int fd, const std::string& path);
+// Pages missing at the end of data.mdb, if any (first > last: none). A transaction that
+// takes new pages from the end of the file and gives some back before its commit leaves
+// them out of the file, though the meta page counts them: sound if they are all free.
+struct DataTail {
+  uint64_t first = 1, last = 0, page_size = 0;
+};
+Status CheckDataFile(int fd, const std::string& path, DataTail* tail = nullptr);
 
 class Env {
  public:
@@ -130,6 +136,8 @@ class Txn {
   // Get() through DelSeq's cursor: a key looked up just before its DelSeq() is found there
   // without a search, and the delete that follows needs none either.
   std::optional<std::string_view> GetSeq(Dbi dbi, std::string_view key);
+  // Whether pages first..last are all in LMDB's free list (DataTail).
+  Result<bool> PagesAreFree(uint64_t first, uint64_t last);
   // Number of entries of a database.
   uint64_t Count(Dbi dbi) const;
   // Empties a database without dropping it.

@@ -254,6 +254,7 @@ struct StoreFile {
   dev_t dev = 0;
   ino_t ino = 0;
   off_t size = 0;
+  lmdb::DataTail tail;  // data.mdb: pages missing at its end (CheckDataFile)
 };
 
 // data.mdb and lock.mdb are checked on a descriptor opened with O_NOFOLLOW before LMDB opens
@@ -294,11 +295,39 @@ Status InspectStoreFile(const std::string& path, const struct stat& dir_st, bool
                               "to open it",
                               st.st_uid, dir_st.st_uid),
                   path);
-  if (data) MQ_RETURN_IF_ERROR(lmdb::CheckDataFile(fd, path));
+  if (data) MQ_RETURN_IF_ERROR(lmdb::CheckDataFile(fd, path, &out.tail));
   out.exists = true;
   out.dev = st.st_dev;
   out.ino = st.st_ino;
   out.size = st.st_size;
+  return {};
+}
+
+// data.mdb ends before the last page its meta page counts (CheckDataFile): sound only if those
+// pages are free, taken and given back by one transaction and so never written. Then the file
+// is extended to hold them (zeros, under the writer lock, so no commit is writing there), and
+// later opens need not look again; else the file was cut: damaged.
+Status CheckDataTail(lmdb::Env& env, const lmdb::DataTail& tail, const std::string& path) {
+  {
+    auto txn = lmdb::Txn::Begin(env, false);
+    if (!txn.ok()) return txn.status();
+    auto free = txn->PagesAreFree(tail.first, tail.last);
+    if (!free.ok()) return free.status().WithSubject(path);
+    if (!*free)
+      return Status(Code::kCorrupted,
+                    fmt::format("data.mdb is truncated: pages {} to {} are missing", tail.first,
+                                tail.last),
+                    path);
+  }
+  auto txn = lmdb::Txn::Begin(env, true);
+  if (!txn.ok()) return {};  // a reader that cannot write: the pages are free, nothing to do
+  struct stat st;
+  int fd = env.DataFd();
+  off_t want = static_cast<off_t>((tail.last + 1) * tail.page_size);
+  if (fd >= 0 && ::fstat(fd, &st) == 0 && st.st_size < want) {
+    [[maybe_unused]] int rc = ::ftruncate(fd, want);  // best effort: the file is sound either way
+  }
+  txn->Abort();
   return {};
 }
 
@@ -504,6 +533,8 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
     if (!lock_file.exists) AdoptPath(paths.lock());
   }
   impl->env.ReaderCheck();
+  if (data_file.exists && data_file.tail.first <= data_file.tail.last)
+    MQ_RETURN_IF_ERROR(CheckDataTail(impl->env, data_file.tail, paths.data()));
 
   // Read the meta record; create the databases on first use, and any database a newer mq
   // added to an existing store of the same format.

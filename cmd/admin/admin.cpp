@@ -120,4 +120,18 @@ Result<QueueSettings> MakeSettings(CLI::App& app, const QueueOptions& o) {
   return s;
 }
 
+// A Prometheus label value (admin.hpp).
+std::string PromEscape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
 }  // namespace mq::admin

@@ -29,6 +29,8 @@ struct Command {
 // Adds --json (`what`: its help) and --format text|json, two spellings of one choice: every
 // command that takes --json takes --format json too (CLI.md).
 void AddJsonOption(CLI::App& app, bool& json, const char* what);
+// A Prometheus label value: backslash, double quote and newline escaped.
+std::string PromEscape(std::string_view s);
 
 // Options shared by create and set.
 struct QueueOptions {

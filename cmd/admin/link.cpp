@@ -51,19 +51,6 @@ nlohmann::ordered_json ToJson(const LinkInfo& l) {
           {"created", t(l.created)}};
 }
 
-std::string PromEscape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
 int Print(Store& store, const std::vector<LinkInfo>& links, const std::string& format,
           bool one) {
   FdWriter out(1, "stdout");

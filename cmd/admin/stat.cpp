@@ -23,19 +23,6 @@ struct Args {
   std::string format;
 };
 
-std::string PromEscape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
-
 // "on" or "off", and ",journal-full" once journal copies were dropped for lack of room.
 std::string StatusText(const QueueInfo& q) {
   std::string s = q.enabled ? "on" : "off";
