@@ -2,6 +2,7 @@
 #include "common.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +15,7 @@
 
 #include "ids.hpp"
 #include "units.hpp"
+#include "waiter.hpp"
 
 namespace mq::cli {
 
@@ -68,6 +70,17 @@ void WakeStopPipe() {
 }
 
 bool Stopping() { return g_stopping != 0; }
+
+bool SleepUnlessStopped(int stop_fd, int64_t ms) {
+  pollfd p{stop_fd, POLLIN, 0};
+  int64_t until = MonotonicMs() + ms;
+  while (!Stopping()) {
+    int64_t left = until - MonotonicMs();
+    if (left <= 0) return false;
+    ::poll(&p, 1, static_cast<int>(left));
+  }
+  return true;
+}
 
 int StopOnSignals() {
   if (g_stop_pipe[0] < 0 && ::pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return -1;

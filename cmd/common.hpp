@@ -54,6 +54,8 @@ Result<std::unique_ptr<Store>> OpenStore(const StoreArgs& args);
 int StopOnSignals();
 void WakeStopPipe();
 bool Stopping();
+// Sleeps `ms`, or less if a stop signal comes (`stop_fd` from StopOnSignals): whether one came.
+bool SleepUnlessStopped(int stop_fd, int64_t ms);
 
 // A queue reference argument, validated at parse time.
 Result<QueueRef> ParseQueueArg(const std::string& text);

@@ -199,6 +199,7 @@ struct Store::Impl {
   std::string LeaseLockPath(uint32_t qid, uint64_t lease_id);
   Status CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id, const LeaseRecord& rec,
                      const Lease* held = nullptr);
+  Status CloseLease(Lease& lease, Status s);
   Result<bool> ClearIfAllLocked(lmdb::Txn& txn, const QueueInfo& q, uint64_t lease_id,
                                 const LeaseRecord& rec, const Lease& held);
   Status RollbackLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id, const LeaseRecord& rec,

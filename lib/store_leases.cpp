@@ -398,6 +398,12 @@ Status Store::Impl::EndLease(Lease& lease, bool commit, int64_t delay_ms, Finish
     return RollbackLease(txn, **q, lease.lease_id_, rec, delay_ms, NowMs(), report, count_abort);
   };
   Status s = light ? WriteLight(fn, true) : Write(fn);
+  return CloseLease(lease, s);
+}
+
+// After the transaction that ended `lease` (`s`: its outcome): the lock file goes only after
+// a commit (until then the lease is ours), and the lease is over either way.
+Status Store::Impl::CloseLease(Lease& lease, Status s) {
   if (lease.lock_fd_ >= 0) {
     if (s.ok()) ::unlink(lease.lock_path_.c_str());
     ::close(lease.lock_fd_);

@@ -266,13 +266,7 @@ Status Store::FinishForwarded(Lease& lease, const std::vector<uint16_t>& outcome
     lr.last_ack = now;
     return txn.Put(impl_->meta, LinkKey(link), EncodeLink(lr));
   }, true);
-  if (lease.lock_fd_ >= 0) {
-    if (s.ok()) ::unlink(lease.lock_path_.c_str());
-    ::close(lease.lock_fd_);
-    lease.lock_fd_ = -1;
-  }
-  lease.finished_ = true;
-  return s;
+  return impl_->CloseLease(lease, s);
 }
 
 Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<TransferItem>& items,

@@ -169,16 +169,7 @@ class Bridge {
   }
 
   // Sleeps `ms`, or less if a stop signal comes: returns whether one came.
-  bool Sleep(int64_t ms) {
-    pollfd p{stop_fd_, POLLIN, 0};
-    int64_t until = MonotonicMs() + ms;
-    while (!cli::Stopping()) {
-      int64_t left = until - MonotonicMs();
-      if (left <= 0) return false;
-      ::poll(&p, 1, static_cast<int>(left));
-    }
-    return true;
-  }
+  bool Sleep(int64_t ms) { return cli::SleepUnlessStopped(stop_fd_, ms); }
 
   // After a failure: a transient one is reconnected (true), anything else ends the bridge.
   bool Recoverable(const Status& s) {

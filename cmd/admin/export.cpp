@@ -72,7 +72,28 @@ Status Validate(const Message& m, bool foreign) {
 
 // Reads JSON lines from a rewindable temporary copy of stdin, so that the transaction can run
 // again (after map growth) without holding the input in memory.
-class JsonLinesSource : public MessageSource {
+// What both import formats share: new ids on request, and the count of what was read (of the
+// last pass, after a rewind) for the summary.
+class ImportSource : public MessageSource {
+ public:
+  bool new_ids_ = false;
+  Progress* progress_ = nullptr;
+
+ protected:
+  // A message read whole.
+  void Took(Message& m) {
+    if (new_ids_) m.id.clear();
+    if (progress_) {
+      progress_->messages++;
+      progress_->bytes += m.body.size();
+    }
+  }
+  void Restarted() {
+    if (progress_) progress_->messages = progress_->bytes = 0;
+  }
+};
+
+class JsonLinesSource : public ImportSource {
  public:
   explicit JsonLinesSource(FILE* f) : f_(f) {}
   ~JsonLinesSource() override { std::free(line_); }
@@ -101,32 +122,23 @@ class JsonLinesSource : public MessageSource {
       if (!valid.ok())
         return Status(valid.code(), fmt::format("line {}: {}", lineno_, valid.text()), "stdin");
       m = std::move(*msg);
-      if (new_ids_) m.id.clear();
-      if (progress_) {
-        progress_->messages++;
-        progress_->bytes += m.body.size();
-      }
+      Took(m);
       return true;
     }
   }
 
   Status Rewind() override {
     lineno_ = 0;
-    if (progress_) progress_->messages = progress_->bytes = 0;
+    Restarted();
     if (fseek(f_, 0, SEEK_SET) != 0) return ErrnoStatus(errno, "stdin", "cannot rewind");
     return {};
   }
-
-  bool new_ids_ = false;
 
  private:
   FILE* f_;
   char* line_ = nullptr;
   size_t cap_ = 0;
   uint64_t lineno_ = 0;
-
- public:
-  Progress* progress_ = nullptr;  // counts what was read (the last pass after a rewind)
 };
 
 // Passes messages on to the output, counting them for the summary and progress lines.
@@ -148,7 +160,7 @@ class CountingSink : public MessageSink {
 
 // Reads SRMP documents from the spooled stdin, mapped into memory (pages come and go as the
 // kernel likes: memory does not grow with the input), one document at a time.
-class SrmpSource : public MessageSource {
+class SrmpSource : public ImportSource {
  public:
   ~SrmpSource() override {
     if (map_) ::munmap(map_, size_);
@@ -177,23 +189,17 @@ class SrmpSource : public MessageSource {
     if (s.ok()) s = Validate(m, true);
     if (!s.ok())
       return Status(s.code(), fmt::format("document {}: {}", docno_, s.text()), "stdin");
-    if (new_ids_) m.id.clear();
-    if (progress_) {
-      progress_->messages++;
-      progress_->bytes += m.body.size();
-    }
+    Took(m);
     return true;
   }
 
   Status Rewind() override {
     pos_ = 0;
     docno_ = 0;
-    if (progress_) progress_->messages = progress_->bytes = 0;
+    Restarted();
     return {};
   }
 
-  bool new_ids_ = false;
-  Progress* progress_ = nullptr;  // counts what was read (the last pass after a rewind)
 
  private:
   void* map_ = nullptr;

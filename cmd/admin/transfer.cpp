@@ -445,16 +445,7 @@ class Forwarder {
     uint64_t max_seq = 0;
   };
 
-  bool SleepOrStop(int64_t ms) {
-    pollfd p{stop_fd_, POLLIN, 0};
-    int64_t until = MonotonicMs() + ms;
-    while (!cli::Stopping()) {
-      int64_t left = until - MonotonicMs();
-      if (left <= 0) return false;
-      ::poll(&p, 1, static_cast<int>(left));
-    }
-    return true;
-  }
+  bool SleepOrStop(int64_t ms) { return cli::SleepUnlessStopped(stop_fd_, ms); }
 
   // Returns every unacknowledged batch to the queue, newest first (each to its place).
   void ReleaseAll() {

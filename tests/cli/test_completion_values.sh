@@ -63,6 +63,6 @@ check_formats mq-admin "json prometheus text " mq-admin stat --format ''
 for c in list cursors locks conversations; do
   check_formats mq-admin "json text " mq-admin $c --format ''
 done
-check_formats mq-admin "json " mq-admin export q --format ''
-check_formats mq-admin "json " mq-admin import q --format ''
+check_formats mq-admin "json srmp " mq-admin export q --format ''
+check_formats mq-admin "json srmp " mq-admin import q --format ''
 finish
