@@ -112,8 +112,7 @@ void SetDamageContext(const std::string& context) {
 Status CheckDataFile(int fd, const std::string& path, DataTail* tail) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return ErrnoStatus(errno, path, "cannot stat");
-  uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (size == 0) return {};
+  if (st.st_size == 0) return {};
   // The meta pages of LMDB 0.9 (mdb.c, MDB_meta after a 16-byte page header): magic at 16,
   // version at 20, the free DB's md_pad (the page size) at 40 and md_root at 80, the main
   // DB's md_root at 128, mm_txnid at 144. Meta page 0 is at 0, meta page 1 one page further;
@@ -149,6 +148,11 @@ Status CheckDataFile(int fd, const std::string& path, DataTail* tail) {
     any = true;
   }
   if (!any) return bad;
+  // The size after the meta pages were read: a commit writes its pages before its meta page,
+  // so every page the meta read names was in the file by then (a size taken before could
+  // predate a concurrent commit's pages and look truncated).
+  if (::fstat(fd, &st) != 0) return ErrnoStatus(errno, path, "cannot stat");
+  uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size < need)
     return Status(Code::kCorrupted,
                   fmt::format("data.mdb is truncated: {} bytes, its root pages end at {}", size,

@@ -309,13 +309,22 @@ Status InspectStoreFile(const std::string& path, const struct stat& dir_st, bool
 // later opens need not look again; else the file was cut: damaged.
 Status CheckDataTail(lmdb::Env& env, const lmdb::DataTail& tail, const std::string& path) {
   {
+    // The size now, taken inside the read transaction: its snapshot's pages were all written
+    // before it began (a commit writes its pages before its meta page), and concurrent commits
+    // may have filled the tail since the file was inspected.
     auto txn = lmdb::Txn::Begin(env, false);
     if (!txn.ok()) return txn.status();
-    auto free = txn->PagesAreFree(tail.first, tail.last);
+    struct stat now;
+    int data_fd = env.DataFd();
+    if (data_fd < 0 || ::fstat(data_fd, &now) != 0)
+      return Status(Code::kIo, "cannot stat data.mdb", path);
+    uint64_t first = (static_cast<uint64_t>(now.st_size) + tail.page_size - 1) / tail.page_size;
+    if (first > tail.last) return {};
+    auto free = txn->PagesAreFree(first, tail.last);
     if (!free.ok()) return free.status().WithSubject(path);
     if (!*free)
       return Status(Code::kCorrupted,
-                    fmt::format("data.mdb is truncated: pages {} to {} are missing", tail.first,
+                    fmt::format("data.mdb is truncated: pages {} to {} are missing", first,
                                 tail.last),
                     path);
   }
