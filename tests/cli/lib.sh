@@ -95,3 +95,22 @@ until_true() {
     sleep 0.02
   done
 }
+
+# bash_offers FILE WORD...: what the bash completion in FILE offers for the command line
+# WORD... (the last word is the one being completed), one per line, run in the current directory.
+bash_offers() {
+  bash -c '
+    . "$1" || exit 1
+    shift
+    COMP_WORDS=("$@")
+    COMP_CWORD=$(($# - 1))
+    COMP_LINE="$*"
+    COMP_POINT=${#COMP_LINE}
+    spec=$(complete -p "$1") || exit 1
+    fn=${spec##*-F }
+    fn=${fn%% *}
+    COMPREPLY=()
+    "$fn" "$1" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+    printf "%s\n" "${COMPREPLY[@]}"
+  ' bash "$@" 2>/dev/null
+}

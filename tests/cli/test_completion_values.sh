@@ -5,24 +5,8 @@
 . "$(dirname "$0")/lib.sh"
 
 COMP=$MQ_SRC/completions
-# offers FILE WORD...: what the bash completion in FILE offers for WORD... (the last is the one
-# being completed), one per line, run in $T/work.
-offers() {
-  (cd "$T/work" && bash -c '
-    . "$1" || exit 1
-    shift
-    COMP_WORDS=("$@")
-    COMP_CWORD=$(($# - 1))
-    COMP_LINE="$*"
-    COMP_POINT=${#COMP_LINE}
-    spec=$(complete -p "$1") || exit 1
-    fn=${spec##*-F }
-    fn=${fn%% *}
-    COMPREPLY=()
-    "$fn" "$1" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
-    printf "%s\n" "${COMPREPLY[@]}"
-  ' bash "$@" 2>/dev/null)
-}
+# offers FILE WORD...: bash_offers (lib.sh), run in $T/work.
+offers() { (cd "$T/work" && bash_offers "$@"); }
 mkdir -p "$T/work/my dir/sub dir" "$T/work/my store"
 touch "$T/work/my dir/a file.tsv"
 

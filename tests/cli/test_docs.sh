@@ -123,25 +123,6 @@ case_arm() {
     on' "$1"
 }
 
-# bash_offers FILE WORD...: what the bash completion in FILE offers for the
-# command line WORD... (the last word is the one being completed).
-bash_offers() {
-  bash -c '
-    . "$1" || exit 1
-    shift
-    COMP_WORDS=("$@")
-    COMP_CWORD=$(($# - 1))
-    COMP_LINE="$*"
-    COMP_POINT=${#COMP_LINE}
-    spec=$(complete -p "$1") || exit 1
-    fn=${spec##*-F }
-    fn=${fn%% *}
-    COMPREPLY=()
-    "$fn" "$1" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
-    printf "%s\n" "${COMPREPLY[@]}"
-  ' bash "$@" 2>/dev/null
-}
-
 # fish_offers FILE LINE: what fish offers for LINE after sourcing FILE.
 fish_offers() {
   fish -N -c 'source $argv[1]; complete -C $argv[2]' "$1" "$2" 2>/dev/null | cut -f1
