@@ -111,8 +111,6 @@ void SetDamageContext(const std::string& context) {
 
 Status CheckDataFile(int fd, const std::string& path, DataTail* tail) {
   struct stat st;
-  if (::fstat(fd, &st) != 0) return ErrnoStatus(errno, path, "cannot stat");
-  if (st.st_size == 0) return {};
   // The meta pages of LMDB 0.9 (mdb.c, MDB_meta after a 16-byte page header): magic at 16,
   // version at 20, the free DB's md_pad (the page size) at 40 and md_root at 80, the main
   // DB's md_root at 128, mm_txnid at 144. Meta page 0 is at 0, meta page 1 one page further;
@@ -129,7 +127,9 @@ Status CheckDataFile(int fd, const std::string& path, DataTail* tail) {
   uint32_t psize = 0;
   for (int i = 0; i < 2; ++i) {
     off_t at = i == 0 ? 0 : static_cast<off_t>(psize ? psize : 4096);
-    if (::pread(fd, page, sizeof page, at) != static_cast<ssize_t>(sizeof page)) continue;
+    ssize_t got = ::pread(fd, page, sizeof page, at);
+    if (i == 0 && got == 0) return {};  // empty: a new environment
+    if (got != static_cast<ssize_t>(sizeof page)) continue;
     if (Le32(page + 16) != kMagic) continue;
     uint32_t ps = Le32(page + 40);
     if (ps < 512 || ps > 65536 || (ps & (ps - 1))) continue;

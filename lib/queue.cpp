@@ -37,6 +37,8 @@ enum Tag : uint32_t {
   kTagSentTotal = 20,
   kTagReceivedTotal = 21,
   kTagRetryDelay = 22,
+  kTagIdGuid = 23,
+  kTagIdCounter = 24,
   kTagJournal = 30,
   kTagJournalQuota = 31,
   kTagJournalDropped = 32,
@@ -72,6 +74,8 @@ std::string EncodeQueue(const QueueInfo& q) {
   w.UintIfNot(kTagSentTotal, q.sent_total, 0);
   w.UintIfNot(kTagReceivedTotal, q.received_total, 0);
   w.UintIfNot(kTagRetryDelay, static_cast<uint64_t>(q.retry_delay), 0);
+  w.BytesIfNotEmpty(kTagIdGuid, q.id_guid);
+  w.UintIfNot(kTagIdCounter, q.id_counter, 0);
   w.UintIfNot(kTagJournal, q.journal ? 1 : 0, 0);
   w.UintIfNot(kTagJournalQuota, q.journal_quota, 0);
   w.UintIfNot(kTagJournalDropped, q.journal_dropped, 0);
@@ -111,6 +115,8 @@ Status DecodeQueue(std::string_view record, QueueInfo& q) {
       case kTagSentTotal: d.sent_total = r.uint(); break;
       case kTagReceivedTotal: d.received_total = r.uint(); break;
       case kTagRetryDelay: d.retry_delay = static_cast<int64_t>(r.uint()); break;
+      case kTagIdGuid: d.id_guid = r.bytes(); break;
+      case kTagIdCounter: d.id_counter = static_cast<uint32_t>(r.uint()); break;
       case kTagJournal: d.journal = r.uint() != 0; break;
       case kTagJournalQuota: d.journal_quota = r.uint(); break;
       case kTagJournalDropped: d.journal_dropped = r.uint(); break;

@@ -56,6 +56,11 @@ struct QueueInfo {
   // a delayed message once, when sent) and messages received from it (committed).
   uint64_t sent_total = 0;
   uint64_t received_total = 0;
+  // The source of the ids of messages made in this queue ({GUID}\counter, MSMQ's form):
+  // kept in the record that every send writes anyway, so a send touches no shared counter.
+  // Empty until the first id; a spent counter starts again under a fresh GUID.
+  std::string id_guid;  // 16 bytes
+  uint32_t id_counter = 0;
 
   // Journals (target journaling): a copy of each received message goes to NAME;journal, up
   // to journal_quota bytes there (0: no limit); copies left out because it was full are

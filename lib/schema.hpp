@@ -5,7 +5,9 @@
 //
 // Named databases (keys big-endian, so byte order is numeric order):
 //   meta       "format" -> u32 format version; "guid" -> store GUID (16 bytes);
-//              "id_guid" + "id_counter" -> the source of message ids; "next_queue_id" -> u32;
+//              "id_guid" (+ "id_counter"): where message ids came from before each queue
+//              had its own source (QueueInfo::id_guid); still written at init, for older
+//              mq; "next_queue_id" -> u32;
 //              links and transfer streams (mq-admin link, forward, accept; mq(7) "Transfer
 //              between machines"), in meta so that stores made before them open unchanged:
 //              "link:" NAME -> link record (LinkRecord below);

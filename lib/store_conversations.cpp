@@ -632,7 +632,7 @@ Result<uint64_t> Store::EndConversation(const Guid& handle, const EndOptions& o)
       m.destination_queue = q.name;
       c.state = o.error ? ConvState::kError : ConvState::kEnded;
       MQ_RETURN_IF_ERROR(txn.Put(impl_->convs, GuidBytes(handle), EncodeConv(c)));
-      MQ_RETURN_IF_ERROR(impl_->NewMessageId(txn, m));
+      m.id = impl_->NewMessageId(q);
       MQ_RETURN_IF_ERROR(impl_->InsertMessage(txn, q, m, 0));
     } else if (o.error) {
       return Status(Code::kConversationClosed,

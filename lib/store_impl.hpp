@@ -44,7 +44,7 @@ struct OwnedFd {
 
 struct Store::Impl {
   std::string dir;
-  std::string real_dir;
+  std::pair<dev_t, ino_t> dir_key{};  // the directory's identity: one env per process
   StorePaths paths{""};
   OwnedFd store_lock;  // before env: released only after the environment is closed
   bool alone = false;      // opened with exclusive_wait_ms: Compact may run
@@ -64,15 +64,6 @@ struct Store::Impl {
                             &leases,  &dedup,   &dedup_exp, &deadlines,
                             &convs,   &conv_q,  &groups,    &conv_msgs, &group_sel, &conv_kept,
                             &msg_types};
-
-  // The source of message ids in the current write transaction: loaded from `meta` on first
-  // use, written back once before the commit (Write does it).
-  struct IdSource {
-    bool loaded = false;
-    bool dirty = false;
-    Guid guid{};
-    uint32_t counter = 0;
-  } id_source;
 
   struct Found {
     std::string walk_key;  // where the walk stood: resume after it
@@ -137,8 +128,8 @@ struct Store::Impl {
   }
 
   // ---- store_open.cpp
-  Result<std::string> NewMessageId(lmdb::Txn& txn);
-  Status SaveIdSource(lmdb::Txn& txn);
+  // A new message id from `q`'s id source (QueueInfo::id_guid): the caller saves `q`.
+  static std::string NewMessageId(QueueInfo& q);
   ~Impl();
   Status WriteLight(const std::function<Status(lmdb::Txn&)>& fn, bool rerun_after_commit);
   Status Write(const std::function<Status(lmdb::Txn&)>& fn, bool rerun_after_commit = true);
@@ -174,7 +165,6 @@ struct Store::Impl {
                      bool keep_lookup, int64_t now);
   Status Rewrite(lmdb::Txn& txn, QueueInfo& q, const Message& m, uint64_t old_size,
                  uint64_t* new_size = nullptr);
-  Status NewMessageId(lmdb::Txn& txn, Message& m);
 
   // ---- store_lifecycle.cpp
   Status EmitAck(lmdb::Txn& txn, QueueInfo& cur, const Message& orig, uint16_t cls, int64_t now);

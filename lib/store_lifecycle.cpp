@@ -48,16 +48,15 @@ Status Store::Impl::EmitAck(lmdb::Txn& txn, QueueInfo& cur, const Message& orig,
   a.destination_queue = orig.admin_queue;
   a.sent_time = a.arrived_time = a.message_enqueue_time = now;
   a.source_qm_guid = guid;
-  auto id = NewMessageId(txn);
-  if (!id.ok()) return id.status();
-  a.id = *id;
   if (orig.admin_queue == cur.name) {
+    a.id = NewMessageId(cur);
     Status s = InsertMessage(txn, cur, a, cur.quota);
     return s.code() == Code::kInsufficientResources ? Status() : s;
   }
   auto aq = LoadQueue(txn, orig.admin_queue);
   if (!aq.ok()) return aq.status();
   if (!*aq || !(*aq)->enabled) return {};
+  a.id = NewMessageId(**aq);
   Status s = InsertMessage(txn, **aq, a, (*aq)->quota);
   if (s.code() == Code::kInsufficientResources) return {};
   MQ_RETURN_IF_ERROR(s);

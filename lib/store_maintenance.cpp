@@ -229,6 +229,13 @@ Status Store::Check(std::vector<std::string>& problems) {
     problem(fmt::format("queue_ids has {} entries for {} queues", t.Count(impl_->queue_ids),
                         by_qid.size()));
 
+  // Each queue's id source: no message may carry an id it has not given out yet (the next
+  // send would then make that id again).
+  std::map<std::string, const QueueInfo*> id_sources;
+  for (auto& [qid, q] : by_qid)
+    if (q.id_guid.size() == 16 && !id_sources.emplace(q.id_guid, &q).second)
+      problem(fmt::format("queue {}: its message id GUID is another queue's too", q.name));
+
   struct Tally {
     uint64_t count = 0, bytes = 0, max_lookup = 0, delayed = 0, locked = 0;
   };
@@ -277,6 +284,13 @@ Status Store::Check(std::vector<std::string>& problems) {
       if (m.id.size() != kIdSize) problem(where + ": bad message id");
       else if (!loc || *loc != MsgKey(qid, lookup))
         problem(where + ": message id index does not point to it");
+      if (m.id.size() == kIdSize) {
+        auto src = id_sources.find(m.id.substr(0, 16));
+        if (src != id_sources.end() && GetU32BE(m.id, 16) > src->second->id_counter)
+          problem(fmt::format("{}: message id {} is beyond queue {}'s id counter {}", where,
+                              FormatMessageId(m.id), src->second->name,
+                              src->second->id_counter));
+      }
       if (int64_t at = ExpiryOf(m); at && IsLive(owner) && m.status != 0) {
         ++with_deadline;
         if (!t.Get(impl_->deadlines, DeadlineKey(qid, at, lookup)))

@@ -387,12 +387,4 @@ Status Store::Impl::Rewrite(lmdb::Txn& txn, QueueInfo& q, const Message& m, uint
   return {};
 }
 
-// Assigns a new message id (the Append scheme) for a message made by the store itself.
-Status Store::Impl::NewMessageId(lmdb::Txn& txn, Message& m) {
-  auto id = NewMessageId(txn);
-  if (!id.ok()) return id.status();
-  m.id = std::move(*id);
-  return {};
-}
-
 }  // namespace mq

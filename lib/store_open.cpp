@@ -40,7 +40,9 @@ namespace mq {
 namespace {
 
 std::mutex g_open_mu;
-std::set<std::string> g_open_dirs;  // one env per directory per process
+// One env per directory per process, by the directory's device and inode (no realpath: it
+// costs a readlink per path component at every start).
+std::set<std::pair<dev_t, ino_t>> g_open_dirs;
 
 const char* kDbNames[] = {"meta",    "queues", "queue_ids", "messages", "order",
                           "by_id",   "by_corr", "delays",   "cursors",  "locked",
@@ -53,35 +55,20 @@ const char* kDbNames[] = {"meta",    "queues", "queue_ids", "messages", "order",
 
 const char* StoreDbName(size_t i) { return i < std::size(kDbNames) ? kDbNames[i] : "?"; }
 
-Result<std::string> Store::Impl::NewMessageId(lmdb::Txn& txn) {
-  if (!id_source.loaded) {
-    auto g = txn.Get(meta, "id_guid");
-    if (!g || g->size() != 16) return Status(Code::kCorrupted, "store has no id GUID", dir);
-    id_source.guid = GuidFromBytes(*g);
-    auto c = MetaU32(txn, "id_counter", 0);
-    if (!c.ok()) return c.status();
-    id_source.counter = *c;
-    id_source.loaded = true;
+std::string Store::Impl::NewMessageId(QueueInfo& q) {
+  // A fresh GUID for a queue's first id (and for queues of stores made before ids were
+  // per queue, whose ids came from meta's "id_guid"), and when the 4-byte counter is spent:
+  // a GUID is never shared by two counters, so ids stay unique without a shared write.
+  if (q.id_guid.size() != 16 || q.id_counter == UINT32_MAX) {
+    q.id_guid = GuidBytes(NewGuid());
+    q.id_counter = 0;
   }
-  if (id_source.counter == UINT32_MAX) {
-    // The 4-byte counter is spent: continue under a fresh GUID, as ids stay unique.
-    id_source.guid = NewGuid();
-    MQ_RETURN_IF_ERROR(txn.Put(meta, "id_guid", GuidBytes(id_source.guid)));
-    id_source.counter = 0;
-  }
-  id_source.dirty = true;
-  return MakeMessageId(id_source.guid, ++id_source.counter);
-}
-
-Status Store::Impl::SaveIdSource(lmdb::Txn& txn) {
-  if (!id_source.dirty) return {};
-  id_source.dirty = false;
-  return PutMetaU32(txn, "id_counter", id_source.counter);
+  return MakeMessageId(GuidFromBytes(q.id_guid), ++q.id_counter);
 }
 
 Store::Impl::~Impl() {
   std::lock_guard<std::mutex> lock(g_open_mu);
-  g_open_dirs.erase(real_dir);
+  g_open_dirs.erase(dir_key);
 }
 
 // Runs `fn` in a write transaction and commits. A full map is grown and `fn` runs again;
@@ -111,10 +98,8 @@ Status Store::Impl::Write(const std::function<Status(lmdb::Txn&)>& fn, bool reru
     auto txn = lmdb::Txn::Begin(env, true);
     if (!txn.ok()) return txn.status();
     to_notify.clear();
-    id_source = IdSource();
     Status s = fn(*txn);
     if (s.ok() && !txn->active()) return s;  // fn committed itself
-    if (s.ok()) s = SaveIdSource(*txn);
     bool from_commit = false;
     if (s.ok()) {
       s = txn->Commit();
@@ -266,14 +251,20 @@ struct StoreFile {
 // descriptor afterwards.
 Status InspectStoreFile(const std::string& path, const struct stat& dir_st, bool data,
                         StoreFile& out) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  // Opened read-write, as LMDB will: the open is also the permission check.
+  int fd = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT) return {};
-    if (errno == ELOOP)
+    int err = errno;
+    if (err == ENOENT) return {};
+    if (err == ELOOP)
       return Status(Code::kCorrupted,
                     "is a symbolic link: refusing to open it (a store's files never are)", path);
-    if (errno == EACCES) return Status(Code::kAccessDenied, "permission denied (need rw)", path);
-    return ErrnoStatus(errno, path, "cannot open");
+    if (err == EISDIR)
+      return Status(Code::kCorrupted, "is not a regular file: refusing to open it", path);
+    if (err == EACCES || err == EPERM || err == EROFS)
+      return Status(Code::kAccessDenied,
+                    fmt::format("permission denied (need rw): {}", std::strerror(err)), path);
+    return ErrnoStatus(err, path, "cannot open");
   }
   struct Closer {
     int fd;
@@ -295,7 +286,7 @@ Status InspectStoreFile(const std::string& path, const struct stat& dir_st, bool
                               "to open it",
                               st.st_uid, dir_st.st_uid),
                   path);
-  if (data) MQ_RETURN_IF_ERROR(lmdb::CheckDataFile(fd, path, &out.tail));
+  if (data && st.st_size > 0) MQ_RETURN_IF_ERROR(lmdb::CheckDataFile(fd, path, &out.tail));
   out.exists = true;
   out.dev = st.st_dev;
   out.ino = st.st_ino;
@@ -480,10 +471,6 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
                     dir);
     creating = true;
   }
-  if (exists) {
-    MQ_RETURN_IF_ERROR(CheckAccess(paths.data(), R_OK | W_OK, "permission denied (need rw)"));
-    MQ_RETURN_IF_ERROR(CheckAccess(paths.lock(), R_OK | W_OK, "permission denied (need rw)"));
-  }
 
   gid_t gid = static_cast<gid_t>(-1);
   if (creating && !options.group.empty()) {
@@ -506,23 +493,22 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
     if (::chmod(dir.c_str(), dir_mode) != 0)
       return ErrnoStatus(errno, dir, "cannot set the store's mode");
   }
-  char real[PATH_MAX];
-  if (!::realpath(dir.c_str(), real)) return ErrnoStatus(errno, dir, "cannot resolve store path");
-  {
-    std::lock_guard<std::mutex> lock(g_open_mu);
-    if (!g_open_dirs.insert(real).second)
-      return Status(Code::kError, "store already open in this process", dir);
-  }
-  auto impl = std::make_unique<Impl>();
-  impl->store_lock.fd = std::exchange(store_lock.fd, -1);
-  impl->alone = options.exclusive_wait_ms >= 0;
-  impl->dir = dir;
-  impl->real_dir = real;
-  impl->paths = paths;
-  impl->file_mode = group ? 0660 : 0600;
   struct stat owner_st = st;  // a directory made (or given its group) just now: look again
   if ((!exists || creating) && ::stat(dir.c_str(), &owner_st) != 0)
     return ErrnoStatus(errno, dir, "cannot open store");
+  std::pair<dev_t, ino_t> dir_key{owner_st.st_dev, owner_st.st_ino};
+  {
+    std::lock_guard<std::mutex> lock(g_open_mu);
+    if (!g_open_dirs.insert(dir_key).second)
+      return Status(Code::kError, "store already open in this process", dir);
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->dir_key = dir_key;
+  impl->store_lock.fd = std::exchange(store_lock.fd, -1);
+  impl->alone = options.exclusive_wait_ms >= 0;
+  impl->dir = dir;
+  impl->paths = paths;
+  impl->file_mode = group ? 0660 : 0600;
   SetStoreOwner(owner_st.st_uid, owner_st.st_gid);
   Status s = impl->env.Open(dir, impl->file_mode, kInitialMapSize, 32);
   if (!s.ok()) return s.WithSubject(dir);

@@ -41,7 +41,6 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
     return Status(Code::kUnsupportedFormatnameOperation,
                   "cannot send to a journal, subqueue or system queue", ref.Full());
   size_t ids_before = ids ? ids->size() : 0;
-  uint32_t qid = 0;
   uint64_t appended = 0;
   Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
     if (ids) ids->resize(ids_before);
@@ -74,7 +73,6 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
     if (q.transactional && !options.transactional)
       return Status(Code::kTransactionUsage,
                     "the queue is transactional: send with --tx", q.name);
-    qid = q.id;
     int64_t now = NowMs();
     if (report) *report = AppendReport();
     // The message a live dedup key belongs to, if it is live.
@@ -166,9 +164,7 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
       if (!m.correlation_id.empty() && m.correlation_id.size() != kIdSize)
         return Status(Code::kIllegalPropertyValue, "correlation id must be 20 bytes", q.name);
       if (!options.keep_identity || m.id.size() != kIdSize) {
-        auto id = impl_->NewMessageId(txn);
-        if (!id.ok()) return id.status();
-        m.id = std::move(*id);
+        m.id = impl_->NewMessageId(q);
       }
       if (!options.keep_identity) {
         m.sent_time = m.sent_time ? m.sent_time : now;
@@ -251,9 +247,11 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
       MQ_RETURN_IF_ERROR(impl_->Rewrite(txn, q, last, rec->size()));
     }
     if (!options.dedup_key.empty()) MQ_RETURN_IF_ERROR(remember(options.dedup_key, first_id));
+    // Ring after the commit even for delayed messages only (a waiter re-arms its timer for
+    // them); one ring per commit, as Write rings each queue once.
+    impl_->to_notify.insert(q.id);
     return impl_->PutQueue(txn, q);
   });
-  if (s.ok() && appended) impl_->Notify(qid);
   return s;
 }
 

@@ -7,9 +7,11 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 
 #include "codec.hpp"
 #include "lmdb.hpp"
+#include "queue.hpp"
 #include "store.hpp"
 #include "units.hpp"
 
@@ -477,4 +479,152 @@ TEST_CASE("committing one of several leases leaves the others Locked", "[store][
   REQUIRE(st->Receive(Q("q"), All(), {}, rest).ok());
   REQUIRE(rest.got.size() == 100);
   CHECK(rest.got.front().body == "m200");
+}
+
+namespace {
+
+std::vector<std::string> SendIds(Store& st, const char* q, int n, bool create = true) {
+  Vec src;
+  for (int i = 0; i < n; ++i) {
+    Message m;
+    m.body = "m" + std::to_string(i);
+    src.v.push_back(m);
+  }
+  AppendOptions o;
+  o.create_queue = create;
+  std::vector<std::string> ids;
+  REQUIRE(st.Append(Q(q), o, src, &ids).ok());
+  return ids;
+}
+
+// Rewrites queue `name`'s record in the closed store at `dir` with `edit`.
+template <typename F>
+void EditQueueRecord(const std::string& dir, const std::string& name, F edit) {
+  lmdb::Env env;
+  REQUIRE(env.Open(dir, 0600, 256 << 20, 32).ok());
+  auto txn = lmdb::Txn::Begin(env, true);
+  REQUIRE(txn.ok());
+  auto queues = txn->OpenDb("queues", false);
+  REQUIRE(queues.ok());
+  auto rec = txn->Get(*queues, name);
+  REQUIRE(rec);
+  QueueInfo q;
+  q.name = name;
+  REQUIRE(DecodeQueue(*rec, q).ok());
+  edit(q);
+  REQUIRE(txn->Put(*queues, name, EncodeQueue(q)).ok());
+  REQUIRE(txn->Commit().ok());
+}
+
+std::vector<std::string> CheckProblems(const std::string& dir) {
+  OpenOptions o;
+  o.dir = dir;
+  auto st = Store::Open(o);
+  REQUIRE(st.ok());
+  std::vector<std::string> problems;
+  REQUIRE((*st)->Check(problems).ok());
+  return problems;
+}
+
+}  // namespace
+
+TEST_CASE("message ids come from each queue's own source, without a shared counter",
+          "[store][ids]") {
+  TempDir t;
+  std::string dir = t.path + "/s";
+  std::vector<std::string> q1, r1, q2;
+  {
+    auto st = OpenNew(t.path);
+    q1 = SendIds(*st, "q", 3);
+    r1 = SendIds(*st, "r", 2);
+    q2 = SendIds(*st, "q", 2);
+  }
+  auto guid = [](const std::string& id) { return id.substr(0, 16); };
+  auto counter = [](const std::string& id) { return GetU32BE(id, 16); };
+  REQUIRE(q1.size() == 3);
+  REQUIRE(q2.size() == 2);
+  REQUIRE(r1.size() == 2);
+  // One GUID per queue, counters from 1 without gaps across invocations.
+  CHECK(guid(q1[0]) == guid(q1[2]));
+  CHECK(guid(q2[0]) == guid(q1[0]));
+  CHECK(guid(r1[0]) != guid(q1[0]));
+  CHECK(counter(q1[0]) == 1);
+  CHECK(counter(q1[2]) == 3);
+  CHECK(counter(q2[0]) == 4);
+  CHECK(counter(r1[1]) == 2);
+  // No send wrote meta's old shared counter.
+  {
+    lmdb::Env env;
+    REQUIRE(env.Open(dir, 0600, 256 << 20, 32).ok());
+    auto txn = lmdb::Txn::Begin(env, false);
+    REQUIRE(txn.ok());
+    auto meta = txn->OpenDb("meta", false);
+    REQUIRE(meta.ok());
+    CHECK_FALSE(txn->Get(*meta, "id_counter"));
+  }
+  CHECK(CheckProblems(dir).empty());
+}
+
+TEST_CASE("a spent id counter goes on under a fresh GUID", "[store][ids]") {
+  TempDir t;
+  std::string dir = t.path + "/s";
+  std::string old_guid;
+  {
+    auto st = OpenNew(t.path);
+    old_guid = SendIds(*st, "q", 1)[0].substr(0, 16);
+  }
+  EditQueueRecord(dir, "q", [](QueueInfo& q) { q.id_counter = UINT32_MAX - 1; });
+  OpenOptions o;
+  o.dir = dir;
+  auto st = Store::Open(o);
+  REQUIRE(st.ok());
+  auto ids = SendIds(**st, "q", 3);
+  CHECK(ids[0].substr(0, 16) == old_guid);
+  CHECK(GetU32BE(ids[0], 16) == UINT32_MAX);
+  CHECK(ids[1].substr(0, 16) != old_guid);
+  CHECK(GetU32BE(ids[1], 16) == 1);
+  CHECK(GetU32BE(ids[2], 16) == 2);
+  std::vector<std::string> problems;
+  REQUIRE((*st)->Check(problems).ok());
+  CHECK(problems.empty());
+}
+
+TEST_CASE("a send that fails part way gives out no id twice", "[store][ids]") {
+  TempDir t;
+  std::string dir = t.path + "/s";
+  auto st = OpenNew(t.path);
+  QueueSettings qs;
+  qs.max_message_size = 4;
+  REQUIRE(st->CreateQueue(Q("q"), qs).ok());
+  auto before = SendIds(*st, "q", 2, false);
+  // The third message is too large: the whole batch is refused after two ids were made.
+  Vec src;
+  for (const char* b : {"1", "2", "12345"}) {
+    Message m;
+    m.body = b;
+    src.v.push_back(m);
+  }
+  std::vector<std::string> ids;
+  CHECK(st->Append(Q("q"), {}, src, &ids).code() == Code::kInsufficientResources);
+  auto after = SendIds(*st, "q", 2, false);
+  CHECK(GetU32BE(after[0], 16) == 3);
+  std::set<std::string> all(before.begin(), before.end());
+  all.insert(after.begin(), after.end());
+  CHECK(all.size() == 4);
+  CHECK(st->StatQueue(Q("q"))->info.count == 4);
+}
+
+TEST_CASE("check finds a message id beyond its queue's id counter", "[store][ids][check]") {
+  TempDir t;
+  std::string dir = t.path + "/s";
+  {
+    auto st = OpenNew(t.path);
+    SendIds(*st, "q", 3);
+  }
+  // As if the queue record had been rolled back under its messages: the next send would make
+  // the id of a stored message again.
+  EditQueueRecord(dir, "q", [](QueueInfo& q) { q.id_counter = 1; });
+  auto problems = CheckProblems(dir);
+  REQUIRE(problems.size() == 2);
+  CHECK(problems[0].find("beyond queue q's id counter 1") != std::string::npos);
 }
