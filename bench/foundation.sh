@@ -20,7 +20,8 @@
 #              BENCH_ROUNDS rounds of (b) and (c), the median is shown (default 3)
 #
 # Needs (Debian 12): build-essential, liblmdb-dev (liblmdb.a and lmdb.h), sqlite3, and cmake
-# plus the project's build dependencies to build mq. Nothing else: times and peak RSS are
+# plus the project's build dependencies to build mq; valgrind (optional) for the heap row of
+# (d). Nothing else: times and peak RSS are
 # taken by bench/c/rep.c (posix_spawn + wait4 + CLOCK_MONOTONIC), not by time(1)/hyperfine.
 # The full run needs about 4 GB free in BENCH_DIR and takes a few minutes.
 set -euo pipefail
@@ -156,6 +157,7 @@ timed() {
   if out=$("$REP" 1 "$@" 2>"$TMP/err"); then
     printf '%s\n' "$out" | awk '{ print $3 }' >>"$TMP/$name.ns"
     printf '%s\n' "$out" | awk '{ print $6 }' >>"$TMP/$name.rss"
+    printf '%s\n' "$out" | awk '{ print $8 }' >>"$TMP/$name.flt"
     return 0
   fi
   note_fail "$name" "$(grep -v '^rep: ' "$TMP/err" | head -n 1)"
@@ -449,6 +451,17 @@ done
 for ((i = 0; i < HEAD_RUNS; i++)); do
   for d in small big; do timed "d-peek-$d" -- "$PEEK" -s "$D/$d" q || true; done
 done
+# The heap alone (RSS also counts the store's mapped pages a run touched): peak of one run
+# under valgrind's massif, if valgrind is installed.
+heap_peak() {  # heap_peak small|big: peak heap bytes of one mq-receive, or "-"
+  command -v valgrind >/dev/null || { echo -; return; }
+  valgrind --tool=massif --massif-out-file="$TMP/massif.$1" "$RECV" -s "$D/$1" q >/dev/null 2>&1 ||
+    { echo -; return; }
+  "$SEND" --express -s "$D/$1" q "$BODY"
+  sed -n 's/^mem_heap_B=//p' "$TMP/massif.$1" | sort -n | tail -n 1
+}
+heap_small=$(heap_peak small)
+heap_big=$(heap_peak big)
 size_small=$(du -sk "$D/small" | awk '{ print $1 }')
 size_big=$(du -sk "$D/big" | awk '{ print $1 }')
 
@@ -456,9 +469,14 @@ d_val() {  # d_val NAME median|max  (ns or KiB)
   [ -s "$TMP/$1" ] || { echo 0; return; }
   if [ "$2" = max ]; then field "$TMP/$1" 5; else median_of "$TMP/$1"; fi
 }
-d_row() {  # d_row recv|peek|recv-rss|peek-rss LABEL
+d_row() {  # d_row recv|peek|recv-rss|peek-rss|recv-flt LABEL
   local s b r
-  if [ "$1" = recv ] || [ "$1" = peek ]; then
+  if [ "$1" = recv-flt ]; then
+    s=$(d_val d-recv-small.flt median)
+    b=$(d_val d-recv-big.flt median)
+    printf '  %-36s %12s %14s %7s   %s\n' "$2" "$s" "$b" "+$((b - s))" \
+      "(B-tree levels; a fault maps up to 16 cached pages of the file)"
+  elif [ "$1" = recv ] || [ "$1" = peek ]; then
     s=$(d_val "d-$1-small.ns" median)
     b=$(d_val "d-$1-big.ns" median)
     r=$(awk -v s="$s" -v b="$b" 'BEGIN { printf "%.2f", s ? b / s : 0 }')
@@ -471,7 +489,7 @@ d_row() {  # d_row recv|peek|recv-rss|peek-rss LABEL
     r=$(awk -v s="$s" -v b="$b" 'BEGIN { printf "%.2f", s ? b / s : 0 }')
     printf '  %-36s %12s %14s %7sx  %s\n' "$2" "$(commas "$s")/$(commas "$(d_val "d-$kind-small.rss" max)")" \
       "$(commas "$b")/$(commas "$(d_val "d-$kind-big.rss" max)")" "$r" \
-      "flat (<= 1.1x): $(verdict "$r" '<=' 1.1), $([ "$b" -lt "$s" ] || printf +)$(commas $((b - s))) KiB"
+      "$([ "$b" -lt "$s" ] || printf +)$(commas $((b - s))) KiB (info: mostly mapped file pages)"
   fi
 }
 echo "(d) head of the queue: one invocation, median of $HEAD_RUNS, depth kept by a refill after each receive"
@@ -480,6 +498,14 @@ d_row recv "mq-receive QUEUE, ms"
 d_row peek "mq-peek QUEUE, ms"
 d_row recv-rss "mq-receive peak RSS KiB (median/max)"
 d_row peek-rss "mq-peek peak RSS KiB (median/max)"
+d_row recv-flt "mq-receive page faults (median)"
+if [ "$heap_small" != - ] && [ "$heap_big" != - ]; then
+  r=$(awk -v s="$heap_small" -v b="$heap_big" 'BEGIN { printf "%.2f", s ? b / s : 0 }')
+  printf '  %-36s %12s %14s %7sx  flat (<= 1.1x): %s\n' "mq-receive peak heap KiB (massif)" \
+    "$(commas $((heap_small / 1024)))" "$(commas $((heap_big / 1024)))" "$r" "$(verdict "$r" '<=' 1.1)"
+else
+  printf '  %-36s %s\n' "mq-receive peak heap" "not measured (needs valgrind)"
+fi
 printf '  %-36s %12s %14s\n' "store size on disk, KiB" "$(commas "$size_small")" "$(commas "$size_big")"
 printf '  %-36s %27s\n' "fill of the big queue (--express)" \
   "$(calc %.1f "($t1 - $t0) / 1e9") s, $(commas "$(calc %.0f "$BIG / (($t1 - $t0) / 1e9)")") msg/s"
@@ -493,7 +519,8 @@ for d in small big; do
 done
 [ "$(fails_of d-fill)" = 0 ] || echo "  WARNING fill: $(first_fail d-fill)"
 echo "  (peak RSS is ru_maxrss from wait4, as /usr/bin/time -f %M: it counts the pages of the"
-echo "   memory-mapped store the process touched as well as its heap)"
+echo "   memory-mapped store the process touched as well as its heap; the heap alone is the"
+echo "   massif row, the memory that depends on the program rather than on the kernel)"
 echo
 load_end=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0)
 echo "(e) source and build"
