@@ -4,9 +4,12 @@
 # one table with ratios against the targets of the foundation issue:
 #
 #   (a) single durable sends, one process per message: mq-send vs C floor vs sqlite3
+#   (a2) single durable receives, one process per message: mq-receive vs the C floor's pop
+#       (floor -p) vs sqlite3 DELETE .. RETURNING
 #   (b) bulk send of 1,000,000 100-byte lines: mq-send -l vs raw LMDB loop vs sqlite3 .import
 #   (c) drain of those 1,000,000 messages: mq-receive --all vs raw LMDB loop vs sqlite3
-#   (d) head of a queue at depth 1,000 vs 10,000,000: time and peak RSS of mq-receive/mq-peek
+#   (d) head of a queue at depth 1,000 vs 10,000,000: time, peak RSS, page faults and peak heap
+#       of mq-receive/mq-peek
 #   (e) the source: the largest files; with --build-time, a full build of the tools and tests
 #       into a fresh directory, timed (and of the git revision BENCH_BUILD_BEFORE if set, in a
 #       temporary worktree, for the ratio)
