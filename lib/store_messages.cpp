@@ -78,7 +78,9 @@ Status Store::Impl::RemoveMessage(lmdb::Txn& txn, QueueInfo& q, const Message& m
 }
 
 Status Store::Impl::LoadMessage(lmdb::Txn& txn, const QueueInfo& q, uint64_t lookup, Found& f) {
-  auto rec = txn.Get(messages, MsgKey(q.id, lookup));
+  // Through the sequential cursor: a walk of the head loads messages in increasing lookup
+  // order, mostly each the next record, which is then one step rather than a search.
+  auto rec = txn.GetSeq(messages, MsgKey(q.id, lookup));
   if (!rec)
     return Status(Code::kCorrupted,
                   fmt::format("index names lookup id {} but the message is missing", lookup),
@@ -295,13 +297,15 @@ Status Store::Impl::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection&
     if (!pick || full()) break;
     lmdb::Cursor& c = *pick->c;
     if (c.key().size() != 13) return Status(Code::kCorrupted, "bad order index key", q.name);
-    Found f;
-    f.walk_key = std::string(c.key());
+    // Decoded in its place in `out` (a Message is some twenty strings: moving one in costs
+    // as much as a look-up), and dropped again if it expired.
+    Found& f = out.emplace_back();
+    f.walk_key.assign(c.key());
     MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(c.key(), 5), f));
-    if (!Expired(q, f.msg, now)) {
+    if (Expired(q, f.msg, now))
+      out.pop_back();
+    else
       bytes += f.size;
-      out.push_back(std::move(f));
-    }
     bool on = backward ? c.Prev() : c.Next();
     pick->on = on && in_stream(*pick);
   }
