@@ -27,44 +27,44 @@ namespace {
 // rabbitmq-c is loaded when a bridge starts (LoadRabbitmq), not linked: with its OpenSSL it
 // costs mq-admin start-up time that every other subcommand would pay. The headers come from
 // librabbitmq-dev; the ABI is librabbitmq.so.4's. Every function used is in this list.
-#define MQ_RABBITMQ_FUNCTIONS(X) \
-  X(amqp_basic_ack) \
-  X(amqp_basic_consume) \
-  X(amqp_basic_nack) \
-  X(amqp_basic_publish) \
-  X(amqp_basic_qos) \
-  X(amqp_channel_close) \
-  X(amqp_channel_open) \
-  X(amqp_confirm_select) \
-  X(amqp_connection_close) \
-  X(amqp_consume_message) \
-  X(amqp_decode_properties) \
-  X(amqp_default_connection_info) \
-  X(amqp_destroy_connection) \
-  X(amqp_destroy_envelope) \
-  X(amqp_destroy_message) \
-  X(amqp_encode_properties) \
-  X(amqp_error_string2) \
-  X(amqp_exchange_declare) \
-  X(amqp_get_rpc_reply) \
-  X(amqp_login) \
-  X(amqp_maybe_release_buffers) \
-  X(amqp_new_connection) \
-  X(amqp_parse_url) \
-  X(amqp_queue_bind) \
-  X(amqp_queue_declare) \
-  X(amqp_read_message) \
-  X(amqp_send_method) \
-  X(amqp_set_rpc_timeout) \
-  X(amqp_simple_wait_frame_noblock) \
-  X(amqp_socket_open_noblock) \
-  X(amqp_ssl_socket_new) \
-  X(amqp_ssl_socket_set_cacert) \
-  X(amqp_ssl_socket_set_key) \
+#define MQ_RABBITMQ_FUNCTIONS(X)         \
+  X(amqp_basic_ack)                      \
+  X(amqp_basic_consume)                  \
+  X(amqp_basic_nack)                     \
+  X(amqp_basic_publish)                  \
+  X(amqp_basic_qos)                      \
+  X(amqp_channel_close)                  \
+  X(amqp_channel_open)                   \
+  X(amqp_confirm_select)                 \
+  X(amqp_connection_close)               \
+  X(amqp_consume_message)                \
+  X(amqp_decode_properties)              \
+  X(amqp_default_connection_info)        \
+  X(amqp_destroy_connection)             \
+  X(amqp_destroy_envelope)               \
+  X(amqp_destroy_message)                \
+  X(amqp_encode_properties)              \
+  X(amqp_error_string2)                  \
+  X(amqp_exchange_declare)               \
+  X(amqp_get_rpc_reply)                  \
+  X(amqp_login)                          \
+  X(amqp_maybe_release_buffers)          \
+  X(amqp_new_connection)                 \
+  X(amqp_parse_url)                      \
+  X(amqp_queue_bind)                     \
+  X(amqp_queue_declare)                  \
+  X(amqp_read_message)                   \
+  X(amqp_send_method)                    \
+  X(amqp_set_rpc_timeout)                \
+  X(amqp_simple_wait_frame_noblock)      \
+  X(amqp_socket_open_noblock)            \
+  X(amqp_ssl_socket_new)                 \
+  X(amqp_ssl_socket_set_cacert)          \
+  X(amqp_ssl_socket_set_key)             \
   X(amqp_ssl_socket_set_verify_hostname) \
-  X(amqp_ssl_socket_set_verify_peer) \
-  X(amqp_tcp_socket_new) \
-  X(empty_amqp_pool) \
+  X(amqp_ssl_socket_set_verify_peer)     \
+  X(amqp_tcp_socket_new)                 \
+  X(empty_amqp_pool)                     \
   X(init_amqp_pool)
 
 struct RabbitmqApi {
@@ -80,15 +80,15 @@ const RabbitmqApi& LoadedApi() {
     void* lib = ::dlopen(kRabbitmqLibrary, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
       const char* e = ::dlerror();
-      a.status = Status(Code::kError,
-                        fmt::format("cannot load the RabbitMQ client library (install "
-                                    "librabbitmq4): {}",
-                                    e ? e : "dlopen failed"));
+      a.status =
+          Status(Code::kError, fmt::format("cannot load the RabbitMQ client library (install "
+                                           "librabbitmq4): {}",
+                                           e ? e : "dlopen failed"));
       return a;
     }
     const char* missing = nullptr;
-#define MQ_RABBITMQ_BIND(f)                                          \
-  a.f = reinterpret_cast<decltype(a.f)>(::dlsym(lib, #f));           \
+#define MQ_RABBITMQ_BIND(f)                                \
+  a.f = reinterpret_cast<decltype(a.f)>(::dlsym(lib, #f)); \
   if (!a.f && !missing) missing = #f;
     MQ_RABBITMQ_FUNCTIONS(MQ_RABBITMQ_BIND)
 #undef MQ_RABBITMQ_BIND
@@ -343,8 +343,8 @@ AmqpMessage ThroughWire(const AmqpMessage& m) {
   OutProps props(m);
   std::string buf(1 << 20, '\0');
   amqp_bytes_t encoded{buf.size(), buf.data()};
-  int n = Rmq().amqp_encode_properties(AMQP_BASIC_CLASS, const_cast<amqp_basic_properties_t*>(props.get()),
-                                 encoded);
+  int n = Rmq().amqp_encode_properties(AMQP_BASIC_CLASS,
+                                       const_cast<amqp_basic_properties_t*>(props.get()), encoded);
   if (n < 0) return {};
   encoded.len = static_cast<size_t>(n);
   amqp_pool_t pool;
@@ -421,7 +421,8 @@ Result<std::unique_ptr<Link>> Link::Connect(const Endpoint& ep, int timeout_ms) 
     if (!sock) return Status(Code::kBrokerUnavailable, "cannot make a TLS socket", subject);
     Rmq().amqp_ssl_socket_set_verify_peer(sock, 1);
     Rmq().amqp_ssl_socket_set_verify_hostname(sock, 1);
-    if (!ep.cacert.empty() && Rmq().amqp_ssl_socket_set_cacert(sock, ep.cacert.c_str()) != AMQP_STATUS_OK)
+    if (!ep.cacert.empty() &&
+        Rmq().amqp_ssl_socket_set_cacert(sock, ep.cacert.c_str()) != AMQP_STATUS_OK)
       return Status(Code::kInvalidArg, "cannot load the CA certificates", ep.cacert);
     if (!ep.cert.empty() &&
         Rmq().amqp_ssl_socket_set_key(sock, ep.cert.c_str(), ep.key.c_str()) != AMQP_STATUS_OK)
@@ -442,21 +443,21 @@ Result<std::unique_ptr<Link>> Link::Connect(const Endpoint& ep, int timeout_ms) 
                            subject);
         break;
       case AMQP_STATUS_SSL_HOSTNAME_VERIFY_FAILED:
-        st.broken = Status(
-            Code::kAccessDenied,
-            fmt::format("TLS: the broker's certificate is not for host '{}' (use the host "
-                        "name the certificate names)",
-                        ep.host),
-            subject);
+        st.broken =
+            Status(Code::kAccessDenied,
+                   fmt::format("TLS: the broker's certificate is not for host '{}' (use the host "
+                               "name the certificate names)",
+                               ep.host),
+                   subject);
         break;
       case AMQP_STATUS_SSL_ERROR:
       case AMQP_STATUS_SSL_CONNECTION_FAILED:
-        st.broken = Status(
-            Code::kBrokerUnavailable,
-            fmt::format("TLS handshake failed (is port {} a TLS listener? Does the broker "
-                        "want a client certificate, --cert and --key?)",
-                        ep.port),
-            subject);
+        st.broken =
+            Status(Code::kBrokerUnavailable,
+                   fmt::format("TLS handshake failed (is port {} a TLS listener? Does the broker "
+                               "want a client certificate, --cert and --key?)",
+                               ep.port),
+                   subject);
         break;
       default: {
         // rabbitmq-c keeps the connect's errno to itself: a socket error here is a refusal or
@@ -473,9 +474,9 @@ Result<std::unique_ptr<Link>> Link::Connect(const Endpoint& ep, int timeout_ms) 
   // Reads and writes give up after the timeout too: a dead peer cannot hang the bridge.
   if (Rmq().amqp_set_rpc_timeout(st.conn, &tv) != AMQP_STATUS_OK)
     return Status(Code::kInvalidArg, "bad timeout", subject);
-  amqp_rpc_reply_t r = Rmq().amqp_login(st.conn, ep.vhost.c_str(), 0, AMQP_DEFAULT_FRAME_SIZE,
-                                  kHeartbeatS, AMQP_SASL_METHOD_PLAIN, ep.user.c_str(),
-                                  ep.password.c_str());
+  amqp_rpc_reply_t r =
+      Rmq().amqp_login(st.conn, ep.vhost.c_str(), 0, AMQP_DEFAULT_FRAME_SIZE, kHeartbeatS,
+                       AMQP_SASL_METHOD_PLAIN, ep.user.c_str(), ep.password.c_str());
   if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
       r.library_error == AMQP_STATUS_CONNECTION_CLOSED) {
     // Brokers that do not send connection.close on a failed login just hang up.
@@ -516,8 +517,8 @@ Result<std::unique_ptr<Link>> Link::Connect(const Endpoint& ep, int timeout_ms) 
 
 Status Link::DeclareExchange(const std::string& exchange) {
   if (exchange.empty()) return {};  // the default exchange always exists
-  Rmq().amqp_exchange_declare(st_->conn, kChannel, Bytes(exchange), CBytes("direct"), 0, 1,
-                        0, 0, kEmptyTable);
+  Rmq().amqp_exchange_declare(st_->conn, kChannel, Bytes(exchange), CBytes("direct"), 0, 1, 0, 0,
+                              kEmptyTable);
   return RpcStatus(st_->conn, Rmq().amqp_get_rpc_reply(st_->conn), "declaring exchange " + exchange,
                    ep_.url_shown, &st_->broken);
 }
@@ -538,7 +539,7 @@ Status Link::Bind(const std::string& queue, const std::string& exchange,
                   const std::string& routing_key) {
   if (exchange.empty()) return {};  // the default exchange binds every queue by its name
   Rmq().amqp_queue_bind(st_->conn, kChannel, Bytes(queue), Bytes(exchange), Bytes(routing_key),
-                  kEmptyTable);
+                        kEmptyTable);
   return RpcStatus(st_->conn, Rmq().amqp_get_rpc_reply(st_->conn),
                    fmt::format("binding queue {} to exchange {}", queue, exchange), ep_.url_shown,
                    &st_->broken);
@@ -552,7 +553,8 @@ Status OpenSide(amqp_connection_state_t conn, bool& open, const std::string& sub
                 Status* broken) {
   if (open) return {};
   Rmq().amqp_channel_open(conn, kSideChannel);
-  MQ_RETURN_IF_ERROR(RpcStatus(conn, Rmq().amqp_get_rpc_reply(conn), "opening a channel", subject, broken));
+  MQ_RETURN_IF_ERROR(
+      RpcStatus(conn, Rmq().amqp_get_rpc_reply(conn), "opening a channel", subject, broken));
   open = true;
   return {};
 }
@@ -562,8 +564,8 @@ Status OpenSide(amqp_connection_state_t conn, bool& open, const std::string& sub
 Status Link::CheckExchange(const std::string& exchange) {
   if (exchange.empty()) return {};
   MQ_RETURN_IF_ERROR(OpenSide(st_->conn, st_->side_open, ep_.url_shown, &st_->broken));
-  Rmq().amqp_exchange_declare(st_->conn, kSideChannel, Bytes(exchange), CBytes("direct"), 1,
-                        0, 0, 0, kEmptyTable);
+  Rmq().amqp_exchange_declare(st_->conn, kSideChannel, Bytes(exchange), CBytes("direct"), 1, 0, 0,
+                              0, kEmptyTable);
   amqp_rpc_reply_t r = Rmq().amqp_get_rpc_reply(st_->conn);
   if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION && r.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
     st_->side_open = false;
@@ -582,7 +584,8 @@ Status Link::CheckExchange(const std::string& exchange) {
 
 Result<uint32_t> Link::ReadyCount(const std::string& queue) {
   MQ_RETURN_IF_ERROR(OpenSide(st_->conn, st_->side_open, ep_.url_shown, &st_->broken));
-  auto* ok = Rmq().amqp_queue_declare(st_->conn, kSideChannel, Bytes(queue), 1, 0, 0, 0, kEmptyTable);
+  auto* ok =
+      Rmq().amqp_queue_declare(st_->conn, kSideChannel, Bytes(queue), 1, 0, 0, 0, kEmptyTable);
   amqp_rpc_reply_t r = Rmq().amqp_get_rpc_reply(st_->conn);
   if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION && r.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
     st_->side_open = false;
@@ -605,10 +608,11 @@ Status Link::Publish(const std::string& exchange, const std::string& routing_key
   if (!st_->broken.ok()) return st_->broken;
   OutProps props(m);
   int rc = Rmq().amqp_basic_publish(st_->conn, kChannel, Bytes(exchange), Bytes(routing_key),
-                              /*mandatory=*/1, /*immediate=*/0, props.get(), Bytes(m.body));
+                                    /*mandatory=*/1, /*immediate=*/0, props.get(), Bytes(m.body));
   if (rc != AMQP_STATUS_OK) {
-    st_->broken = Status(Code::kBrokerUnavailable,
-                         fmt::format("publish failed: {}", Rmq().amqp_error_string2(rc)), ep_.url_shown);
+    st_->broken =
+        Status(Code::kBrokerUnavailable,
+               fmt::format("publish failed: {}", Rmq().amqp_error_string2(rc)), ep_.url_shown);
     return st_->broken;
   }
   ++st_->published;
@@ -619,10 +623,9 @@ namespace {
 
 // Handles one frame that is not a delivery: confirms, returns, closes. Returns an error when
 // the link can no longer be used.
-Status HandleFrame(amqp_connection_state_t conn, const amqp_frame_t& f,
-                   const std::string& subject, uint64_t published, uint64_t& confirmed,
-                   std::vector<uint64_t>& above, std::vector<Refusal>& refused,
-                   Status& broken) {
+Status HandleFrame(amqp_connection_state_t conn, const amqp_frame_t& f, const std::string& subject,
+                   uint64_t published, uint64_t& confirmed, std::vector<uint64_t>& above,
+                   std::vector<Refusal>& refused, Status& broken) {
   if (f.frame_type != AMQP_FRAME_METHOD) return {};
   switch (f.payload.method.id) {
     case AMQP_BASIC_ACK_METHOD:
@@ -637,9 +640,9 @@ Status HandleFrame(amqp_connection_state_t conn, const amqp_frame_t& f,
         auto* n = static_cast<amqp_basic_nack_t*>(f.payload.method.decoded);
         tag = n->delivery_tag;
         multiple = n->multiple;
-        refused.push_back(Refusal{multiple ? confirmed + 1 : tag, tag,
-                                  Status(Code::kBrokerRefused,
-                                         "the broker refused a message (basic.nack)", subject)});
+        refused.push_back(Refusal{
+            multiple ? confirmed + 1 : tag, tag,
+            Status(Code::kBrokerRefused, "the broker refused a message (basic.nack)", subject)});
       }
       if (multiple) {
         confirmed = std::max(confirmed, tag);
@@ -716,8 +719,9 @@ Status Link::WaitConfirmed(uint64_t tag, int timeout_ms) {
     int rc = Rmq().amqp_simple_wait_frame_noblock(st.conn, &f, &tv);
     if (rc == AMQP_STATUS_TIMEOUT) continue;
     if (rc != AMQP_STATUS_OK) {
-      st.broken = Status(Code::kBrokerUnavailable,
-                         fmt::format("connection lost: {}", Rmq().amqp_error_string2(rc)), ep_.url_shown);
+      st.broken =
+          Status(Code::kBrokerUnavailable,
+                 fmt::format("connection lost: {}", Rmq().amqp_error_string2(rc)), ep_.url_shown);
       break;
     }
     Status s = HandleFrame(st.conn, f, ep_.url_shown, st.published, st.confirmed,
@@ -742,12 +746,13 @@ Status Link::Poll() {
     int rc = Rmq().amqp_simple_wait_frame_noblock(st.conn, &f, &tv);
     if (rc == AMQP_STATUS_TIMEOUT) break;
     if (rc != AMQP_STATUS_OK) {
-      st.broken = Status(Code::kBrokerUnavailable,
-                         fmt::format("connection lost: {}", Rmq().amqp_error_string2(rc)), ep_.url_shown);
+      st.broken =
+          Status(Code::kBrokerUnavailable,
+                 fmt::format("connection lost: {}", Rmq().amqp_error_string2(rc)), ep_.url_shown);
       break;
     }
-    (void)HandleFrame(st.conn, f, ep_.url_shown, st.published, st.confirmed,
-                      st.confirmed_above, st.refused, st.broken);
+    (void)HandleFrame(st.conn, f, ep_.url_shown, st.published, st.confirmed, st.confirmed_above,
+                      st.refused, st.broken);
   }
   return st.broken;
 }
@@ -757,7 +762,7 @@ Status Link::Consume(const std::string& queue, uint16_t prefetch) {
   MQ_RETURN_IF_ERROR(RpcStatus(st_->conn, Rmq().amqp_get_rpc_reply(st_->conn), "basic.qos",
                                ep_.url_shown, &st_->broken));
   Rmq().amqp_basic_consume(st_->conn, kChannel, Bytes(queue), kEmptyBytes, 0, /*no_ack=*/0, 0,
-                     kEmptyTable);
+                           kEmptyTable);
   Status s = RpcStatus(st_->conn, Rmq().amqp_get_rpc_reply(st_->conn), "consuming from " + queue,
                        ep_.url_shown, &st_->broken);
   if (s.code() == Code::kQueueNotFound)
@@ -794,9 +799,9 @@ Result<std::optional<Delivery>> Link::Next(int timeout_ms) {
       int rc = Rmq().amqp_simple_wait_frame_noblock(st.conn, &f, &zero);
       if (rc == AMQP_STATUS_TIMEOUT) return std::optional<Delivery>();
       if (rc != AMQP_STATUS_OK) {
-        st.broken = Status(Code::kBrokerUnavailable,
-                           fmt::format("connection lost: {}", Rmq().amqp_error_string2(rc)),
-                           ep_.url_shown);
+        st.broken =
+            Status(Code::kBrokerUnavailable,
+                   fmt::format("connection lost: {}", Rmq().amqp_error_string2(rc)), ep_.url_shown);
         return st.broken;
       }
       if (f.frame_type == AMQP_FRAME_METHOD && f.payload.method.id == AMQP_BASIC_CANCEL_METHOD) {
@@ -818,8 +823,9 @@ Status Link::Ack(uint64_t tag, bool multiple) {
   if (!st_->broken.ok()) return st_->broken;
   int rc = Rmq().amqp_basic_ack(st_->conn, kChannel, tag, multiple);
   if (rc != AMQP_STATUS_OK)
-    st_->broken = Status(Code::kBrokerUnavailable,
-                         fmt::format("ack failed: {}", Rmq().amqp_error_string2(rc)), ep_.url_shown);
+    st_->broken =
+        Status(Code::kBrokerUnavailable,
+               fmt::format("ack failed: {}", Rmq().amqp_error_string2(rc)), ep_.url_shown);
   return st_->broken;
 }
 
@@ -827,8 +833,9 @@ Status Link::Nack(uint64_t tag, bool multiple, bool requeue) {
   if (!st_->broken.ok()) return st_->broken;
   int rc = Rmq().amqp_basic_nack(st_->conn, kChannel, tag, multiple, requeue);
   if (rc != AMQP_STATUS_OK)
-    st_->broken = Status(Code::kBrokerUnavailable,
-                         fmt::format("nack failed: {}", Rmq().amqp_error_string2(rc)), ep_.url_shown);
+    st_->broken =
+        Status(Code::kBrokerUnavailable,
+               fmt::format("nack failed: {}", Rmq().amqp_error_string2(rc)), ep_.url_shown);
   return st_->broken;
 }
 
