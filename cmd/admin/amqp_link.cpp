@@ -6,6 +6,7 @@
 #include <amqp.h>
 #include <amqp_ssl_socket.h>
 #include <amqp_tcp_socket.h>
+#include <dlfcn.h>
 #include <sys/time.h>
 
 #include <cerrno>
@@ -20,6 +21,96 @@
 #include "waiter.hpp"
 
 namespace mq::bridge {
+
+namespace {
+
+// rabbitmq-c is loaded when a bridge starts (LoadRabbitmq), not linked: with its OpenSSL it
+// costs mq-admin start-up time that every other subcommand would pay. The headers come from
+// librabbitmq-dev; the ABI is librabbitmq.so.4's. Every function used is in this list.
+#define MQ_RABBITMQ_FUNCTIONS(X)         \
+  X(amqp_basic_ack)                      \
+  X(amqp_basic_consume)                  \
+  X(amqp_basic_nack)                     \
+  X(amqp_basic_publish)                  \
+  X(amqp_basic_qos)                      \
+  X(amqp_channel_close)                  \
+  X(amqp_channel_open)                   \
+  X(amqp_confirm_select)                 \
+  X(amqp_connection_close)               \
+  X(amqp_consume_message)                \
+  X(amqp_decode_properties)              \
+  X(amqp_default_connection_info)        \
+  X(amqp_destroy_connection)             \
+  X(amqp_destroy_envelope)               \
+  X(amqp_destroy_message)                \
+  X(amqp_encode_properties)              \
+  X(amqp_error_string2)                  \
+  X(amqp_exchange_declare)               \
+  X(amqp_get_rpc_reply)                  \
+  X(amqp_login)                          \
+  X(amqp_maybe_release_buffers)          \
+  X(amqp_new_connection)                 \
+  X(amqp_parse_url)                      \
+  X(amqp_queue_bind)                     \
+  X(amqp_queue_declare)                  \
+  X(amqp_read_message)                   \
+  X(amqp_send_method)                    \
+  X(amqp_set_rpc_timeout)                \
+  X(amqp_simple_wait_frame_noblock)      \
+  X(amqp_socket_open_noblock)            \
+  X(amqp_ssl_socket_new)                 \
+  X(amqp_ssl_socket_set_cacert)          \
+  X(amqp_ssl_socket_set_key)             \
+  X(amqp_ssl_socket_set_verify_hostname) \
+  X(amqp_ssl_socket_set_verify_peer)     \
+  X(amqp_tcp_socket_new)                 \
+  X(empty_amqp_pool)                     \
+  X(init_amqp_pool)
+
+struct RabbitmqApi {
+#define MQ_RABBITMQ_MEMBER(f) decltype(&::f) f = nullptr;
+  MQ_RABBITMQ_FUNCTIONS(MQ_RABBITMQ_MEMBER)
+#undef MQ_RABBITMQ_MEMBER
+  Status status;  // why it could not be loaded
+};
+
+const RabbitmqApi& LoadedApi() {
+  static const RabbitmqApi api = [] {
+    RabbitmqApi a;
+    void* lib = ::dlopen(kRabbitmqLibrary, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+      const char* e = ::dlerror();
+      a.status =
+          Status(Code::kError, fmt::format("cannot load the RabbitMQ client library (install "
+                                           "librabbitmq4): {}",
+                                           e ? e : "dlopen failed"));
+      return a;
+    }
+    const char* missing = nullptr;
+#define MQ_RABBITMQ_BIND(f)                                \
+  a.f = reinterpret_cast<decltype(a.f)>(::dlsym(lib, #f)); \
+  if (!a.f && !missing) missing = #f;
+    MQ_RABBITMQ_FUNCTIONS(MQ_RABBITMQ_BIND)
+#undef MQ_RABBITMQ_BIND
+    if (missing)
+      a.status = Status(Code::kError, fmt::format("{} lacks {}, which mq-admin bridge needs",
+                                                  kRabbitmqLibrary, missing));
+    return a;
+  }();
+  return api;
+}
+
+// The loaded library: LoadRabbitmq() succeeded before any Link or endpoint is made.
+const RabbitmqApi& Rmq() { return LoadedApi(); }
+
+// What amqp.h offers as variables and an inline-able helper, made here.
+const amqp_table_t kEmptyTable{0, nullptr};
+const amqp_bytes_t kEmptyBytes{0, nullptr};
+amqp_bytes_t CBytes(const char* s) { return amqp_bytes_t{std::strlen(s), const_cast<char*>(s)}; }
+
+}  // namespace
+
+Status LoadRabbitmq() { return LoadedApi().status; }
 
 namespace {
 
@@ -193,22 +284,29 @@ AmqpMessage FromProps(const amqp_basic_properties_t& p, amqp_bytes_t body) {
 
 }  // namespace
 
+// A nack or a return, and the delivery tags it may concern.
+struct Refusal {
+  uint64_t first = 0, last = 0;
+  Status status;
+};
+
 struct Link::State {
   amqp_connection_state_t conn = nullptr;
   bool side_open = false;
   uint64_t published = 0;  // delivery tags given
   uint64_t confirmed = 0;  // every tag up to this one is confirmed (ack or nack)
   std::vector<uint64_t> confirmed_above;  // tags confirmed singly above `confirmed`
-  Status refused;          // a nack or a return since the last WaitConfirms
+  std::vector<Refusal> refused;           // nacks and returns, with the tags they may touch
   Status broken;           // the connection or channel is gone
 };
 
 Result<Endpoint> ParseEndpoint(const std::string& url, const std::string& credentials_file) {
+  MQ_RETURN_IF_ERROR(LoadRabbitmq());
   std::vector<char> buf(url.begin(), url.end());
   buf.push_back('\0');
   amqp_connection_info info;
-  amqp_default_connection_info(&info);
-  if (url.empty() || amqp_parse_url(buf.data(), &info) != AMQP_STATUS_OK)
+  Rmq().amqp_default_connection_info(&info);
+  if (url.empty() || Rmq().amqp_parse_url(buf.data(), &info) != AMQP_STATUS_OK)
     return Status(Code::kInvalidArg,
                   "not an AMQP URL (amqp://[USER[:PASSWORD]@]HOST[:PORT][/VHOST], or amqps://)",
                   "--amqp");
@@ -241,20 +339,21 @@ Result<Endpoint> ParseEndpoint(const std::string& url, const std::string& creden
 }
 
 AmqpMessage ThroughWire(const AmqpMessage& m) {
+  if (!LoadRabbitmq().ok()) return {};
   OutProps props(m);
   std::string buf(1 << 20, '\0');
   amqp_bytes_t encoded{buf.size(), buf.data()};
-  int n = amqp_encode_properties(AMQP_BASIC_CLASS, const_cast<amqp_basic_properties_t*>(props.get()),
-                                 encoded);
+  int n = Rmq().amqp_encode_properties(AMQP_BASIC_CLASS,
+                                       const_cast<amqp_basic_properties_t*>(props.get()), encoded);
   if (n < 0) return {};
   encoded.len = static_cast<size_t>(n);
   amqp_pool_t pool;
-  init_amqp_pool(&pool, 4096);
+  Rmq().init_amqp_pool(&pool, 4096);
   void* decoded = nullptr;
   AmqpMessage out;
-  if (amqp_decode_properties(AMQP_BASIC_CLASS, &pool, encoded, &decoded) >= 0)
+  if (Rmq().amqp_decode_properties(AMQP_BASIC_CLASS, &pool, encoded, &decoded) >= 0)
     out = FromProps(*static_cast<amqp_basic_properties_t*>(decoded), Bytes(m.body));
-  empty_amqp_pool(&pool);
+  Rmq().empty_amqp_pool(&pool);
   return out;
 }
 
@@ -265,10 +364,10 @@ Link::Link(Endpoint ep) : ep_(std::move(ep)), st_(std::make_unique<State>()) {}
 Link::~Link() {
   if (st_ && st_->conn) {
     if (st_->broken.ok()) {
-      amqp_channel_close(st_->conn, kChannel, AMQP_REPLY_SUCCESS);
-      amqp_connection_close(st_->conn, AMQP_REPLY_SUCCESS);
+      Rmq().amqp_channel_close(st_->conn, kChannel, AMQP_REPLY_SUCCESS);
+      Rmq().amqp_connection_close(st_->conn, AMQP_REPLY_SUCCESS);
     }
-    amqp_destroy_connection(st_->conn);
+    Rmq().amqp_destroy_connection(st_->conn);
   }
 }
 
@@ -286,13 +385,13 @@ Status RpcStatus(amqp_connection_state_t conn, const amqp_rpc_reply_t& r, const 
       break;
     case AMQP_RESPONSE_LIBRARY_EXCEPTION:
       s = Status(Code::kBrokerUnavailable,
-                 fmt::format("{}: {}", doing, amqp_error_string2(r.library_error)), subject);
+                 fmt::format("{}: {}", doing, Rmq().amqp_error_string2(r.library_error)), subject);
       break;
     case AMQP_RESPONSE_SERVER_EXCEPTION:
       if (r.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
         auto* c = static_cast<amqp_connection_close_t*>(r.reply.decoded);
         amqp_connection_close_ok_t ok{};
-        amqp_send_method(conn, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
+        Rmq().amqp_send_method(conn, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
         s = FromReplyCode(c->reply_code, Str(c->reply_text), subject);
       } else if (r.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
         auto* c = static_cast<amqp_channel_close_t*>(r.reply.decoded);
@@ -310,43 +409,74 @@ Status RpcStatus(amqp_connection_state_t conn, const amqp_rpc_reply_t& r, const 
 }  // namespace
 
 Result<std::unique_ptr<Link>> Link::Connect(const Endpoint& ep, int timeout_ms) {
+  MQ_RETURN_IF_ERROR(LoadRabbitmq());
   std::unique_ptr<Link> link(new Link(ep));
   State& st = *link->st_;
   const std::string& subject = ep.url_shown;
-  st.conn = amqp_new_connection();
+  st.conn = Rmq().amqp_new_connection();
   if (!st.conn) return Status(Code::kInsufficientResources, "out of memory", subject);
   amqp_socket_t* sock = nullptr;
   if (ep.tls) {
-    sock = amqp_ssl_socket_new(st.conn);
+    sock = Rmq().amqp_ssl_socket_new(st.conn);
     if (!sock) return Status(Code::kBrokerUnavailable, "cannot make a TLS socket", subject);
-    amqp_ssl_socket_set_verify_peer(sock, 1);
-    amqp_ssl_socket_set_verify_hostname(sock, 1);
-    if (!ep.cacert.empty() && amqp_ssl_socket_set_cacert(sock, ep.cacert.c_str()) != AMQP_STATUS_OK)
+    Rmq().amqp_ssl_socket_set_verify_peer(sock, 1);
+    Rmq().amqp_ssl_socket_set_verify_hostname(sock, 1);
+    if (!ep.cacert.empty() &&
+        Rmq().amqp_ssl_socket_set_cacert(sock, ep.cacert.c_str()) != AMQP_STATUS_OK)
       return Status(Code::kInvalidArg, "cannot load the CA certificates", ep.cacert);
     if (!ep.cert.empty() &&
-        amqp_ssl_socket_set_key(sock, ep.cert.c_str(), ep.key.c_str()) != AMQP_STATUS_OK)
+        Rmq().amqp_ssl_socket_set_key(sock, ep.cert.c_str(), ep.key.c_str()) != AMQP_STATUS_OK)
       return Status(Code::kInvalidArg, "cannot load the client certificate and key", ep.cert);
   } else {
-    sock = amqp_tcp_socket_new(st.conn);
+    sock = Rmq().amqp_tcp_socket_new(st.conn);
     if (!sock) return Status(Code::kBrokerUnavailable, "cannot make a socket", subject);
   }
   timeval tv = Tv(timeout_ms);
-  int rc = amqp_socket_open_noblock(sock, ep.host.c_str(), ep.port, &tv);
+  int rc = Rmq().amqp_socket_open_noblock(sock, ep.host.c_str(), ep.port, &tv);
   if (rc != AMQP_STATUS_OK) {
-    // rabbitmq-c keeps the connect's errno to itself: a socket error here is a refusal or
-    // an unreachable host.
-    std::string why = rc == AMQP_STATUS_SOCKET_ERROR
-                          ? std::string("connection refused or host unreachable")
-                          : std::string(amqp_error_string2(rc));
-    st.broken = Status(Code::kBrokerUnavailable, fmt::format("cannot connect: {}", why), subject);
+    switch (rc) {
+      // The broker could not be verified: no reconnection cures it.
+      case AMQP_STATUS_SSL_PEER_VERIFY_FAILED:
+        st.broken = Status(Code::kAccessDenied,
+                           "TLS: the broker's certificate is not signed by a trusted CA "
+                           "(--cacert names the CA certificates to trust)",
+                           subject);
+        break;
+      case AMQP_STATUS_SSL_HOSTNAME_VERIFY_FAILED:
+        st.broken =
+            Status(Code::kAccessDenied,
+                   fmt::format("TLS: the broker's certificate is not for host '{}' (use the host "
+                               "name the certificate names)",
+                               ep.host),
+                   subject);
+        break;
+      case AMQP_STATUS_SSL_ERROR:
+      case AMQP_STATUS_SSL_CONNECTION_FAILED:
+        st.broken =
+            Status(Code::kBrokerUnavailable,
+                   fmt::format("TLS handshake failed (is port {} a TLS listener? Does the broker "
+                               "want a client certificate, --cert and --key?)",
+                               ep.port),
+                   subject);
+        break;
+      default: {
+        // rabbitmq-c keeps the connect's errno to itself: a socket error here is a refusal or
+        // an unreachable host.
+        std::string why = rc == AMQP_STATUS_SOCKET_ERROR
+                              ? std::string("connection refused or host unreachable")
+                              : std::string(Rmq().amqp_error_string2(rc));
+        st.broken =
+            Status(Code::kBrokerUnavailable, fmt::format("cannot connect: {}", why), subject);
+      }
+    }
     return st.broken;
   }
   // Reads and writes give up after the timeout too: a dead peer cannot hang the bridge.
-  if (amqp_set_rpc_timeout(st.conn, &tv) != AMQP_STATUS_OK)
+  if (Rmq().amqp_set_rpc_timeout(st.conn, &tv) != AMQP_STATUS_OK)
     return Status(Code::kInvalidArg, "bad timeout", subject);
-  amqp_rpc_reply_t r = amqp_login(st.conn, ep.vhost.c_str(), 0, AMQP_DEFAULT_FRAME_SIZE,
-                                  kHeartbeatS, AMQP_SASL_METHOD_PLAIN, ep.user.c_str(),
-                                  ep.password.c_str());
+  amqp_rpc_reply_t r =
+      Rmq().amqp_login(st.conn, ep.vhost.c_str(), 0, AMQP_DEFAULT_FRAME_SIZE, kHeartbeatS,
+                       AMQP_SASL_METHOD_PLAIN, ep.user.c_str(), ep.password.c_str());
   if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
       r.library_error == AMQP_STATUS_CONNECTION_CLOSED) {
     // Brokers that do not send connection.close on a failed login just hang up.
@@ -356,10 +486,30 @@ Result<std::unique_ptr<Link>> Link::Connect(const Endpoint& ep, int timeout_ms) 
                        subject);
     return st.broken;
   }
+  if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION && ep.tls &&
+      r.library_error == AMQP_STATUS_SSL_ERROR) {
+    // TLS 1.3: the broker checks the client's certificate after the client's side of the
+    // handshake is done, and hangs up at the first read.
+    st.broken = Status(Code::kBrokerUnavailable,
+                       "TLS handshake failed: the broker hung up (does it want a client "
+                       "certificate, --cert and --key?)",
+                       subject);
+    return st.broken;
+  }
+  if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION && !ep.tls &&
+      (r.library_error == AMQP_STATUS_SOCKET_ERROR ||
+       r.library_error == AMQP_STATUS_BAD_AMQP_DATA)) {
+    st.broken = Status(Code::kBrokerUnavailable,
+                       fmt::format("the broker broke off the AMQP handshake (if port {} is a "
+                                   "TLS listener, the URL is amqps://)",
+                                   ep.port),
+                       subject);
+    return st.broken;
+  }
   if (r.reply_type != AMQP_RESPONSE_NORMAL)
     return RpcStatus(st.conn, r, "login", subject, &st.broken);
-  amqp_channel_open(st.conn, kChannel);
-  r = amqp_get_rpc_reply(st.conn);
+  Rmq().amqp_channel_open(st.conn, kChannel);
+  r = Rmq().amqp_get_rpc_reply(st.conn);
   if (r.reply_type != AMQP_RESPONSE_NORMAL)
     return RpcStatus(st.conn, r, "opening a channel", subject, &st.broken);
   return link;
@@ -367,30 +517,30 @@ Result<std::unique_ptr<Link>> Link::Connect(const Endpoint& ep, int timeout_ms) 
 
 Status Link::DeclareExchange(const std::string& exchange) {
   if (exchange.empty()) return {};  // the default exchange always exists
-  amqp_exchange_declare(st_->conn, kChannel, Bytes(exchange), amqp_cstring_bytes("direct"), 0, 1,
-                        0, 0, amqp_empty_table);
-  return RpcStatus(st_->conn, amqp_get_rpc_reply(st_->conn), "declaring exchange " + exchange,
+  Rmq().amqp_exchange_declare(st_->conn, kChannel, Bytes(exchange), CBytes("direct"), 0, 1, 0, 0,
+                              kEmptyTable);
+  return RpcStatus(st_->conn, Rmq().amqp_get_rpc_reply(st_->conn), "declaring exchange " + exchange,
                    ep_.url_shown, &st_->broken);
 }
 
 Status Link::DeclareQueue(const std::string& queue) {
   amqp_table_entry_t arg;
   std::memset(&arg, 0, sizeof arg);
-  arg.key = amqp_cstring_bytes("x-queue-type");
+  arg.key = CBytes("x-queue-type");
   arg.value.kind = AMQP_FIELD_KIND_UTF8;
-  arg.value.value.bytes = amqp_cstring_bytes("quorum");
+  arg.value.value.bytes = CBytes("quorum");
   amqp_table_t args{1, &arg};
-  amqp_queue_declare(st_->conn, kChannel, Bytes(queue), 0, 1, 0, 0, args);
-  return RpcStatus(st_->conn, amqp_get_rpc_reply(st_->conn), "declaring queue " + queue,
+  Rmq().amqp_queue_declare(st_->conn, kChannel, Bytes(queue), 0, 1, 0, 0, args);
+  return RpcStatus(st_->conn, Rmq().amqp_get_rpc_reply(st_->conn), "declaring queue " + queue,
                    ep_.url_shown, &st_->broken);
 }
 
 Status Link::Bind(const std::string& queue, const std::string& exchange,
                   const std::string& routing_key) {
   if (exchange.empty()) return {};  // the default exchange binds every queue by its name
-  amqp_queue_bind(st_->conn, kChannel, Bytes(queue), Bytes(exchange), Bytes(routing_key),
-                  amqp_empty_table);
-  return RpcStatus(st_->conn, amqp_get_rpc_reply(st_->conn),
+  Rmq().amqp_queue_bind(st_->conn, kChannel, Bytes(queue), Bytes(exchange), Bytes(routing_key),
+                        kEmptyTable);
+  return RpcStatus(st_->conn, Rmq().amqp_get_rpc_reply(st_->conn),
                    fmt::format("binding queue {} to exchange {}", queue, exchange), ep_.url_shown,
                    &st_->broken);
 }
@@ -402,8 +552,9 @@ namespace {
 Status OpenSide(amqp_connection_state_t conn, bool& open, const std::string& subject,
                 Status* broken) {
   if (open) return {};
-  amqp_channel_open(conn, kSideChannel);
-  MQ_RETURN_IF_ERROR(RpcStatus(conn, amqp_get_rpc_reply(conn), "opening a channel", subject, broken));
+  Rmq().amqp_channel_open(conn, kSideChannel);
+  MQ_RETURN_IF_ERROR(
+      RpcStatus(conn, Rmq().amqp_get_rpc_reply(conn), "opening a channel", subject, broken));
   open = true;
   return {};
 }
@@ -413,13 +564,13 @@ Status OpenSide(amqp_connection_state_t conn, bool& open, const std::string& sub
 Status Link::CheckExchange(const std::string& exchange) {
   if (exchange.empty()) return {};
   MQ_RETURN_IF_ERROR(OpenSide(st_->conn, st_->side_open, ep_.url_shown, &st_->broken));
-  amqp_exchange_declare(st_->conn, kSideChannel, Bytes(exchange), amqp_cstring_bytes("direct"), 1,
-                        0, 0, 0, amqp_empty_table);
-  amqp_rpc_reply_t r = amqp_get_rpc_reply(st_->conn);
+  Rmq().amqp_exchange_declare(st_->conn, kSideChannel, Bytes(exchange), CBytes("direct"), 1, 0, 0,
+                              0, kEmptyTable);
+  amqp_rpc_reply_t r = Rmq().amqp_get_rpc_reply(st_->conn);
   if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION && r.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
     st_->side_open = false;
     amqp_channel_close_ok_t ok{};
-    amqp_send_method(st_->conn, kSideChannel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok);
+    Rmq().amqp_send_method(st_->conn, kSideChannel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok);
     Status s = RpcStatus(st_->conn, r, "exchange " + exchange, ep_.url_shown, nullptr);
     if (s.code() == Code::kQueueNotFound)
       return Status(s.code(),
@@ -433,12 +584,13 @@ Status Link::CheckExchange(const std::string& exchange) {
 
 Result<uint32_t> Link::ReadyCount(const std::string& queue) {
   MQ_RETURN_IF_ERROR(OpenSide(st_->conn, st_->side_open, ep_.url_shown, &st_->broken));
-  auto* ok = amqp_queue_declare(st_->conn, kSideChannel, Bytes(queue), 1, 0, 0, 0, amqp_empty_table);
-  amqp_rpc_reply_t r = amqp_get_rpc_reply(st_->conn);
+  auto* ok =
+      Rmq().amqp_queue_declare(st_->conn, kSideChannel, Bytes(queue), 1, 0, 0, 0, kEmptyTable);
+  amqp_rpc_reply_t r = Rmq().amqp_get_rpc_reply(st_->conn);
   if (r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION && r.reply.id == AMQP_CHANNEL_CLOSE_METHOD) {
     st_->side_open = false;
     amqp_channel_close_ok_t cok{};
-    amqp_send_method(st_->conn, kSideChannel, AMQP_CHANNEL_CLOSE_OK_METHOD, &cok);
+    Rmq().amqp_send_method(st_->conn, kSideChannel, AMQP_CHANNEL_CLOSE_OK_METHOD, &cok);
     return RpcStatus(st_->conn, r, "queue " + queue, ep_.url_shown, nullptr);
   }
   MQ_RETURN_IF_ERROR(RpcStatus(st_->conn, r, "queue " + queue, ep_.url_shown, &st_->broken));
@@ -446,8 +598,8 @@ Result<uint32_t> Link::ReadyCount(const std::string& queue) {
 }
 
 Status Link::EnableConfirms() {
-  amqp_confirm_select(st_->conn, kChannel);
-  return RpcStatus(st_->conn, amqp_get_rpc_reply(st_->conn), "confirm mode", ep_.url_shown,
+  Rmq().amqp_confirm_select(st_->conn, kChannel);
+  return RpcStatus(st_->conn, Rmq().amqp_get_rpc_reply(st_->conn), "confirm mode", ep_.url_shown,
                    &st_->broken);
 }
 
@@ -455,11 +607,12 @@ Status Link::Publish(const std::string& exchange, const std::string& routing_key
                      const AmqpMessage& m) {
   if (!st_->broken.ok()) return st_->broken;
   OutProps props(m);
-  int rc = amqp_basic_publish(st_->conn, kChannel, Bytes(exchange), Bytes(routing_key),
-                              /*mandatory=*/1, /*immediate=*/0, props.get(), Bytes(m.body));
+  int rc = Rmq().amqp_basic_publish(st_->conn, kChannel, Bytes(exchange), Bytes(routing_key),
+                                    /*mandatory=*/1, /*immediate=*/0, props.get(), Bytes(m.body));
   if (rc != AMQP_STATUS_OK) {
-    st_->broken = Status(Code::kBrokerUnavailable,
-                         fmt::format("publish failed: {}", amqp_error_string2(rc)), ep_.url_shown);
+    st_->broken =
+        Status(Code::kBrokerUnavailable,
+               fmt::format("publish failed: {}", Rmq().amqp_error_string2(rc)), ep_.url_shown);
     return st_->broken;
   }
   ++st_->published;
@@ -470,10 +623,9 @@ namespace {
 
 // Handles one frame that is not a delivery: confirms, returns, closes. Returns an error when
 // the link can no longer be used.
-Status HandleFrame(amqp_connection_state_t conn, const amqp_frame_t& f, Link* link,
-                   const std::string& subject, uint64_t& confirmed,
-                   std::vector<uint64_t>& above, Status& refused, Status& broken) {
-  (void)link;
+Status HandleFrame(amqp_connection_state_t conn, const amqp_frame_t& f, const std::string& subject,
+                   uint64_t published, uint64_t& confirmed, std::vector<uint64_t>& above,
+                   std::vector<Refusal>& refused, Status& broken) {
   if (f.frame_type != AMQP_FRAME_METHOD) return {};
   switch (f.payload.method.id) {
     case AMQP_BASIC_ACK_METHOD:
@@ -488,9 +640,9 @@ Status HandleFrame(amqp_connection_state_t conn, const amqp_frame_t& f, Link* li
         auto* n = static_cast<amqp_basic_nack_t*>(f.payload.method.decoded);
         tag = n->delivery_tag;
         multiple = n->multiple;
-        if (refused.ok())
-          refused = Status(Code::kBrokerRefused, "the broker refused a message (basic.nack)",
-                           subject);
+        refused.push_back(Refusal{
+            multiple ? confirmed + 1 : tag, tag,
+            Status(Code::kBrokerRefused, "the broker refused a message (basic.nack)", subject)});
       }
       if (multiple) {
         confirmed = std::max(confirmed, tag);
@@ -515,20 +667,21 @@ Status HandleFrame(amqp_connection_state_t conn, const amqp_frame_t& f, Link* li
                            Str(r->exchange), Str(r->routing_key), r->reply_code,
                            Str(r->reply_text)),
                subject);
-      if (refused.ok()) refused = s;
+      // It is one of the messages published and not yet confirmed (its confirm follows).
+      refused.push_back(Refusal{confirmed + 1, published, s});
       // The returned message (header and body frames) follows: read it and let it go.
       amqp_message_t msg;
-      amqp_rpc_reply_t rr = amqp_read_message(conn, f.channel, &msg, 0);
+      amqp_rpc_reply_t rr = Rmq().amqp_read_message(conn, f.channel, &msg, 0);
       if (rr.reply_type != AMQP_RESPONSE_NORMAL)
         return RpcStatus(conn, rr, "reading a returned message", subject, &broken);
-      amqp_destroy_message(&msg);
+      Rmq().amqp_destroy_message(&msg);
       return {};
     }
     case AMQP_CHANNEL_CLOSE_METHOD: {
       auto* c = static_cast<amqp_channel_close_t*>(f.payload.method.decoded);
       Status s = FromReplyCode(c->reply_code, Str(c->reply_text), subject);
       amqp_channel_close_ok_t ok{};
-      amqp_send_method(conn, f.channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok);
+      Rmq().amqp_send_method(conn, f.channel, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok);
       if (s.code() == Code::kQueueNotFound)
         s = Status(s.code(), s.text() + " (create it, or pass --declare)", subject);
       if (broken.ok()) broken = s;
@@ -538,7 +691,7 @@ Status HandleFrame(amqp_connection_state_t conn, const amqp_frame_t& f, Link* li
       auto* c = static_cast<amqp_connection_close_t*>(f.payload.method.decoded);
       Status s = FromReplyCode(c->reply_code, Str(c->reply_text), subject);
       amqp_connection_close_ok_t ok{};
-      amqp_send_method(conn, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
+      Rmq().amqp_send_method(conn, 0, AMQP_CONNECTION_CLOSE_OK_METHOD, &ok);
       if (broken.ok()) broken = s;
       return broken;
     }
@@ -549,10 +702,12 @@ Status HandleFrame(amqp_connection_state_t conn, const amqp_frame_t& f, Link* li
 
 }  // namespace
 
-Status Link::WaitConfirms(int timeout_ms) {
+uint64_t Link::Published() const { return st_->published; }
+
+Status Link::WaitConfirmed(uint64_t tag, int timeout_ms) {
   State& st = *st_;
   int64_t until = MonotonicMs() + timeout_ms;
-  while (st.broken.ok() && st.confirmed < st.published) {
+  while (st.broken.ok() && st.confirmed < tag) {
     int64_t left = until - MonotonicMs();
     if (left <= 0) {
       st.broken = Status(Code::kBrokerUnavailable, "the broker did not confirm in time",
@@ -561,22 +716,26 @@ Status Link::WaitConfirms(int timeout_ms) {
     }
     amqp_frame_t f;
     timeval tv = Tv(static_cast<int>(std::min<int64_t>(left, 1000)));
-    int rc = amqp_simple_wait_frame_noblock(st.conn, &f, &tv);
+    int rc = Rmq().amqp_simple_wait_frame_noblock(st.conn, &f, &tv);
     if (rc == AMQP_STATUS_TIMEOUT) continue;
     if (rc != AMQP_STATUS_OK) {
-      st.broken = Status(Code::kBrokerUnavailable,
-                         fmt::format("connection lost: {}", amqp_error_string2(rc)), ep_.url_shown);
+      st.broken =
+          Status(Code::kBrokerUnavailable,
+                 fmt::format("connection lost: {}", Rmq().amqp_error_string2(rc)), ep_.url_shown);
       break;
     }
-    Status s = HandleFrame(st.conn, f, this, ep_.url_shown, st.confirmed, st.confirmed_above,
-                           st.refused, st.broken);
+    Status s = HandleFrame(st.conn, f, ep_.url_shown, st.published, st.confirmed,
+                           st.confirmed_above, st.refused, st.broken);
     if (!s.ok()) break;
   }
-  amqp_maybe_release_buffers(st.conn);
-  if (!st.broken.ok()) return st.broken;
-  Status refused = st.refused;
-  st.refused = Status();
-  return refused;
+  Rmq().amqp_maybe_release_buffers(st.conn);
+  return st.broken;
+}
+
+Status Link::Refused(uint64_t first, uint64_t last) const {
+  for (const Refusal& r : st_->refused)
+    if (r.first <= last && first <= r.last) return r.status;
+  return {};
 }
 
 Status Link::Poll() {
@@ -584,26 +743,27 @@ Status Link::Poll() {
   while (st.broken.ok()) {
     amqp_frame_t f;
     timeval tv{0, 0};
-    int rc = amqp_simple_wait_frame_noblock(st.conn, &f, &tv);
+    int rc = Rmq().amqp_simple_wait_frame_noblock(st.conn, &f, &tv);
     if (rc == AMQP_STATUS_TIMEOUT) break;
     if (rc != AMQP_STATUS_OK) {
-      st.broken = Status(Code::kBrokerUnavailable,
-                         fmt::format("connection lost: {}", amqp_error_string2(rc)), ep_.url_shown);
+      st.broken =
+          Status(Code::kBrokerUnavailable,
+                 fmt::format("connection lost: {}", Rmq().amqp_error_string2(rc)), ep_.url_shown);
       break;
     }
-    (void)HandleFrame(st.conn, f, this, ep_.url_shown, st.confirmed, st.confirmed_above,
+    (void)HandleFrame(st.conn, f, ep_.url_shown, st.published, st.confirmed, st.confirmed_above,
                       st.refused, st.broken);
   }
   return st.broken;
 }
 
 Status Link::Consume(const std::string& queue, uint16_t prefetch) {
-  amqp_basic_qos(st_->conn, kChannel, 0, prefetch, 0);
-  MQ_RETURN_IF_ERROR(RpcStatus(st_->conn, amqp_get_rpc_reply(st_->conn), "basic.qos",
+  Rmq().amqp_basic_qos(st_->conn, kChannel, 0, prefetch, 0);
+  MQ_RETURN_IF_ERROR(RpcStatus(st_->conn, Rmq().amqp_get_rpc_reply(st_->conn), "basic.qos",
                                ep_.url_shown, &st_->broken));
-  amqp_basic_consume(st_->conn, kChannel, Bytes(queue), amqp_empty_bytes, 0, /*no_ack=*/0, 0,
-                     amqp_empty_table);
-  Status s = RpcStatus(st_->conn, amqp_get_rpc_reply(st_->conn), "consuming from " + queue,
+  Rmq().amqp_basic_consume(st_->conn, kChannel, Bytes(queue), kEmptyBytes, 0, /*no_ack=*/0, 0,
+                           kEmptyTable);
+  Status s = RpcStatus(st_->conn, Rmq().amqp_get_rpc_reply(st_->conn), "consuming from " + queue,
                        ep_.url_shown, &st_->broken);
   if (s.code() == Code::kQueueNotFound)
     return Status(s.code(),
@@ -617,16 +777,16 @@ Result<std::optional<Delivery>> Link::Next(int timeout_ms) {
   State& st = *st_;
   if (!st.broken.ok()) return st.broken;
   for (;;) {
-    amqp_maybe_release_buffers(st.conn);
+    Rmq().amqp_maybe_release_buffers(st.conn);
     amqp_envelope_t env;
     timeval tv = Tv(timeout_ms);
-    amqp_rpc_reply_t r = amqp_consume_message(st.conn, &env, &tv, 0);
+    amqp_rpc_reply_t r = Rmq().amqp_consume_message(st.conn, &env, &tv, 0);
     if (r.reply_type == AMQP_RESPONSE_NORMAL) {
       Delivery d;
       d.tag = env.delivery_tag;
       d.redelivered = env.redelivered != 0;
       d.message = FromProps(env.message.properties, env.message.body);
-      amqp_destroy_envelope(&env);
+      Rmq().amqp_destroy_envelope(&env);
       return std::optional<Delivery>(std::move(d));
     }
     if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION && r.library_error == AMQP_STATUS_TIMEOUT)
@@ -636,12 +796,12 @@ Result<std::optional<Delivery>> Link::Next(int timeout_ms) {
       // Something other than a delivery: a close, or a cancel.
       amqp_frame_t f;
       timeval zero = Tv(timeout_ms);
-      int rc = amqp_simple_wait_frame_noblock(st.conn, &f, &zero);
+      int rc = Rmq().amqp_simple_wait_frame_noblock(st.conn, &f, &zero);
       if (rc == AMQP_STATUS_TIMEOUT) return std::optional<Delivery>();
       if (rc != AMQP_STATUS_OK) {
-        st.broken = Status(Code::kBrokerUnavailable,
-                           fmt::format("connection lost: {}", amqp_error_string2(rc)),
-                           ep_.url_shown);
+        st.broken =
+            Status(Code::kBrokerUnavailable,
+                   fmt::format("connection lost: {}", Rmq().amqp_error_string2(rc)), ep_.url_shown);
         return st.broken;
       }
       if (f.frame_type == AMQP_FRAME_METHOD && f.payload.method.id == AMQP_BASIC_CANCEL_METHOD) {
@@ -650,8 +810,8 @@ Result<std::optional<Delivery>> Link::Next(int timeout_ms) {
                            ep_.url_shown);
         return st.broken;
       }
-      Status s = HandleFrame(st.conn, f, this, ep_.url_shown, st.confirmed, st.confirmed_above,
-                             st.refused, st.broken);
+      Status s = HandleFrame(st.conn, f, ep_.url_shown, st.published, st.confirmed,
+                             st.confirmed_above, st.refused, st.broken);
       if (!s.ok()) return s;
       continue;
     }
@@ -661,19 +821,21 @@ Result<std::optional<Delivery>> Link::Next(int timeout_ms) {
 
 Status Link::Ack(uint64_t tag, bool multiple) {
   if (!st_->broken.ok()) return st_->broken;
-  int rc = amqp_basic_ack(st_->conn, kChannel, tag, multiple);
+  int rc = Rmq().amqp_basic_ack(st_->conn, kChannel, tag, multiple);
   if (rc != AMQP_STATUS_OK)
-    st_->broken = Status(Code::kBrokerUnavailable,
-                         fmt::format("ack failed: {}", amqp_error_string2(rc)), ep_.url_shown);
+    st_->broken =
+        Status(Code::kBrokerUnavailable,
+               fmt::format("ack failed: {}", Rmq().amqp_error_string2(rc)), ep_.url_shown);
   return st_->broken;
 }
 
 Status Link::Nack(uint64_t tag, bool multiple, bool requeue) {
   if (!st_->broken.ok()) return st_->broken;
-  int rc = amqp_basic_nack(st_->conn, kChannel, tag, multiple, requeue);
+  int rc = Rmq().amqp_basic_nack(st_->conn, kChannel, tag, multiple, requeue);
   if (rc != AMQP_STATUS_OK)
-    st_->broken = Status(Code::kBrokerUnavailable,
-                         fmt::format("nack failed: {}", amqp_error_string2(rc)), ep_.url_shown);
+    st_->broken =
+        Status(Code::kBrokerUnavailable,
+               fmt::format("nack failed: {}", Rmq().amqp_error_string2(rc)), ep_.url_shown);
   return st_->broken;
 }
 

@@ -26,6 +26,12 @@
 
 namespace mq::bridge {
 
+// The RabbitMQ client library, loaded with dlopen when a bridge starts (not linked: the
+// other subcommands do not pay for it at start-up). Call before anything else here; an error
+// (the library missing or too old) is MQ_ERROR, exit 10.
+constexpr const char* kRabbitmqLibrary = "librabbitmq.so.4";
+Status LoadRabbitmq();
+
 // Where to connect: parsed from an amqp:// or amqps:// URL, with the user and password
 // from a credentials file if given (they then override the URL's).
 struct Endpoint {
@@ -78,13 +84,18 @@ class Link {
   // Publisher: confirm mode on channel 1.
   Status EnableConfirms();
   // Publishes one persistent, mandatory message; its delivery tag is the count of messages
-  // published on this link.
+  // published on this link (Published() after the call).
   Status Publish(const std::string& exchange, const std::string& routing_key,
                  const AmqpMessage& m);
-  // Waits until the broker has confirmed everything published (or `timeout_ms` passed:
-  // MQ_BROKER_UNAVAILABLE). A nack is MQ_BROKER_REFUSED, a returned (unroutable)
-  // message MQ_ERROR_QUEUE_NOT_FOUND, both reported once every confirm is in.
-  Status WaitConfirms(int timeout_ms);
+  uint64_t Published() const;
+  // Waits until the broker has confirmed (acked or nacked) every delivery tag up to `tag`,
+  // reading the confirms of later tags as they come (or `timeout_ms` passed:
+  // MQ_BROKER_UNAVAILABLE, the link is then broken).
+  Status WaitConfirmed(uint64_t tag, int timeout_ms);
+  // Whether the broker refused a message whose tag may be in [first, last]: a nack
+  // (MQ_BROKER_REFUSED), or a returned, unroutable message (MQ_ERROR_QUEUE_NOT_FOUND; a
+  // return names no tag, so it counts against every tag unconfirmed when it came).
+  Status Refused(uint64_t first, uint64_t last) const;
   // Lets rabbitmq-c read what arrived (heartbeats, a close) without blocking: an error if the
   // connection is gone.
   Status Poll();

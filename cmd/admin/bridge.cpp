@@ -10,6 +10,9 @@
 //       3. Wait for the broker's confirms. All acked and none returned: Finish (commit)
 //          removes the batch in one synced transaction. A nack, a return (no queue bound) or
 //          a lost connection: Release returns the batch untouched (no abort count).
+//       Two batches are in flight at once (a confirm window): the next is locked and
+//       published while the confirms of the one before come in, and batches are removed in
+//       the order they were published. A failure returns every batch in flight.
 //       A crash between 3's confirm and the removal publishes the batch again: the copies
 //       carry the same message_id, which bridge in (or any consumer) drops.
 //  in:  1. Consume with manual acknowledgements and a prefetch window.
@@ -29,6 +32,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <deque>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -44,6 +49,9 @@ namespace {
 constexpr int64_t kBackoffFirstMs = 100;
 constexpr int64_t kBackoffMaxMs = 10000;
 constexpr int64_t kIdleCheckMs = 10000;  // an idle bridge out looks at its connection this often
+// bridge out: batches published and awaiting their confirms at once. Two keep the broker
+// busy with one batch while the bridge removes the one before from the store.
+constexpr size_t kWindow = 2;
 const std::string kDedupPrefix = "amqp:";
 
 struct BridgeArgs {
@@ -103,6 +111,8 @@ class Bridge {
       : store_(store), ref_(std::move(ref)), a_(a) {}
 
   Status Init() {
+    // rabbitmq-c is loaded now, not at start-up (amqp_link.hpp).
+    MQ_RETURN_IF_ERROR(bridge::LoadRabbitmq());
     std::string url = a_.amqp;
     if (url.empty())
       if (const char* env = std::getenv("MQ_AMQP_URL")) url = env;
@@ -215,44 +225,77 @@ class BridgeOut : public Bridge {
     }
     Selection sel;
     sel.limit = a_.batch ? a_.batch : 500;
-    while (!cli::Stopping()) {
+    for (;;) {
+      bool stopping = cli::Stopping();
+      if (stopping && flight_.empty()) break;
       if (!link_) {
         Status s = Connect(setup);
         if (!s.ok()) return cli::Fail(s);
         if (!link_) break;  // stopped while waiting to reconnect
       }
-      auto lease = store_.Lock(ref_, sel, ReadOptions{}, LockOptions{}, nullptr);
-      if (!lease.ok()) {
-        if (lease.status().code() != Code::kMessageNotFound)
+      // Fill the window: the next batch is published while the confirms of the one before
+      // are on their way.
+      bool empty = false;
+      if (!stopping && flight_.size() < kWindow) {
+        auto lease = store_.Lock(ref_, sel, ReadOptions{}, LockOptions{}, nullptr);
+        if (lease.ok()) {
+          InFlight f{std::move(*lease), link_->Published() + 1, 0};
+          Status s = Publish(*f.lease);
+          f.last = link_->Published();
+          flight_.push_back(std::move(f));
+          if (!s.ok()) {
+            ReleaseAll();
+            if (!Recoverable(s)) return cli::Fail(s);
+          }
+          continue;
+        }
+        if (lease.status().code() != Code::kMessageNotFound) {
+          ReleaseAll();
           return cli::Fail(lease.status().WithSubject(ref_.Full()));
-        if (!a_.follow) break;
-        // Idle: wait for the doorbell, and look at the connection now and then (heartbeats,
-        // a broker that went away).
-        Status p = link_->Poll();
-        if (!p.ok() && !Recoverable(p)) return cli::Fail(p);
-        auto deadline = store_.NextDeadline(ref_);
-        auto wake = waiter->Wait(deadline.ok() ? *deadline : 0, MonotonicMs() + kIdleCheckMs,
-                                 stop_fd_);
-        if (!wake.ok()) return cli::Fail(wake.status());
+        }
+        empty = true;
+      }
+      if (!flight_.empty()) {
+        // The oldest batch: removed from mq once the broker has confirmed all of it.
+        InFlight& f = flight_.front();
+        Status s = link_->WaitConfirmed(f.last, timeout_ms_);
+        if (s.ok()) s = link_->Refused(f.first, f.last);
+        if (!s.ok()) {
+          ReleaseAll();
+          if (!Recoverable(s)) return cli::Fail(s);
+          continue;
+        }
+        FinishReport report;
+        Status done = store_.Finish(*f.lease, true, 0, &report);
+        flight_.pop_front();
+        if (!done.ok()) {
+          ReleaseAll();
+          return cli::Fail(done.WithSubject(ref_.Full()));
+        }
         continue;
       }
-      Status s = Move(**lease);
-      if (!s.ok()) {
-        Status back = store_.Release(**lease);
-        if (!back.ok()) cli::Note(ref_.Full(), "could not return the batch: " + back.text());
-        if (!Recoverable(s)) return cli::Fail(s);
-        continue;
-      }
-      FinishReport report;
-      Status done = store_.Finish(**lease, true, 0, &report);
-      if (!done.ok()) return cli::Fail(done.WithSubject(ref_.Full()));
+      if (!empty || !a_.follow) break;
+      // Idle: wait for the doorbell, and look at the connection now and then (heartbeats,
+      // a broker that went away).
+      Status p = link_->Poll();
+      if (!p.ok() && !Recoverable(p)) return cli::Fail(p);
+      auto deadline = store_.NextDeadline(ref_);
+      auto wake = waiter->Wait(deadline.ok() ? *deadline : 0, MonotonicMs() + kIdleCheckMs,
+                               stop_fd_);
+      if (!wake.ok()) return cli::Fail(wake.status());
     }
     return 0;
   }
 
  private:
-  // Publishes a lease's messages and waits for every confirm.
-  Status Move(const Lease& lease) {
+  // Batches published and not yet removed: a lease, and the delivery tags of its messages.
+  struct InFlight {
+    std::unique_ptr<Lease> lease;
+    uint64_t first = 0, last = 0;
+  };
+
+  // Publishes a lease's messages (their confirms come later).
+  Status Publish(const Lease& lease) {
     int64_t now = NowMs();
     for (const Message& m : lease.messages()) {
       // The lock that gave the message to the bridge counted as a delivery; a mover is not a
@@ -261,10 +304,22 @@ class BridgeOut : public Bridge {
       if (out.delivery_count) out.delivery_count--;
       MQ_RETURN_IF_ERROR(link_->Publish(a_.exchange, routing_key_, bridge::ToAmqp(out, now)));
     }
-    return link_->WaitConfirms(timeout_ms_);
+    return {};
+  }
+
+  // After a nack, a return, a lost connection or a failed removal: every batch in flight
+  // goes back to the queue untouched (no abort count). Those the broker took are published
+  // again; their message_id lets the consumer drop the copies.
+  void ReleaseAll() {
+    for (InFlight& f : flight_) {
+      Status back = store_.Release(*f.lease);
+      if (!back.ok()) cli::Note(ref_.Full(), "could not return a batch: " + back.text());
+    }
+    flight_.clear();
   }
 
   std::string routing_key_;
+  std::deque<InFlight> flight_;
 };
 
 class BridgeIn : public Bridge {
@@ -316,18 +371,65 @@ class BridgeIn : public Bridge {
       // What arrived before a break is stored: its acks are lost with the connection, so the
       // broker delivers it again, and the dedup keys drop it then.
       Status s = Store(batch);
+      if (s.ok()) {
+        if (broke.ok()) broke = link_->Ack(batch.back().tag, true);
+      } else if (Refusal(s)) {
+        // The store refused a message of the batch: each delivery alone, so that one
+        // refused message neither blocks nor loops the bridge.
+        s = StoreEach(batch, broke);
+      }
       if (!s.ok()) {
         if (broke.ok()) (void)link_->Nack(batch.back().tag, true, true);
         return cli::Fail(s);
       }
-      if (broke.ok()) broke = link_->Ack(batch.back().tag, true);
       if (!broke.ok() && !Recoverable(broke)) return cli::Fail(broke);
     }
     return 0;
   }
 
  private:
-  Status Store(const std::vector<bridge::Delivery>& batch) {
+  // Whether the store refused a message for what it is (its size, the queue's quota, a
+  // property), not for the store's state: another message may be stored.
+  bool Refusal(const Status& s) const {
+    if (s.subject() != ref_.Full()) return false;  // the store's own errors name the store
+    switch (s.code()) {
+      case Code::kInsufficientResources:  // larger than the queue's limit; its quota
+      case Code::kIllegalPropertyValue:
+      case Code::kLabelTooLong:
+      case Code::kValidationFailed:
+      case Code::kConversationNotFound:
+      case Code::kConversationClosed:
+      case Code::kMessageTypeNotFound:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // Stores the deliveries of `batch` one by one, acking each after its commit. One the store
+  // refuses (Refusal) is rejected to the broker without requeue, so that the AMQP queue's
+  // dead-letter exchange takes it (mq(7) "Beyond one machine"); the others go on. Any other
+  // error ends it (the unacked deliveries come again). A lost connection is left in `broke`.
+  Status StoreEach(const std::vector<bridge::Delivery>& batch, Status& broke) {
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const bridge::Delivery& d = batch[i];
+      Status s = Store(std::span(batch).subspan(i, 1));
+      if (!s.ok() && !Refusal(s)) return s;
+      if (!broke.ok()) continue;  // stored; its broker will deliver it again (dropped then)
+      if (s.ok()) {
+        broke = link_->Ack(d.tag, false);
+        continue;
+      }
+      cli::Note(ref_.Full(),
+                fmt::format("refused a message from {} (message_id {}): {}; rejected to the "
+                            "broker",
+                            a_.from, d.message.message_id.value_or("none"), s.text()));
+      broke = link_->Nack(d.tag, false, false);
+    }
+    return {};
+  }
+
+  Status Store(std::span<const bridge::Delivery> batch) {
     int64_t now = NowMs();
     std::vector<Message> msgs;
     AppendOptions o;

@@ -6,6 +6,11 @@
 #   rabbit_stop       stops it and its epmd (also run at exit, on failure too)
 #   rabbit_restart    stops and starts it again, keeping its data (same ports)
 #   rmqctl ARGS...    rabbitmqctl against the node
+#   rabbit_tls        before rabbit_start: a TLS listener too, with a CA and a server
+#                     certificate (for "localhost") made here with openssl, the node verifying
+#                     client certificates against that CA; rabbit_start then sets AMQPS_URL
+#                     (amqps://guest:guest@localhost:PORT/%2F), and RABBIT_TLS holds ca.pem,
+#                     client.pem, client.key
 #
 # Everything is private: node name, ports on 127.0.0.1 (AMQP, distribution, epmd, the CLI
 # tools' own distribution ports), data, logs, config and the Erlang cookie (under a temporary
@@ -72,6 +77,30 @@ rabbit_launch() {
   return 1
 }
 
+RABBIT_TLS=
+rabbit_tls() {
+  RABBIT_TLS=$RABBIT_DIR/tls
+  mkdir -p "$RABBIT_TLS"
+  (
+    cd "$RABBIT_TLS" || exit 1
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=mq test CA" \
+      -keyout ca.key -out ca.pem
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=localhost" -keyout server.key -out server.csr
+    printf 'subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n' >server.ext
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+      -extfile server.ext -out server.pem
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=mq test client" -keyout client.key \
+      -out client.csr
+    printf 'extendedKeyUsage=clientAuth\n' >client.ext
+    openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 \
+      -extfile client.ext -out client.pem
+  ) >"$RABBIT_DIR/openssl.out" 2>&1 || {
+    echo "rabbit.sh: openssl could not make the certificates:" >&2
+    tail -n 20 "$RABBIT_DIR/openssl.out" >&2
+    return 1
+  }
+}
+
 rabbit_start() {
   if [ ! -x "$RABBIT_BIN/rabbitmq-server" ] || ! command -v erl >/dev/null; then
     echo "SKIP: rabbitmq-server is not installed (scripts/setup.sh installs it)" >&2
@@ -93,6 +122,17 @@ vm_memory_high_watermark.relative = 0.8
 log.console = false
 log.file.level = warning
 EOF
+  if [ -n "$RABBIT_TLS" ]; then
+    RABBIT_TLS_PORT=$(free_port) || return 1
+    cat >>"$RABBIT_DIR/rabbitmq.conf" <<EOF
+listeners.ssl.1 = 127.0.0.1:$RABBIT_TLS_PORT
+ssl_options.cacertfile = $RABBIT_TLS/ca.pem
+ssl_options.certfile = $RABBIT_TLS/server.pem
+ssl_options.keyfile = $RABBIT_TLS/server.key
+ssl_options.verify = verify_peer
+ssl_options.fail_if_no_peer_cert = true
+EOF
+  fi
   echo '[].' >"$RABBIT_DIR/advanced.config"
   echo '[].' >"$RABBIT_DIR/enabled_plugins"
   : >"$RABBIT_DIR/rabbitmq-env.conf"
@@ -101,6 +141,7 @@ EOF
   rabbit_launch || return 1
   AMQP_URL="amqp://guest:guest@127.0.0.1:$RABBIT_PORT/%2F"
   export AMQP_URL
+  [ -z "$RABBIT_TLS" ] || AMQPS_URL="amqps://guest:guest@localhost:$RABBIT_TLS_PORT/%2F"
 }
 
 # Stops the node (and epmd): politely first, then by pid.

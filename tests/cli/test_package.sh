@@ -2,9 +2,8 @@
 # The Debian package (issue 15): `cpack -G DEB` in the build directory under test makes
 # mq_VERSION_ARCH.deb; extracted with `dpkg -x` into a fresh root, it has the tools, man pages,
 # completions where Debian's shells look, and the copyright file under /usr; its Depends names
-# libxml2 (dlopen'ed, so declared by hand) and librabbitmq4 (mq-admin's linkage, found by
-# dpkg-shlibdeps); the extracted mq-send and mq-receive work on a store; lintian (when
-# installed) reports no error.
+# libxml2 and librabbitmq4 (both loaded with dlopen, so declared by hand); the extracted
+# mq-send and mq-receive work on a store; lintian (when installed) reports no error.
 . "$(dirname "$0")/lib.sh"
 
 for tool in cpack dpkg-deb dpkg-shlibdeps; do
