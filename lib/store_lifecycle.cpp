@@ -155,7 +155,8 @@ Result<uint64_t> Store::Impl::ExpireDue(lmdb::Txn& txn, QueueInfo& q, int64_t no
       Found f;
       MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(key, 12), f));
       if (txn.Get(locked, OrderKeyFor(q, f.msg))) continue;
-      MQ_RETURN_IF_ERROR(DeadLetterOrDrop(txn, q, f, ExpiryClass(f.msg), now));
+      MQ_RETURN_IF_ERROR(
+          DeadLetterOrDrop(txn, q, f, ExpiryClass(f.msg, IsOutgoingName(q.name)), now));
       ++n;
     }
     resume = keys.back();
@@ -246,7 +247,8 @@ Result<uint64_t> Store::Impl::PromoteDue(lmdb::Txn& txn, QueueInfo& q, int64_t n
       bool arriving = m.awaiting_arrival;
       if (arriving && Expired(q, m, m.visible_time)) {
         // Its ttrq (or ttbr) ran out before it could become visible: it never arrives.
-        MQ_RETURN_IF_ERROR(DeadLetterOrDrop(txn, q, f, ExpiryClass(m), now));
+        MQ_RETURN_IF_ERROR(
+            DeadLetterOrDrop(txn, q, f, ExpiryClass(m, IsOutgoingName(q.name)), now));
         continue;
       }
       MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, m, f.size));
