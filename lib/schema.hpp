@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "codec.hpp"
+#include "names.hpp"
 #include "queue.hpp"
 
 namespace mq {
@@ -205,9 +206,9 @@ inline std::string IdKey(const QueueInfo& q, std::string_view id) {
   return k;
 }
 
-// The outgoing queue of a link: "out;LINK". Its delivery order is arrival order (FIFO,
-// whatever the priority): its lookup ids are the link stream's TxSequenceNumbers.
-inline constexpr std::string_view kOutgoingBase = "out";
+// The outgoing queue of a link: "out;LINK" (kOutgoingBase, names.hpp). Its delivery order is
+// arrival order (FIFO, whatever the priority): its lookup ids are the link stream's
+// TxSequenceNumbers.
 inline bool IsOutgoingName(std::string_view name) {
   return name.size() > 4 && name.substr(0, 4) == "out;" &&
          name.find(';', 4) == std::string_view::npos;

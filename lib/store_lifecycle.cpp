@@ -421,7 +421,7 @@ Result<uint64_t> Store::Sweep() {
 Result<uint64_t> Store::Requeue(const QueueRef& from, const std::string& id,
                                 std::optional<int64_t> ttbr_ms) {
   bool dead_letters = from.IsSystem() && from.sub != "journal";
-  if (!dead_letters && !(from.IsSub() && from.sub != "journal"))
+  if (!dead_letters && !(from.IsSub() && from.sub != "journal" && !from.IsOutgoing()))
     return Status(Code::kUnsupportedFormatnameOperation,
                   "requeue takes a poison subqueue (QUEUE;poison) or a dead-letter queue",
                   from.Full());
@@ -486,9 +486,11 @@ Result<uint64_t> Store::Requeue(const QueueRef& from, const std::string& id,
 }
 
 Status Store::MoveToSubqueue(const QueueRef& from, uint64_t lookup_id, const QueueRef& to) {
-  if (from.IsSystem() || to.IsSystem() || from.sub == "journal")
+  if (from.IsSystem() || to.IsSystem() || from.sub == "journal" || from.IsOutgoing() ||
+      to.IsOutgoing())
     return Status(Code::kUnsupportedFormatnameOperation,
-                  "move works between a queue and its subqueues (not system queues or journals)",
+                  "move works between a queue and its subqueues (not system queues, journals or "
+                  "links' outgoing queues)",
                   from.Full());
   if (!to.IsSub() || to.base != from.base || to.sub == "journal" || to.sub == from.sub)
     return Status(Code::kUnsupportedFormatnameOperation,

@@ -20,6 +20,9 @@ namespace mq {
 namespace {
 
 Status CheckLinkName(const std::string& name) {
+  // out;journal would read as the journal of a queue 'out'.
+  if (name == "journal")
+    return Status(Code::kInvalidArg, "'journal' is reserved: a link cannot be named so", name);
   if (IsValidQueueName(name)) return {};
   return Status(Code::kInvalidArg,
                 fmt::format("invalid link name: use 1 to {} of A-Z a-z 0-9 _ . -, not starting "

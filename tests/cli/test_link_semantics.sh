@@ -1,6 +1,8 @@
 #!/bin/bash
 # Issue 14's semantics over links: a --ttbr that runs out while the message waits in out;LINK is
-# NACK_RECEIVE_TIMEOUT_AT_SENDER (a --ttrq that runs out first stays NACK_REACH_QUEUE_TIMEOUT).
+# NACK_RECEIVE_TIMEOUT_AT_SENDER (a --ttrq that runs out first stays NACK_REACH_QUEUE_TIMEOUT);
+# the name 'out' is reserved for the links' outgoing queues (no queue of the user's, or
+# subqueue of one, can be out;LINK).
 . "$(dirname "$0")/lib.sh"
 
 B=$T/B
@@ -24,6 +26,34 @@ expect_rc 0 mq-receive 'system;deadletter' --all --json
 [ "$(jq -r '[.class, .body] | join(" ")' "$T/out" | tr '\n' ',')" = \
   "nack_receive_timeout_at_sender ttbr,nack_reach_queue_timeout ttrq," ] ||
   fail "expiry dead letters: $(jq -r '[.class, .body] | join(" ")' "$T/out" | tr '\n' ',')"
+
+# --- 'out' is reserved ------------------------------------------------------------------------------
+expect_rc 2 mq-admin create out
+expect_err_match "^mq-admin: out: invalid queue name: 'out' is reserved: out;LINK is the outgoing queue"
+expect_rc 2 mq-send --create out x
+expect_err_match "^mq-send: out: invalid queue name: 'out' is reserved"
+expect_rc 2 mq-admin create 'out;x'
+expect_rc 2 mq-send 'out;b' x
+expect_rc 2 mq-send 'DIRECT=OS:.\private$\out' x
+expect_rc 2 mq-send b:out x
+expect_err_match '^mq-send: b:out: invalid queue name: a remote queue is a plain queue name'
+expect_rc 2 mq-send --admin-queue 'out;b' --ack full-receive b:dest x
+expect_err_match "^mq-send: out;b: a link's outgoing queue takes no acknowledgements or replies"
+expect_rc 2 mq-send --response-queue 'out;b' b:dest x
+expect_rc 2 mq-admin link add journal --via x
+expect_err_match "^mq-admin: journal: 'journal' is reserved"
+expect_rc 0 mq-admin link add c --via x
+expect_rc 0 mq-send b:dest waits
+lookup=$(mq-peek 'out;b' --json | jq .lookup_id)
+expect_rc 2 mq-admin move 'out;b' "$lookup" --to c
+expect_err_match "links' outgoing queues"
+expect_rc 2 mq-admin requeue 'out;b'
+[ "$(count stat 'out;b')" = 1 ] || fail "out;b changed"
+[ "$(count stat 'out;c')" = 0 ] || fail "out;c changed"
+expect_rc 0 mq-admin link delete c
+expect_rc 0 mq-admin forward b --once
+expect_rc 0 mq-receive --store "$B" dest
+expect_out 'waits'
 
 expect_rc 0 mq-admin check
 expect_rc 0 mq-admin --store "$B" check
