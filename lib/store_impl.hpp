@@ -268,6 +268,11 @@ struct Store::Impl {
   Result<char> TypeValidation(lmdb::Txn& txn, const std::string& name);
   Status DropConversations(lmdb::Txn& txn, uint32_t qid);
 
+  // ---- store_transfer.cpp
+  // The outgoing queue out;LINK of the link `link`, made if it is not there (a link's queue
+  // is made with it, and again if it was deleted); null if there is no such link.
+  Result<std::optional<QueueInfo>> LoadOutgoing(lmdb::Txn& txn, const std::string& link);
+
   // ---- store_maintenance.cpp
   void CheckConversations(lmdb::Txn& t, const std::map<uint32_t, QueueInfo>& by_qid,
                           const std::function<void(std::string)>& problem);

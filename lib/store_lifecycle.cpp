@@ -36,10 +36,15 @@ namespace mq {
 // Sends the acknowledgement of class `cls` for `orig`, a message of `cur`, to its admin
 // queue if it asked for that class (MSMQ: the ack has no body, the original's label, and
 // correlation id = the original's id). An admin queue that is missing, disabled or full
-// gets nothing: the operation that caused the ack never fails because of it.
+// gets nothing: the operation that caused the ack never fails because of it. An admin queue
+// of another store, LINK:QUEUE (a message that came over a link whose forward qualified it
+// with its --return link), gets it through that link: it waits in out;LINK as a message sent
+// there does, and a link that does not exist here gets nothing.
 Status Store::Impl::EmitAck(lmdb::Txn& txn, QueueInfo& cur, const Message& orig, uint16_t cls,
                             int64_t now) {
-  if (orig.admin_queue.empty() || !AckWanted(orig.ack, cls) || !IsLive(cur)) return {};
+  if (orig.admin_queue.empty() || !AckWanted(orig.ack, cls) || !IsLive(cur) ||
+      IsOutgoingName(orig.admin_queue))
+    return {};
   Message a;
   a.msg_class = cls;
   a.label = orig.label;
@@ -51,6 +56,23 @@ Status Store::Impl::EmitAck(lmdb::Txn& txn, QueueInfo& cur, const Message& orig,
   auto id = NewMessageId(txn);
   if (!id.ok()) return id.status();
   a.id = *id;
+  auto remote = ParseRemoteRef(orig.admin_queue);
+  if (remote.ok() && *remote) {
+    const std::string& link = (*remote)->link;
+    a.destination_queue = (*remote)->queue;
+    a.awaiting_arrival = true;  // it reaches its queue at the far side
+    if (cur.name == std::string(kOutgoingBase) + ";" + link) {
+      Status s = InsertMessage(txn, cur, a, cur.quota);
+      return s.code() == Code::kInsufficientResources ? Status() : s;
+    }
+    auto oq = LoadOutgoing(txn, link);
+    if (!oq.ok()) return oq.status();
+    if (!*oq || !(*oq)->enabled) return {};
+    Status s = InsertMessage(txn, **oq, a, (*oq)->quota);
+    if (s.code() == Code::kInsufficientResources) return {};
+    MQ_RETURN_IF_ERROR(s);
+    return PutQueue(txn, **oq);
+  }
   if (orig.admin_queue == cur.name) {
     Status s = InsertMessage(txn, cur, a, cur.quota);
     return s.code() == Code::kInsufficientResources ? Status() : s;

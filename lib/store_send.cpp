@@ -53,14 +53,11 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
     if (*loaded) {
       q = std::move(**loaded);
     } else if (remote) {
-      // The outgoing queue is made with its link; made again if it was deleted.
-      std::string link = ref.sub;
-      if (!txn.Get(impl_->meta, LinkKey(link)))
-        return Status(Code::kQueueNotFound, "no such link (mq-admin link add makes it)", link);
-      auto made = impl_->NewQueue(txn, ref.Full());
+      auto made = impl_->LoadOutgoing(txn, ref.sub);
       if (!made.ok()) return made.status();
-      q = std::move(*made);
-      q.max_retries = 0;  // a forward that dies returns its batch: never poison
+      if (!*made)
+        return Status(Code::kQueueNotFound, "no such link (mq-admin link add makes it)", ref.sub);
+      q = std::move(**made);
     } else if (options.create_queue) {
       auto made = impl_->NewQueue(txn, ref.Full());
       if (!made.ok()) return made.status();

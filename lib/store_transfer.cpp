@@ -50,6 +50,19 @@ uint16_t Refusal(const QueueInfo& q, const Message& m, int64_t now) {
 
 }  // namespace
 
+Result<std::optional<QueueInfo>> Store::Impl::LoadOutgoing(lmdb::Txn& txn,
+                                                           const std::string& link) {
+  if (!txn.Get(meta, LinkKey(link))) return std::optional<QueueInfo>();
+  std::string name = std::string(kOutgoingBase) + ";" + link;
+  auto q = LoadQueue(txn, name);
+  if (!q.ok() || *q) return q;
+  auto made = NewQueue(txn, name);
+  if (!made.ok()) return made.status();
+  made->max_retries = 0;  // a forward that dies returns its batch: never poison
+  MQ_RETURN_IF_ERROR(PutQueue(txn, *made));
+  return std::optional<QueueInfo>(std::move(*made));
+}
+
 Status Store::AddLink(const std::string& name, const LinkSettings& settings) {
   MQ_RETURN_IF_ERROR(CheckLinkName(name));
   if (!settings.via || settings.via->empty())
@@ -62,14 +75,9 @@ Status Store::AddLink(const std::string& name, const LinkSettings& settings) {
     if (settings.return_link) r.return_link = *settings.return_link;
     r.created = NowMs();
     MQ_RETURN_IF_ERROR(txn.Put(impl_->meta, LinkKey(name), EncodeLink(r)));
-    std::string out = std::string(kOutgoingBase) + ";" + name;
-    auto q = impl_->LoadQueue(txn, out);
-    if (!q.ok()) return q.status();
-    if (*q) return {};  // kept from an earlier link of that name: its stream goes on
-    auto made = impl_->NewQueue(txn, out);
-    if (!made.ok()) return made.status();
-    made->max_retries = 0;  // a forward that dies returns its batch: never poison
-    return impl_->PutQueue(txn, *made);
+    // An out;LINK kept from an earlier link of that name is its again: its stream goes on.
+    auto q = impl_->LoadOutgoing(txn, name);
+    return q.ok() ? Status() : q.status();
   });
 }
 

@@ -2,7 +2,9 @@
 # Issue 14's semantics over links: a --ttbr that runs out while the message waits in out;LINK is
 # NACK_RECEIVE_TIMEOUT_AT_SENDER (a --ttrq that runs out first stays NACK_REACH_QUEUE_TIMEOUT);
 # the name 'out' is reserved for the links' outgoing queues (no queue of the user's, or
-# subqueue of one, can be out;LINK).
+# subqueue of one, can be out;LINK); ACK_RECEIVE and the receive-side NACKs (receive timeout,
+# purge, deletion) of a message that came over a link travel back to the sender's admin queue
+# through the reverse link (mq-admin link set --return).
 . "$(dirname "$0")/lib.sh"
 
 B=$T/B
@@ -54,6 +56,47 @@ expect_rc 0 mq-admin link delete c
 expect_rc 0 mq-admin forward b --once
 expect_rc 0 mq-receive --store "$B" dest
 expect_out 'waits'
+
+# --- receive-side acknowledgements travel back through the reverse link ---------------------------
+expect_rc 0 mq-admin --store "$B" link add back --via "mq-admin --store '$STORE' accept"
+expect_rc 0 mq-admin link set b --return back
+expect_rc 0 mq-admin --store "$B" create gone
+ids=()
+send() {  # send QUEUE BODY [options]: with full-receive acks to adminq; remembers its id
+  local q=$1 body=$2
+  shift 2
+  mq-send --print-id --ack full-receive --admin-queue adminq "$@" "b:$q" "$body" >"$T/id" ||
+    fail "send to b:$q"
+  local id guid
+  id=$(cat "$T/id")  # {GUID}\N, which a correlation id shows as 40 hex digits
+  guid=${id#\{}
+  guid=${guid%%\}*}
+  ids+=("$(printf '%s%08x' "${guid//-/}" "${id##*\\}")")
+}
+send dest received
+send dest late --ttbr 300ms
+send dest purged
+expect_rc 0 mq-admin forward b --once
+send gone deleted
+expect_rc 0 mq-admin forward b --once
+expect_rc 0 mq-peek --store "$B" gone --json
+[ "$(jq -r .admin_queue "$T/out")" = back:adminq ] || fail "admin queue at the far side: $(cat "$T/out")"
+expect_rc 0 mq-receive --store "$B" dest
+expect_out 'received'
+sleep 0.5
+expect_rc 0 mq-admin --store "$B" sweep
+expect_rc 0 mq-admin --store "$B" purge dest
+expect_rc 0 mq-admin --store "$B" delete gone
+[ "$(count stat adminq)" = 0 ] || fail "acknowledgements arrived before the reverse forward"
+expect_rc 0 mq-peek --store "$B" 'out;back' --all --json
+[ "$(jq -r .destination_queue "$T/out" | sort -u)" = adminq ] ||
+  fail "acknowledgements waiting in out;back: $(cat "$T/out")"
+expect_rc 0 mq-admin --store "$B" forward back --once
+expect_rc 0 mq-receive adminq --all --json
+[ "$(jq -r '[.class, .correlation_id] | join(" ")' "$T/out" | tr '\n' ',')" = \
+  "ack_receive ${ids[0]},nack_receive_timeout ${ids[1]},nack_q_purged ${ids[2]},nack_q_deleted ${ids[3]}," ] ||
+  fail "acknowledgements back at the sender: $(jq -c '[.class, .correlation_id, .label]' "$T/out" | tr '\n' ',') for ${ids[*]}"
+[ "$(count --store "$B" stat 'out;back')" = 0 ] || fail "out;back not empty"
 
 expect_rc 0 mq-admin check
 expect_rc 0 mq-admin --store "$B" check
