@@ -187,7 +187,8 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
         m.destination_queue = options.remote_queue;
         m.awaiting_arrival = true;  // it reaches its queue at the far side
       }
-      if (!m.message_type_name.empty() && !options.keep_identity) {
+      // A message type of another store is that store's to check (mq-admin accept).
+      if (!m.message_type_name.empty() && !options.keep_identity && !remote) {
         auto validation = impl_->TypeValidation(txn, m.message_type_name);
         if (!validation.ok()) {
           Status st = validation.status();
@@ -198,9 +199,10 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
         m.validation = *validation;
       }
       if (remote && !IsNil(m.conversation_handle))
-        return Status(Code::kUnsupportedFormatnameOperation,
-                      "conversations do not travel over links", q.name);
-      if (!IsNil(m.conversation_handle))
+        MQ_RETURN_IF_ERROR(impl_->RemoteConvPrepare(txn, ref.sub, options.remote_queue, m,
+                                                    options.new_conversation,
+                                                    conversations_made));
+      else if (!IsNil(m.conversation_handle))
         MQ_RETURN_IF_ERROR(impl_->ConvPrepare(txn, q, m, options.new_conversation,
                                               options.keep_identity, conversations_made, now));
       if (options.transactional) {

@@ -4,7 +4,10 @@
 # the name 'out' is reserved for the links' outgoing queues (no queue of the user's, or
 # subqueue of one, can be out;LINK); ACK_RECEIVE and the receive-side NACKs (receive timeout,
 # purge, deletion) of a message that came over a link travel back to the sender's admin queue
-# through the reverse link (mq-admin link set --return).
+# through the reverse link (mq-admin link set --return); conversations travel: mq-send
+# LINK:QUEUE --conversation new|HANDLE numbers the messages here, the far store begins the
+# conversation with the first and keeps their handle, group, sequence and message type (checked
+# there against its own message types: NACK_BAD_SIGNATURE if it fails or is unknown).
 . "$(dirname "$0")/lib.sh"
 
 B=$T/B
@@ -97,6 +100,46 @@ expect_rc 0 mq-receive adminq --all --json
   "ack_receive ${ids[0]},nack_receive_timeout ${ids[1]},nack_q_purged ${ids[2]},nack_q_deleted ${ids[3]}," ] ||
   fail "acknowledgements back at the sender: $(jq -c '[.class, .correlation_id, .label]' "$T/out" | tr '\n' ',') for ${ids[*]}"
 [ "$(count --store "$B" stat 'out;back')" = 0 ] || fail "out;back not empty"
+
+# --- conversations over a link --------------------------------------------------------------------
+expect_rc 0 mq-admin --store "$B" message-type create order --validation well-formed-xml
+expect_rc 0 mq-send --conversation new --service shop --contract orders --message-type order \
+  b:dest '<o n="1"/>'
+h=$(cat "$T/out")
+[[ $h =~ ^[0-9a-f-]{36}$ ]] || fail "mq-send LINK:QUEUE --conversation new printed '$h'"
+printf '<o n="2"/>\n<o n="3"/>\n' | mq-send -l --conversation "$h" --message-type order b:dest ||
+  fail "send on a conversation through a link"
+g=$(cat /proc/sys/kernel/random/uuid)
+expect_rc 0 mq-send --conversation new --group "$g" b:dest other
+h2=$(cat "$T/out")
+expect_rc 3 mq-send --conversation "$g" b:dest x
+expect_err_match "no conversation $g through link b"
+expect_rc 3 mq-send --conversation "$h" b:gone x
+expect_err_match "conversation $h goes to b:dest"
+expect_rc 2 mq-send --conversation "$h" --group "$g" b:dest x
+expect_err_match 'sets the group of a new one only'
+expect_rc 0 mq-send --conversation "$h" --message-type order --deadletter --ack nack-reach-queue \
+  --admin-queue adminq b:dest 'not xml <'
+expect_rc 0 mq-send --conversation "$h" --message-type nosuch --ack nack-reach-queue \
+  --admin-queue adminq b:dest x
+expect_rc 0 mq-admin forward b --once
+expect_rc 0 mq-receive adminq --all --json
+[ "$(jq -r .class "$T/out" | tr '\n' ' ')" = "nack_bad_signature nack_bad_signature " ] ||
+  fail "message types checked at the far side: $(jq -r .class "$T/out" | tr '\n' ' ')"
+expect_rc 0 mq-admin --store "$B" conversations --json
+[ "$(jq -r 'select(.conversation_handle == "'"$h"'") | [.queue, .state, .next_sequence_number, .service_name] | join(" ")' "$T/out")" = "dest open 3 shop" ] ||
+  fail "the conversation at the far side: $(cat "$T/out")"
+expect_rc 0 mq-receive --store "$B" dest --conversation "$h" --all --json
+[ "$(jq -c '[.body, .message_sequence_number, .conversation_group_id == "'"$h"'", .service_name, .message_type_name, .validation]' "$T/out" | tr -d '\n')" = \
+  '["<o n=\"1\"/>",0,true,"shop","order","X"]["<o n=\"2\"/>",1,true,"shop","order","X"]["<o n=\"3\"/>",2,true,"shop","order","X"]' ] ||
+  fail "conversation messages at the far side: $(jq -c '[.body, .message_sequence_number, .conversation_group_id, .service_name, .message_type_name, .validation]' "$T/out")"
+expect_rc 0 mq-receive --store "$B" dest --group "$g" --json
+[ "$(jq -r '[.body, .conversation_handle] | join(" ")' "$T/out")" = "other $h2" ] ||
+  fail "a new conversation's group at the far side: $(cat "$T/out")"
+expect_rc 0 mq-admin link delete b
+expect_rc 0 mq-admin link add b --via "mq-admin --store '$B' accept"
+expect_rc 3 mq-send --conversation "$h" b:dest x
+expect_err_match "no conversation $h through link b"
 
 expect_rc 0 mq-admin check
 expect_rc 0 mq-admin --store "$B" check
