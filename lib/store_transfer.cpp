@@ -138,6 +138,13 @@ Result<uint16_t> Store::Impl::AcceptConvMessage(lmdb::Txn& txn, QueueInfo& q, Me
       return kClassNackBadDstQ;
   } else if (!begins) {
     return kClassNackBadDstQ;
+  } else if (q.quota) {
+    // Its quota checked before the conversation is begun, so that a refused first message
+    // leaves none: the record as InsertMessage will write it.
+    Message probe = m;
+    if (IsNil(probe.conversation_group_id)) probe.conversation_group_id = m.conversation_handle;
+    probe.lookup_id = probe.queuing_order = q.next_lookup;
+    if (q.bytes + EncodeRecord(probe).size() > q.quota) return kClassNackQExceedQuota;
   }
   MQ_RETURN_IF_ERROR(ConvPrepare(txn, q, m, true, true, created, now));
   return uint16_t{0};
@@ -428,11 +435,6 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
         continue;
       }
       if (!refusal) {
-        auto conv = impl_->AcceptConvMessage(txn, *q, m, conversations_made, now);
-        if (!conv.ok()) return conv.status();
-        refusal = *conv;
-      }
-      if (!refusal) {
         // A new message of this store: its arrival here, its place, no receive history.
         m.lookup_id = 0;
         m.arrived_time = now;
@@ -443,6 +445,11 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
         m.queuing_order = 0;
         if (m.visible_time && m.visible_time <= now) m.visible_time = 0;
         m.awaiting_arrival = m.visible_time != 0;
+        auto conv = impl_->AcceptConvMessage(txn, *q, m, conversations_made, now);
+        if (!conv.ok()) return conv.status();
+        refusal = *conv;
+      }
+      if (!refusal) {
         Status ins = impl_->InsertMessage(txn, *q, m, q->quota);
         if (ins.code() == Code::kInsufficientResources) {
           refusal = kClassNackQExceedQuota;

@@ -122,13 +122,19 @@ expect_rc 0 mq-send --conversation "$h" --message-type order --deadletter --ack 
   --admin-queue adminq b:dest 'not xml <'
 expect_rc 0 mq-send --conversation "$h" --message-type nosuch --ack nack-reach-queue \
   --admin-queue adminq b:dest x
+expect_rc 0 mq-admin --store "$B" create small --quota 2k
+expect_rc 0 mq-send --conversation new --ack nack-reach-queue --admin-queue adminq b:small \
+  "$(head -c 3000 /dev/zero | tr '\0' x)"
+h3=$(cat "$T/out")
 expect_rc 0 mq-admin forward b --once
 expect_rc 0 mq-receive adminq --all --json
-[ "$(jq -r .class "$T/out" | tr '\n' ' ')" = "nack_bad_signature nack_bad_signature " ] ||
+[ "$(jq -r .class "$T/out" | tr '\n' ' ')" = "nack_bad_signature nack_bad_signature nack_q_exceed_quota " ] ||
   fail "message types checked at the far side: $(jq -r .class "$T/out" | tr '\n' ' ')"
 expect_rc 0 mq-admin --store "$B" conversations --json
 [ "$(jq -r 'select(.conversation_handle == "'"$h"'") | [.queue, .state, .next_sequence_number, .service_name] | join(" ")' "$T/out")" = "dest open 3 shop" ] ||
   fail "the conversation at the far side: $(cat "$T/out")"
+[ "$(jq -r 'select(.conversation_handle == "'"$h3"'")' "$T/out")" = "" ] ||
+  fail "a conversation whose first message was refused stayed at the far side"
 expect_rc 0 mq-receive --store "$B" dest --conversation "$h" --all --json
 [ "$(jq -c '[.body, .message_sequence_number, .conversation_group_id == "'"$h"'", .service_name, .message_type_name, .validation]' "$T/out" | tr -d '\n')" = \
   '["<o n=\"1\"/>",0,true,"shop","order","X"]["<o n=\"2\"/>",1,true,"shop","order","X"]["<o n=\"3\"/>",2,true,"shop","order","X"]' ] ||
