@@ -77,16 +77,19 @@ send() {  # send QUEUE BODY [options]: with full-receive acks to adminq; remembe
   ids+=("$(printf '%s%08x' "${guid//-/}" "${id##*\\}")")
 }
 send dest received
-send dest late --ttbr 300ms
+send dest late --ttbr 4s  # time enough to get there, even slowed down (sanitizers)
 send dest purged
 expect_rc 0 mq-admin forward b --once
 send gone deleted
 expect_rc 0 mq-admin forward b --once
 expect_rc 0 mq-peek --store "$B" gone --json
 [ "$(jq -r .admin_queue "$T/out")" = back:adminq ] || fail "admin queue at the far side: $(cat "$T/out")"
+expect_rc 0 mq-peek --store "$B" dest --all --json
+[ "$(jq -r .body "$T/out" | tr '\n' ' ')" = "received late purged " ] ||
+  fail "at the far side: $(jq -r .body "$T/out" | tr '\n' ' ')"
 expect_rc 0 mq-receive --store "$B" dest
 expect_out 'received'
-sleep 0.5
+sleep 4.2  # late's ttbr runs out at the far side
 expect_rc 0 mq-admin --store "$B" sweep
 expect_rc 0 mq-admin --store "$B" purge dest
 expect_rc 0 mq-admin --store "$B" delete gone
