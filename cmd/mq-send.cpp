@@ -357,6 +357,9 @@ Result<Message> BuildPrototype(const SendArgs& a) {
     if (text->empty()) continue;
     auto ref = ParseQueueRef(*text);
     if (!ref.ok()) return ref.status();
+    if (ref->IsOutgoing())
+      return Status(Code::kUnsupportedFormatnameOperation,
+                    "a link's outgoing queue takes no acknowledgements or replies", ref->Full());
     *field = ref->Full();
   }
   if (!a.ack.empty()) {

@@ -270,10 +270,10 @@ int64_t ExpiryOf(const Message& m) {
   return m.ttbr;
 }
 
-uint16_t ExpiryClass(const Message& m) {
+uint16_t ExpiryClass(const Message& m, bool outgoing) {
   if (m.awaiting_arrival && m.ttrq && (m.ttbr == 0 || m.ttrq < m.ttbr))
     return kClassNackReachQueueTimeout;
-  return kClassNackReceiveTimeout;
+  return outgoing ? kClassNackReceiveTimeoutAtSender : kClassNackReceiveTimeout;
 }
 
 const char* ClassName(uint16_t cls) {

@@ -45,6 +45,7 @@ inline constexpr uint16_t kClassNackMessageTooLarge = 0x800D;
 inline constexpr uint16_t kClassNackQDeleted = 0xC000;
 inline constexpr uint16_t kClassNackQPurged = 0xC001;
 inline constexpr uint16_t kClassNackReceiveTimeout = 0xC002;
+inline constexpr uint16_t kClassNackReceiveTimeoutAtSender = 0xC003;
 inline constexpr uint16_t kClassNackReceiveRejected = 0xC004;
 
 // MQMSG_ACKNOWLEDGMENT_* bits (REFERENCE.md 2.4).
@@ -125,9 +126,12 @@ struct Message {
 };
 
 // When a message expires (0: never): its ttrq while it has not reached its queue (sent with a
-// delay and not visible yet), else its ttbr; and the class that reports the expiry.
+// delay and not visible yet, or waiting in a link's outgoing queue), else its ttbr; and the
+// class that reports the expiry: NACK_REACH_QUEUE_TIMEOUT for the ttrq, NACK_RECEIVE_TIMEOUT
+// for the ttbr, or NACK_RECEIVE_TIMEOUT_AT_SENDER when it runs out in an outgoing queue
+// (`outgoing`: the message never left this machine).
 int64_t ExpiryOf(const Message& m);
-uint16_t ExpiryClass(const Message& m);
+uint16_t ExpiryClass(const Message& m, bool outgoing);
 
 // The record value for `m` (everything but lookup_id and queue, which live in the key and the
 // catalog).

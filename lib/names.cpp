@@ -72,7 +72,7 @@ Result<std::optional<RemoteRef>> ParseRemoteRef(std::string_view text) {
   }
   if (!IsValidQueueName(r.link))
     return Bad(text, "invalid link name before the queue (LINK:QUEUE)");
-  if (!IsValidQueueName(r.queue) || r.queue == "system")
+  if (!IsValidQueueName(r.queue) || r.queue == "system" || r.queue == kOutgoingBase)
     return Bad(text, "a remote queue is a plain queue name (LINK:QUEUE)");
   return std::optional<RemoteRef>(std::move(r));
 }
@@ -100,6 +100,8 @@ Result<QueueRef> ParseQueueRef(std::string_view text) {
     if (ref.sub != "deadletter" && ref.sub != "deadxact" && ref.sub != "journal")
       return Bad(text, "'system' is reserved: system;deadletter, system;deadxact, system;journal");
   }
+  if (ref.IsOutgoing() && !ref.IsSub())
+    return Bad(text, "'out' is reserved: out;LINK is the outgoing queue of the link LINK");
   return ref;
 }
 

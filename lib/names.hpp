@@ -4,6 +4,8 @@
 //   NAME;journal      the queue's journal
 //   NAME;SUB          a subqueue (SUB follows the NAME rule), e.g. orders;poison
 //   system;deadletter system;deadxact system;journal   the store's system queues
+//   out;LINK          the outgoing queue of link LINK (mq-admin link): 'out' is reserved, so
+//                     that no queue of the user's (and no subqueue of one) is ever out;LINK
 //   .\private$\NAME  DIRECT=OS:.\private$\NAME         MSMQ format names of a local queue
 //
 // Anything else is E_INVALIDARG. A name is only ever a key in the store, never a path.
@@ -18,12 +20,15 @@
 namespace mq {
 
 inline constexpr size_t kMaxQueueName = 124;
+// The base of the links' outgoing queues, out;LINK (mq(7) "Transfer between machines").
+inline constexpr std::string_view kOutgoingBase = "out";
 
 struct QueueRef {
   std::string base;  // "orders", or "system"
   std::string sub;   // "", "journal", "poison", "deadletter", ...
 
   bool IsSystem() const { return base == "system"; }
+  bool IsOutgoing() const { return base == kOutgoingBase; }
   bool IsSub() const { return !sub.empty(); }
   // The canonical reference, "base" or "base;sub"; the queue's key in the catalog.
   std::string Full() const { return sub.empty() ? base : base + ";" + sub; }

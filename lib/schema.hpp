@@ -15,7 +15,10 @@
 //              stream (written in the transaction that stores the message);
 //              "snack:" STREAM-ID "\0" u64 seq -> u16 class: a message of the stream refused
 //              here (its NACK is answered again when the message is replayed), forgotten
-//              once the sender's stream has moved past it
+//              once the sender's stream has moved past it;
+//              "rconv:" LINK "\0" HANDLE (16) -> u64 next message sequence number, far queue
+//              name: a conversation begun here through a link (mq-send LINK:QUEUE
+//              --conversation new), whose record lives at the far store; dropped with the link
 //   queues     name -> queue record (queue.hpp)
 //   queue_ids  queue id (u32) -> name
 //   messages   queue id (u32), lookup id (u64) -> message record (message.hpp)
@@ -47,6 +50,7 @@
 #include <vector>
 
 #include "codec.hpp"
+#include "names.hpp"
 #include "queue.hpp"
 
 namespace mq {
@@ -207,9 +211,9 @@ inline std::string IdKey(const QueueInfo& q, std::string_view id) {
   return k;
 }
 
-// The outgoing queue of a link: "out;LINK". Its delivery order is arrival order (FIFO,
-// whatever the priority): its lookup ids are the link stream's TxSequenceNumbers.
-inline constexpr std::string_view kOutgoingBase = "out";
+// The outgoing queue of a link: "out;LINK" (kOutgoingBase, names.hpp). Its delivery order is
+// arrival order (FIFO, whatever the priority): its lookup ids are the link stream's
+// TxSequenceNumbers.
 inline bool IsOutgoingName(std::string_view name) {
   return name.size() > 4 && name.substr(0, 4) == "out;" &&
          name.find(';', 4) == std::string_view::npos;
@@ -217,6 +221,11 @@ inline bool IsOutgoingName(std::string_view name) {
 
 inline std::string LinkKey(std::string_view name) { return "link:" + std::string(name); }
 inline std::string StreamKey(std::string_view stream) { return "stream:" + std::string(stream); }
+inline std::string RemoteConvPrefix(std::string_view link) {
+  std::string k = "rconv:" + std::string(link);
+  k.push_back('\0');
+  return k;
+}
 inline std::string StreamNackPrefix(std::string_view stream) {
   std::string k = "snack:" + std::string(stream);
   k.push_back('\0');

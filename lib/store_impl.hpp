@@ -258,6 +258,21 @@ struct Store::Impl {
   Result<char> TypeValidation(lmdb::Txn& txn, const std::string& name);
   Status DropConversations(lmdb::Txn& txn, uint32_t qid);
 
+  // ---- store_transfer.cpp
+  // The outgoing queue out;LINK of the link `link`, made if it is not there (a link's queue
+  // is made with it, and again if it was deleted); null if there is no such link.
+  Result<std::optional<QueueInfo>> LoadOutgoing(lmdb::Txn& txn, const std::string& link);
+  // The sending end of a conversation through a link (mq-send LINK:QUEUE --conversation):
+  // begins it (`may_create`) or finds it, and gives `m` its sequence number. E_INVALIDARG-class
+  // and conversation errors as ConvPrepare's.
+  Status RemoteConvPrepare(lmdb::Txn& txn, const std::string& link, const std::string& queue,
+                           Message& m, bool may_create, std::set<Guid>& created);
+  // The receiving end, for a message that came over a link into `q`: its message type's
+  // validation, and its conversation (begun by sequence number 0, or open here). 0, with the
+  // message ready to insert, or the NACK class that refuses it.
+  Result<uint16_t> AcceptConvMessage(lmdb::Txn& txn, QueueInfo& q, Message& m,
+                                     std::set<Guid>& created, int64_t now);
+
   // ---- store_maintenance.cpp
   void CheckConversations(lmdb::Txn& t, const std::map<uint32_t, QueueInfo>& by_qid,
                           const std::function<void(std::string)>& problem);

@@ -36,10 +36,15 @@ namespace mq {
 // Sends the acknowledgement of class `cls` for `orig`, a message of `cur`, to its admin
 // queue if it asked for that class (MSMQ: the ack has no body, the original's label, and
 // correlation id = the original's id). An admin queue that is missing, disabled or full
-// gets nothing: the operation that caused the ack never fails because of it.
+// gets nothing: the operation that caused the ack never fails because of it. An admin queue
+// of another store, LINK:QUEUE (a message that came over a link whose forward qualified it
+// with its --return link), gets it through that link: it waits in out;LINK as a message sent
+// there does, and a link that does not exist here gets nothing.
 Status Store::Impl::EmitAck(lmdb::Txn& txn, QueueInfo& cur, const Message& orig, uint16_t cls,
                             int64_t now) {
-  if (orig.admin_queue.empty() || !AckWanted(orig.ack, cls) || !IsLive(cur)) return {};
+  if (orig.admin_queue.empty() || !AckWanted(orig.ack, cls) || !IsLive(cur) ||
+      IsOutgoingName(orig.admin_queue))
+    return {};
   Message a;
   a.msg_class = cls;
   a.label = orig.label;
@@ -48,6 +53,25 @@ Status Store::Impl::EmitAck(lmdb::Txn& txn, QueueInfo& cur, const Message& orig,
   a.destination_queue = orig.admin_queue;
   a.sent_time = a.arrived_time = a.message_enqueue_time = now;
   a.source_qm_guid = guid;
+  auto remote = ParseRemoteRef(orig.admin_queue);
+  if (remote.ok() && *remote) {
+    const std::string& link = (*remote)->link;
+    a.destination_queue = (*remote)->queue;
+    a.awaiting_arrival = true;  // it reaches its queue at the far side
+    if (cur.name == std::string(kOutgoingBase) + ";" + link) {
+      a.id = NewMessageId(cur);
+      Status s = InsertMessage(txn, cur, a, cur.quota);
+      return s.code() == Code::kInsufficientResources ? Status() : s;
+    }
+    auto oq = LoadOutgoing(txn, link);
+    if (!oq.ok()) return oq.status();
+    if (!*oq || !(*oq)->enabled) return {};
+    a.id = NewMessageId(**oq);
+    Status s = InsertMessage(txn, **oq, a, (*oq)->quota);
+    if (s.code() == Code::kInsufficientResources) return {};
+    MQ_RETURN_IF_ERROR(s);
+    return PutQueue(txn, **oq);
+  }
   if (orig.admin_queue == cur.name) {
     a.id = NewMessageId(cur);
     Status s = InsertMessage(txn, cur, a, cur.quota);
@@ -154,7 +178,8 @@ Result<uint64_t> Store::Impl::ExpireDue(lmdb::Txn& txn, QueueInfo& q, int64_t no
       Found f;
       MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(key, 12), f));
       if (txn.Get(locked, OrderKeyFor(q, f.msg))) continue;
-      MQ_RETURN_IF_ERROR(DeadLetterOrDrop(txn, q, f, ExpiryClass(f.msg), now));
+      MQ_RETURN_IF_ERROR(
+          DeadLetterOrDrop(txn, q, f, ExpiryClass(f.msg, IsOutgoingName(q.name)), now));
       ++n;
     }
     resume = keys.back();
@@ -245,7 +270,8 @@ Result<uint64_t> Store::Impl::PromoteDue(lmdb::Txn& txn, QueueInfo& q, int64_t n
       bool arriving = m.awaiting_arrival;
       if (arriving && Expired(q, m, m.visible_time)) {
         // Its ttrq (or ttbr) ran out before it could become visible: it never arrives.
-        MQ_RETURN_IF_ERROR(DeadLetterOrDrop(txn, q, f, ExpiryClass(m), now));
+        MQ_RETURN_IF_ERROR(
+            DeadLetterOrDrop(txn, q, f, ExpiryClass(m, IsOutgoingName(q.name)), now));
         continue;
       }
       MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, m, f.size));
@@ -418,7 +444,7 @@ Result<uint64_t> Store::Sweep() {
 Result<uint64_t> Store::Requeue(const QueueRef& from, const std::string& id,
                                 std::optional<int64_t> ttbr_ms) {
   bool dead_letters = from.IsSystem() && from.sub != "journal";
-  if (!dead_letters && !(from.IsSub() && from.sub != "journal"))
+  if (!dead_letters && !(from.IsSub() && from.sub != "journal" && !from.IsOutgoing()))
     return Status(Code::kUnsupportedFormatnameOperation,
                   "requeue takes a poison subqueue (QUEUE;poison) or a dead-letter queue",
                   from.Full());
@@ -483,9 +509,11 @@ Result<uint64_t> Store::Requeue(const QueueRef& from, const std::string& id,
 }
 
 Status Store::MoveToSubqueue(const QueueRef& from, uint64_t lookup_id, const QueueRef& to) {
-  if (from.IsSystem() || to.IsSystem() || from.sub == "journal")
+  if (from.IsSystem() || to.IsSystem() || from.sub == "journal" || from.IsOutgoing() ||
+      to.IsOutgoing())
     return Status(Code::kUnsupportedFormatnameOperation,
-                  "move works between a queue and its subqueues (not system queues or journals)",
+                  "move works between a queue and its subqueues (not system queues, journals or "
+                  "links' outgoing queues)",
                   from.Full());
   if (!to.IsSub() || to.base != from.base || to.sub == "journal" || to.sub == from.sub)
     return Status(Code::kUnsupportedFormatnameOperation,

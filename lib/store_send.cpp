@@ -52,14 +52,11 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
     if (*loaded) {
       q = std::move(**loaded);
     } else if (remote) {
-      // The outgoing queue is made with its link; made again if it was deleted.
-      std::string link = ref.sub;
-      if (!txn.Get(impl_->meta, LinkKey(link)))
-        return Status(Code::kQueueNotFound, "no such link (mq-admin link add makes it)", link);
-      auto made = impl_->NewQueue(txn, ref.Full());
+      auto made = impl_->LoadOutgoing(txn, ref.sub);
       if (!made.ok()) return made.status();
-      q = std::move(*made);
-      q.max_retries = 0;  // a forward that dies returns its batch: never poison
+      if (!*made)
+        return Status(Code::kQueueNotFound, "no such link (mq-admin link add makes it)", ref.sub);
+      q = std::move(**made);
     } else if (options.create_queue) {
       auto made = impl_->NewQueue(txn, ref.Full());
       if (!made.ok()) return made.status();
@@ -186,7 +183,8 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
         m.destination_queue = options.remote_queue;
         m.awaiting_arrival = true;  // it reaches its queue at the far side
       }
-      if (!m.message_type_name.empty() && !options.keep_identity) {
+      // A message type of another store is that store's to check (mq-admin accept).
+      if (!m.message_type_name.empty() && !options.keep_identity && !remote) {
         auto validation = impl_->TypeValidation(txn, m.message_type_name);
         if (!validation.ok()) {
           Status st = validation.status();
@@ -197,9 +195,10 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
         m.validation = *validation;
       }
       if (remote && !IsNil(m.conversation_handle))
-        return Status(Code::kUnsupportedFormatnameOperation,
-                      "conversations do not travel over links", q.name);
-      if (!IsNil(m.conversation_handle))
+        MQ_RETURN_IF_ERROR(impl_->RemoteConvPrepare(txn, ref.sub, options.remote_queue, m,
+                                                    options.new_conversation,
+                                                    conversations_made));
+      else if (!IsNil(m.conversation_handle))
         MQ_RETURN_IF_ERROR(impl_->ConvPrepare(txn, q, m, options.new_conversation,
                                               options.keep_identity, conversations_made, now));
       if (options.transactional) {

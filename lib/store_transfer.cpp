@@ -1,17 +1,20 @@
 // store_transfer.cpp: links to other stores and the store's side of a transfer (mq(7)
 // "Transfer between machines"): the link records, ending a forward's lease with the far
-// side's answers (acknowledgements, NACKs, dead letters), and accepting an incoming stream
-// exactly once (the stream's last sequence number is written with the messages it covers).
+// side's answers (acknowledgements, NACKs, dead letters), accepting an incoming stream
+// exactly once (the stream's last sequence number is written with the messages it covers),
+// and the two ends of a conversation through a link.
 #include "store_impl.hpp"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "codec.hpp"
+#include "conversation.hpp"
 #include "names.hpp"
 #include "units.hpp"
 
@@ -20,6 +23,9 @@ namespace mq {
 namespace {
 
 Status CheckLinkName(const std::string& name) {
+  // out;journal would read as the journal of a queue 'out'.
+  if (name == "journal")
+    return Status(Code::kInvalidArg, "'journal' is reserved: a link cannot be named so", name);
   if (IsValidQueueName(name)) return {};
   return Status(Code::kInvalidArg,
                 fmt::format("invalid link name: use 1 to {} of A-Z a-z 0-9 _ . -, not starting "
@@ -40,12 +46,109 @@ uint16_t Refusal(const QueueInfo& q, const Message& m, int64_t now) {
   if (m.body.size() > q.max_message_size) return kClassNackMessageTooLarge;
   if (m.priority > 7 || !IsValidUtf8(m.label) || Utf8Length(m.label) > kMaxLabel ||
       (!m.correlation_id.empty() && m.correlation_id.size() != kIdSize) ||
-      m.id.size() != kIdSize || !IsNil(m.conversation_handle))
+      m.id.size() != kIdSize)
     return kClassNackBadSignature;
   return 0;
 }
 
 }  // namespace
+
+Result<std::optional<QueueInfo>> Store::Impl::LoadOutgoing(lmdb::Txn& txn,
+                                                           const std::string& link) {
+  if (!txn.Get(meta, LinkKey(link))) return std::optional<QueueInfo>();
+  std::string name = std::string(kOutgoingBase) + ";" + link;
+  auto q = LoadQueue(txn, name);
+  if (!q.ok() || *q) return q;
+  auto made = NewQueue(txn, name);
+  if (!made.ok()) return made.status();
+  made->max_retries = 0;  // a forward that dies returns its batch: never poison
+  MQ_RETURN_IF_ERROR(PutQueue(txn, *made));
+  return std::optional<QueueInfo>(std::move(*made));
+}
+
+// The sending end keeps, per link and handle, the far queue and the next sequence number; the
+// far store keeps the conversation itself, begun by the message of sequence number 0 (see
+// AcceptConvMessage). The group of a new conversation travels with its messages; a
+// conversation's group at the far side is that store's to move.
+Status Store::Impl::RemoteConvPrepare(lmdb::Txn& txn, const std::string& link,
+                                      const std::string& queue, Message& m, bool may_create,
+                                      std::set<Guid>& created) {
+  std::string key = RemoteConvPrefix(link) + std::string(GuidBytes(m.conversation_handle));
+  std::string handle_text = FormatGuid(m.conversation_handle);
+  std::string where = link + ":" + queue;
+  bool made_here = created.count(m.conversation_handle) > 0;
+  auto v = txn.Get(meta, key);
+  if (v && may_create && !made_here)
+    return Status(Code::kConversationClosed,
+                  fmt::format("conversation {} already exists", handle_text), where);
+  if (!v && !may_create)
+    return Status(Code::kConversationNotFound,
+                  fmt::format("no conversation {} through link {} (mq-send {} --conversation "
+                              "new begins one)",
+                              handle_text, link, where),
+                  where);
+  uint64_t next = 0;
+  if (v) {
+    if (v->size() < 8) return Status(Code::kCorrupted, "malformed conversation record", where);
+    next = GetU64BE(*v, 0);
+    std::string_view far = v->substr(8);
+    if (far != queue)
+      return Status(Code::kConversationNotFound,
+                    fmt::format("conversation {} goes to {}:{}", handle_text, link, far), where);
+  } else {
+    created.insert(m.conversation_handle);
+  }
+  if (next > 0) {
+    if (!made_here && !IsNil(m.conversation_group_id))
+      return Status(Code::kInvalidArg,
+                    fmt::format("conversation {} goes through a link: --group sets the group "
+                                "of a new one only",
+                                handle_text),
+                    where);
+    m.conversation_group_id = Guid{};
+  }
+  m.message_sequence_number = next;
+  std::string value;
+  PutU64BE(value, next + 1);
+  value += queue;
+  return txn.Put(meta, key, value);
+}
+
+// Sequence number 0 begins the conversation in `q` (the handle must be new here); the others
+// find it there, open. Their numbers are the sender's: a link delivers in order.
+Result<uint16_t> Store::Impl::AcceptConvMessage(lmdb::Txn& txn, QueueInfo& q, Message& m,
+                                                std::set<Guid>& created, int64_t now) {
+  if (!m.message_type_name.empty()) {
+    auto validation = TypeValidation(txn, m.message_type_name);
+    if (!validation.ok() && validation.status().code() == Code::kMessageTypeNotFound)
+      return kClassNackBadSignature;
+    if (!validation.ok()) return validation.status();
+    if (!ValidateBody(*validation, m.body, m.message_type_name).ok())
+      return kClassNackBadSignature;
+    m.validation = *validation;
+  }
+  if (IsNil(m.conversation_handle)) return uint16_t{0};
+  if (m.visible_time > now) return kClassNackBadSignature;  // mq-send never delays one
+  m.visible_time = 0;
+  auto c = LoadConv(txn, m.conversation_handle);
+  if (!c.ok()) return c.status();
+  bool begins = m.message_sequence_number == 0;
+  if (*c) {
+    if (begins || (*c)->qid != q.id || (*c)->state != ConvState::kOpen)
+      return kClassNackBadDstQ;
+  } else if (!begins) {
+    return kClassNackBadDstQ;
+  } else if (q.quota) {
+    // Its quota checked before the conversation is begun, so that a refused first message
+    // leaves none: the record as InsertMessage will write it.
+    Message probe = m;
+    if (IsNil(probe.conversation_group_id)) probe.conversation_group_id = m.conversation_handle;
+    probe.lookup_id = probe.queuing_order = q.next_lookup;
+    if (q.bytes + EncodeRecord(probe).size() > q.quota) return kClassNackQExceedQuota;
+  }
+  MQ_RETURN_IF_ERROR(ConvPrepare(txn, q, m, true, true, created, now));
+  return uint16_t{0};
+}
 
 Status Store::AddLink(const std::string& name, const LinkSettings& settings) {
   MQ_RETURN_IF_ERROR(CheckLinkName(name));
@@ -59,14 +162,9 @@ Status Store::AddLink(const std::string& name, const LinkSettings& settings) {
     if (settings.return_link) r.return_link = *settings.return_link;
     r.created = NowMs();
     MQ_RETURN_IF_ERROR(txn.Put(impl_->meta, LinkKey(name), EncodeLink(r)));
-    std::string out = std::string(kOutgoingBase) + ";" + name;
-    auto q = impl_->LoadQueue(txn, out);
-    if (!q.ok()) return q.status();
-    if (*q) return {};  // kept from an earlier link of that name: its stream goes on
-    auto made = impl_->NewQueue(txn, out);
-    if (!made.ok()) return made.status();
-    made->max_retries = 0;  // a forward that dies returns its batch: never poison
-    return impl_->PutQueue(txn, *made);
+    // An out;LINK kept from an earlier link of that name is its again: its stream goes on.
+    auto q = impl_->LoadOutgoing(txn, name);
+    return q.ok() ? Status() : q.status();
   });
 }
 
@@ -110,6 +208,18 @@ Status Store::DeleteLink(const std::string& name, bool force) {
       r = txn.Del(impl_->queue_ids, QueueIdKey(oq.id));
       if (!r.ok()) return r.status();
       qid = oq.id;
+    }
+    // The conversations begun through it.
+    std::vector<std::string> convs;
+    {
+      std::string prefix = RemoteConvPrefix(name);
+      lmdb::Cursor c(txn, impl_->meta);
+      for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix); on = c.Next())
+        convs.emplace_back(c.key());
+    }
+    for (const std::string& k : convs) {
+      auto d = txn.Del(impl_->meta, k);
+      if (!d.ok()) return d.status();
     }
     auto r = txn.Del(impl_->meta, LinkKey(name));
     return r.ok() ? Status() : r.status();
@@ -291,6 +401,7 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
       }
     }
     std::map<std::string, QueueInfo> queues;  // loaded once, saved at the end
+    std::set<Guid> conversations_made;
     int64_t now = NowMs();
     for (TransferItem& it : items) {
       it.outcome = 0;
@@ -318,6 +429,11 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
         if (found != queues.end()) q = &found->second;
       }
       uint16_t refusal = q ? Refusal(*q, m, now) : kClassNackBadDstQ;
+      if (!refusal && !IsNil(m.conversation_handle) && txn.Get(impl_->by_id, m.id)) {
+        // Stored by an earlier stream of the same link: its conversation has it already.
+        it.duplicate = true;
+        continue;
+      }
       if (!refusal) {
         // A new message of this store: its arrival here, its place, no receive history.
         m.lookup_id = 0;
@@ -329,6 +445,11 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
         m.queuing_order = 0;
         if (m.visible_time && m.visible_time <= now) m.visible_time = 0;
         m.awaiting_arrival = m.visible_time != 0;
+        auto conv = impl_->AcceptConvMessage(txn, *q, m, conversations_made, now);
+        if (!conv.ok()) return conv.status();
+        refusal = *conv;
+      }
+      if (!refusal) {
         Status ins = impl_->InsertMessage(txn, *q, m, q->quota);
         if (ins.code() == Code::kInsufficientResources) {
           refusal = kClassNackQExceedQuota;

@@ -64,7 +64,7 @@ TEST_CASE("an append with a dedup key per message drops each duplicate alone", "
 
 TEST_CASE("a released lease returns its messages untouched", "[store][lease]") {
   test::TempStore ts;
-  QueueRef q = *ParseQueueRef("out");
+  QueueRef q = *ParseQueueRef("publish");
   QueueSettings s;
   s.max_retries = 1;  // a counted rollback would make the message poison at once
   REQUIRE(ts.store->CreateQueue(q, s).ok());

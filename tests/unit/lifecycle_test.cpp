@@ -86,15 +86,18 @@ TEST_CASE("a message expires at its ttrq until it arrives, then at its ttbr", "[
   CHECK(ExpiryOf(m) == 0);
   m.ttbr = 5000;
   CHECK(ExpiryOf(m) == 5000);
-  CHECK(ExpiryClass(m) == kClassNackReceiveTimeout);
+  CHECK(ExpiryClass(m, false) == kClassNackReceiveTimeout);
   m.ttrq = 3000;
   CHECK(ExpiryOf(m) == 5000);  // arrived: ttrq is spent
   m.awaiting_arrival = true;
   CHECK(ExpiryOf(m) == 3000);
-  CHECK(ExpiryClass(m) == kClassNackReachQueueTimeout);
+  CHECK(ExpiryClass(m, false) == kClassNackReachQueueTimeout);
+  CHECK(ExpiryClass(m, true) == kClassNackReachQueueTimeout);  // in out;LINK too
   m.ttrq = 7000;  // a ttrq after the ttbr: the ttbr comes first
   CHECK(ExpiryOf(m) == 5000);
-  CHECK(ExpiryClass(m) == kClassNackReceiveTimeout);
+  CHECK(ExpiryClass(m, false) == kClassNackReceiveTimeout);
+  // Its ttbr runs out while it still waits in a link's outgoing queue.
+  CHECK(ExpiryClass(m, true) == kClassNackReceiveTimeoutAtSender);
   m.ttbr = 0;
   CHECK(ExpiryOf(m) == 7000);
 }

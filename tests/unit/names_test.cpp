@@ -16,6 +16,8 @@ TEST_CASE("valid queue references", "[names]") {
   CHECK(ParseQueueRef("DIRECT=OS:.\\PRIVATE$\\orders")->Full() == "orders");
   CHECK(ParseQueueRef(std::string(124, 'a')).ok());
   CHECK(ParseQueueRef("A-z_0.9").ok());
+  CHECK(ParseQueueRef("out;link")->IsOutgoing());
+  CHECK_FALSE(ParseQueueRef("outbox")->IsOutgoing());
 }
 
 TEST_CASE("invalid queue references are E_INVALIDARG-class errors", "[names]") {
@@ -26,4 +28,17 @@ TEST_CASE("invalid queue references are E_INVALIDARG-class errors", "[names]") {
     CHECK(r.status().code() == Code::kIllegalQueuePathname);
   }
   CHECK_FALSE(ParseQueueRef(std::string(125, 'a')).ok());
+}
+
+TEST_CASE("'out' is reserved for the links' outgoing queues", "[names]") {
+  // A queue of the user's named out would have subqueues out;X, the outgoing queue of link X.
+  for (const char* bad : {"out", ".\\private$\\out", "DIRECT=OS:.\\private$\\out"}) {
+    auto r = ParseQueueRef(bad);
+    INFO(bad);
+    CHECK(r.status().code() == Code::kIllegalQueuePathname);
+  }
+  CHECK(ParseQueueRef("out;link").ok());
+  auto remote = ParseRemoteRef("link:out");
+  CHECK(remote.status().code() == Code::kIllegalQueuePathname);
+  CHECK((*ParseRemoteRef("link:outbox"))->queue == "outbox");
 }
