@@ -231,7 +231,14 @@ int Run(int argc, char** argv) {
                                    "of this conversation group")
                         ->type_name("ID");
   conv_opt->excludes(group_opt);
+  // Not in --help: mq-watch --exec runs its receivers with `--diagnostics-as mq-watch`, so that
+  // what they report (a failed command, a rollback) is signed by the tool the user ran.
+  std::string diagnostics_as;
+  app.add_option("--diagnostics-as", diagnostics_as)
+      ->check(CLI::IsMember({"mq-watch"}))
+      ->group("");
   if (int rc = cli::Parse(app, static_cast<int>(own.size()), own.data()); rc >= 0) return rc;
+  if (!diagnostics_as.empty()) cli::SetTool("mq-watch");
 
   auto ref = cli::ParseQueueArg(queue);
   if (!ref.ok()) return cli::Fail(ref.status());
