@@ -167,6 +167,14 @@ CLI::Validator WholeNumber(int64_t min, int64_t max) {
       max == kNoLimit ? fmt::format("at least {}", min) : fmt::format("{} to {}", min, max));
 }
 
+CLI::Validator NotEmpty() {
+  return CLI::Validator(
+      [](std::string& input) -> std::string {
+        return input.empty() ? "empty (an unset variable?): it would select any message" : "";
+      },
+      "");
+}
+
 void AddStoreOption(CLI::App& app, StoreArgs& args) {
   app.add_option("-s,--store", args.dir,
                  "Store directory (default: $MQ_STORE, else $XDG_DATA_HOME/mq, else "
@@ -229,10 +237,13 @@ void AddSelectOptions(CLI::App& app, SelectArgs& a, bool receive) {
   last->excludes(next)->excludes(prev)->excludes(current);
   next->excludes(prev)->excludes(current);
   prev->excludes(current);
-  auto* id = app.add_option("--id", a.id, "The message with this id")->type_name("MSGID");
+  auto* id = app.add_option("--id", a.id, "The message with this id")
+                 ->type_name("MSGID")
+                 ->check(NotEmpty());
   auto* corr = app.add_option("--correlation", a.correlation,
                               "Messages with this correlation id (40 hex digits or a message id)")
-                   ->type_name("ID");
+                   ->type_name("ID")
+                   ->check(NotEmpty());
   id->excludes(corr)->excludes(lookup)->excludes(first)->excludes(last);
   corr->excludes(lookup)->excludes(first)->excludes(last);
   auto* cursor = app.add_option("--cursor", a.cursor,

@@ -48,6 +48,10 @@ int Parse(CLI::App& app, int argc, char** argv);
 inline constexpr int64_t kNoLimit = int64_t{1} << 62;
 CLI::Validator WholeNumber(int64_t min, int64_t max);
 
+// Refuses an empty value: for an option that selects (--id "$id" with $id unset), an empty
+// value would otherwise mean the option was not given, and select every message.
+CLI::Validator NotEmpty();
+
 struct StoreArgs {
   std::string dir;
   bool create = false;

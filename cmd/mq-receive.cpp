@@ -225,11 +225,13 @@ int Run(int argc, char** argv) {
   auto* conv_opt = app.add_option("--conversation", conversation,
                                   "RECEIVE ... WHERE conversation_handle = HANDLE: the "
                                   "messages of this conversation")
-                       ->type_name("HANDLE");
+                       ->type_name("HANDLE")
+                       ->check(cli::NotEmpty());
   auto* group_opt = app.add_option("--group", group,
                                    "RECEIVE ... WHERE conversation_group_id = ID: the messages "
                                    "of this conversation group")
-                        ->type_name("ID");
+                        ->type_name("ID")
+                        ->check(cli::NotEmpty());
   conv_opt->excludes(group_opt);
   // Not in --help: mq-watch --exec runs its receivers with `--diagnostics-as mq-watch`, so that
   // what they report (a failed command, a rollback) is signed by the tool the user ran.
