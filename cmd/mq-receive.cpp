@@ -204,6 +204,11 @@ int Run(int argc, char** argv) {
   std::string conversation, group;
   bool batch = false, exec_flag = false, keep_going = false;
   CLI::App app("Remove messages from an mq queue and print them", "mq-receive");
+  app.footer("Examples:\n"
+             "  mq-receive jobs --wait 30s        # one body, or exit 1 after 30 s\n"
+             "  mq-receive jobs --all -l          # every message, a line each\n"
+             "  mq-receive jobs --all --exec ./work.sh   # each in a transaction\n"
+             "See mq-receive(1).");
   cli::AddVersionFlag(app);
   cli::AddStoreOption(app, store_args);
   app.add_option("QUEUE", queue, "Queue to receive from")->required();

@@ -401,6 +401,12 @@ int Run(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   SendArgs a;
   CLI::App app("Send messages to an mq queue", "mq-send");
+  app.footer("Examples:\n"
+             "  mq-send jobs 'resize a.jpg'       # one message\n"
+             "  seq 10 | mq-send -l jobs          # a message per line\n"
+             "  mq-send jobs -f report.pdf --label report\n"
+             "  mq-send jobs --delay 1m30s later  # visible in 90 s\n"
+             "See mq-send(1).");
   cli::AddVersionFlag(app);
   cli::AddStoreOption(app, a.store);
   app.add_option("QUEUE", a.queue, "Queue to send to (none with --reply-to)");

@@ -187,14 +187,13 @@ int Run(int argc, char** argv) {
   bool json = false, follow = false, no_wait_lock = false, exec_flag = false, locked = false;
   bool first = false, current = false, next = false;
   int max_readers = 1;
-  CLI::App app("Wait for messages to arrive in an mq queue (EnableNotification)\n"
-               "Examples:\n"
-               "  mq-watch jobs --wait 30s          # one event, or exit 1 after 30 s\n"
-               "  mq-watch jobs --follow --json     # an event per arrival\n"
-               "  mq-watch jobs --cursor audit --next\n"
-               "  mq-watch jobs --exec ./work.sh    # activator\n"
-               "See mq-watch(1).",
-               "mq-watch");
+  CLI::App app("Wait for messages to arrive in an mq queue (EnableNotification)", "mq-watch");
+  app.footer("Examples:\n"
+             "  mq-watch jobs --wait 30s          # one event, or exit 1 after 30 s\n"
+             "  mq-watch jobs --follow --json     # an event per arrival\n"
+             "  mq-watch jobs --cursor audit --next\n"
+             "  mq-watch jobs --exec ./work.sh    # activator\n"
+             "See mq-watch(1).");
   cli::AddVersionFlag(app);
   cli::AddStoreOption(app, store_args);
   app.add_option("QUEUE", queue, "Queue to watch")->required();
