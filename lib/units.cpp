@@ -73,8 +73,10 @@ Result<int64_t> ParseDuration(std::string_view text) {
     while (i < text.size() && ((text[i] >= 'a' && text[i] <= 'z') || (text[i] >= 'A' && text[i] <= 'Z')))
       ++i;
     std::string_view unit = text.substr(u, i - u);
-    if (unit.empty()) return bad(i == text.size() ? "a number in a longer duration needs a unit"
-                                                   : std::string_view{});
+    if (unit.empty() && i < text.size()) return bad();
+    if (unit.empty())
+      return bad(last_unit == INT64_MAX ? "a number with a fraction needs a unit (1.5s)"
+                                        : "its last number needs a unit (1m30s)");
     const Unit* found = nullptr;
     for (const Unit& k : kUnits)
       if (k.name == unit) found = &k;

@@ -34,6 +34,8 @@ TEST_CASE("durations", "[units]") {
   CHECK(ParseDuration("1x").status().text().find("'1x'") != std::string::npos);
   CHECK(ParseDuration("0.5ms").status().text().find("whole number of milliseconds") !=
         std::string::npos);
+  CHECK(ParseDuration("1.5").status().text().find("needs a unit (1.5s)") != std::string::npos);
+  CHECK(ParseDuration("1m30").status().text().find("needs a unit (1m30s)") != std::string::npos);
   CHECK(FormatDuration(90000) == "90s");
   CHECK(FormatDuration(120000) == "2m");
   CHECK(FormatDuration(1) == "1ms");
