@@ -411,7 +411,8 @@ int Run(int argc, char** argv) {
   cli::AddStoreOption(app, a.store);
   app.add_option("QUEUE", a.queue, "Queue to send to (none with --reply-to)");
   app.add_option("BODY", a.body, "Message body (else -f FILE, else stdin)");
-  auto* file = app.add_option("-f,--file", a.file, "Read the body from FILE ('-': stdin)")->type_name("FILE");
+  auto* file = app.add_option("-f,--file", a.file, "Read the body from FILE ('-': stdin)")
+                   ->type_name("FILE");
   auto* lines = app.add_flag("-l,--lines", a.lines, "Send each line of stdin as a message");
   auto* null = app.add_flag("-0,--null", a.null, "Send each NUL-terminated record of stdin");
   lines->excludes(null)->excludes(file);

@@ -134,7 +134,8 @@ std::string SettingsConflicts(const QueueInfo& q, const QueueSettings& s) {
   if (s.max_retries)
     differs(*s.max_retries != q.max_retries, "max-retries", std::to_string(q.max_retries),
             std::to_string(*s.max_retries));
-  if (s.poison) differs(*s.poison != q.poison, "poison", PoisonName(q.poison), PoisonName(*s.poison));
+  if (s.poison)
+    differs(*s.poison != q.poison, "poison", PoisonName(q.poison), PoisonName(*s.poison));
   if (s.dedup_window)
     differs(*s.dedup_window != q.dedup_window, "dedup-window", FormatDuration(q.dedup_window),
             FormatDuration(*s.dedup_window));

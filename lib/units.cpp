@@ -1,6 +1,7 @@
 // units.cpp: parsing and printing of durations, sizes and times.
 #include "units.hpp"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <ctime>
@@ -70,8 +71,7 @@ Result<int64_t> ParseDuration(std::string_view text) {
       return bad();
     }
     size_t u = i;
-    while (i < text.size() && ((text[i] >= 'a' && text[i] <= 'z') || (text[i] >= 'A' && text[i] <= 'Z')))
-      ++i;
+    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
     std::string_view unit = text.substr(u, i - u);
     if (unit.empty() && i < text.size()) return bad();
     if (unit.empty())
