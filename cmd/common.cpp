@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <csignal>
 
 #include <cstdio>
@@ -132,14 +133,14 @@ int Parse(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ExtrasError& e) {
-    // `mq-watch q -t soon`: the word after -t was taken for an operand, as it is no duration.
+    // `mq-watch q -t soon` or `mq-watch -t soon q`: the word after -t was taken for an
+    // operand, as it is no duration, and so one word was left over. The word after -t is
+    // what the user got wrong, most likely: it is named as the bad duration.
     std::string what = e.what();
     for (const std::string& w : after_wait)
       if (what.size() >= w.size() && what.compare(what.size() - w.size(), w.size(), w) == 0)
-        return Fail(Status(Code::kInvalidArg,
-                           fmt::format("invalid duration '{}': use e.g. 250ms, 30s, 5m, 2h, 1d, "
-                                       "a number of milliseconds, or infinite",
-                                       w)));
+        return Fail(ParseDuration(w).status());
+    if (!after_wait.empty()) return Fail(ParseDuration(after_wait.front()).status());
     return Fail(Status(Code::kInvalidArg, what + fmt::format(" (see {} --help)", g_tool)));
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
@@ -147,6 +148,31 @@ int Parse(CLI::App& app, int argc, char** argv) {
                        what + fmt::format(" (see {} --help)", g_tool)));
   }
   return -1;
+}
+
+CLI::Validator WholeNumber(int64_t min, int64_t max) {
+  std::string range = max == kNoLimit ? fmt::format("of at least {}", min)
+                                      : fmt::format("from {} to {}", min, max);
+  return CLI::Validator(
+      [min, max, range](std::string& input) -> std::string {
+        int64_t v = 0;
+        auto [p, ec] = std::from_chars(input.data(), input.data() + input.size(), v);
+        bool whole = ec == std::errc() && p == input.data() + input.size();
+        if (whole && v >= min && v <= max) return {};
+        bool too_large = ec == std::errc::result_out_of_range ? input[0] != '-' : whole && v > max;
+        if (too_large && max == kNoLimit)
+          return fmt::format("'{}' is too large (at most {})", input, max);
+        return fmt::format("'{}' is not allowed: give a whole number {}", input, range);
+      },
+      max == kNoLimit ? fmt::format("at least {}", min) : fmt::format("{} to {}", min, max));
+}
+
+CLI::Validator NotEmpty() {
+  return CLI::Validator(
+      [](std::string& input) -> std::string {
+        return input.empty() ? "empty (an unset variable?): it would select any message" : "";
+      },
+      "");
 }
 
 void AddStoreOption(CLI::App& app, StoreArgs& args) {
@@ -178,11 +204,11 @@ Result<int64_t> ParseWait(const std::string& wait) {
 void AddSelectOptions(CLI::App& app, SelectArgs& a, bool receive) {
   auto* n = app.add_option("-n,--count", a.count, "Take up to N messages (default 1)")
                 ->type_name("N")
-                ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 62));
+                ->check(WholeNumber(1, kNoLimit));
   auto* all = app.add_flag("--all", a.all, "Take every qualifying message");
   auto* top = app.add_option("--top", a.top, "Service Broker TOP(N): at most N messages")
                   ->type_name("N")
-                  ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 62));
+                  ->check(WholeNumber(1, kNoLimit));
   n->excludes(all)->excludes(top);
   all->excludes(top);
   auto* lookup = app.add_option_function<uint64_t>(
@@ -194,7 +220,7 @@ void AddSelectOptions(CLI::App& app, SelectArgs& a, bool receive) {
                         "Start at the message with this lookup id (PeekByLookupId; ignored "
                         "with --first or --last, as MSMQ's PEEK_FIRST and PEEK_LAST)")
                      ->type_name("N")
-                     ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 62));
+                     ->check(WholeNumber(0, kNoLimit));
   auto* first = app.add_flag("--first", a.first,
                              receive ? "From the first message of the queue"
                                      : "From the first message of the queue (with --cursor: "
@@ -211,10 +237,13 @@ void AddSelectOptions(CLI::App& app, SelectArgs& a, bool receive) {
   last->excludes(next)->excludes(prev)->excludes(current);
   next->excludes(prev)->excludes(current);
   prev->excludes(current);
-  auto* id = app.add_option("--id", a.id, "The message with this id")->type_name("MSGID");
+  auto* id = app.add_option("--id", a.id, "The message with this id")
+                 ->type_name("MSGID")
+                 ->check(NotEmpty());
   auto* corr = app.add_option("--correlation", a.correlation,
                               "Messages with this correlation id (40 hex digits or a message id)")
-                   ->type_name("ID");
+                   ->type_name("ID")
+                   ->check(NotEmpty());
   id->excludes(corr)->excludes(lookup)->excludes(first)->excludes(last);
   corr->excludes(lookup)->excludes(first)->excludes(last);
   auto* cursor = app.add_option("--cursor", a.cursor,

@@ -41,6 +41,17 @@ void Note(const std::string& subject, const std::string& text);
 // `mq-receive --wait jobs` means what it says.
 int Parse(CLI::App& app, int argc, char** argv);
 
+// A whole number from `min` to `max`, refused with the limits a user can act on ("-n 0":
+// "give a whole number of at least 1"), where CLI::Range would print its bounds as stored
+// (1 to 4611686018427387904). kNoLimit as `max`: no upper bound is worth naming (the value
+// must still fit in 62 bits).
+inline constexpr int64_t kNoLimit = int64_t{1} << 62;
+CLI::Validator WholeNumber(int64_t min, int64_t max);
+
+// Refuses an empty value: for an option that selects (--id "$id" with $id unset), an empty
+// value would otherwise mean the option was not given, and select every message.
+CLI::Validator NotEmpty();
+
 struct StoreArgs {
   std::string dir;
   bool create = false;

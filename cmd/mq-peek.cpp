@@ -20,6 +20,11 @@ int Run(int argc, char** argv) {
   cli::OutputArgs out_args;
   std::string queue;
   CLI::App app("Print messages of an mq queue without removing them", "mq-peek");
+  app.footer("Examples:\n"
+             "  mq-peek jobs                      # the message mq-receive would take next\n"
+             "  mq-peek jobs --all --json         # every message, a JSON object each\n"
+             "  mq-peek jobs --cursor audit --next\n"
+             "See mq-peek(1).");
   cli::AddVersionFlag(app);
   cli::AddStoreOption(app, store_args);
   app.add_option("QUEUE", queue, "Queue to read")->required();

@@ -204,6 +204,11 @@ int Run(int argc, char** argv) {
   std::string conversation, group;
   bool batch = false, exec_flag = false, keep_going = false;
   CLI::App app("Remove messages from an mq queue and print them", "mq-receive");
+  app.footer("Examples:\n"
+             "  mq-receive jobs --wait 30s        # one body, or exit 1 after 30 s\n"
+             "  mq-receive jobs --all -l          # every message, a line each\n"
+             "  mq-receive jobs --all --exec ./work.sh   # each in a transaction\n"
+             "See mq-receive(1).");
   cli::AddVersionFlag(app);
   cli::AddStoreOption(app, store_args);
   app.add_option("QUEUE", queue, "Queue to receive from")->required();
@@ -225,13 +230,22 @@ int Run(int argc, char** argv) {
   auto* conv_opt = app.add_option("--conversation", conversation,
                                   "RECEIVE ... WHERE conversation_handle = HANDLE: the "
                                   "messages of this conversation")
-                       ->type_name("HANDLE");
+                       ->type_name("HANDLE")
+                       ->check(cli::NotEmpty());
   auto* group_opt = app.add_option("--group", group,
                                    "RECEIVE ... WHERE conversation_group_id = ID: the messages "
                                    "of this conversation group")
-                        ->type_name("ID");
+                        ->type_name("ID")
+                        ->check(cli::NotEmpty());
   conv_opt->excludes(group_opt);
+  // Not in --help: mq-watch --exec runs its receivers with `--diagnostics-as mq-watch`, so that
+  // what they report (a failed command, a rollback) is signed by the tool the user ran.
+  std::string diagnostics_as;
+  app.add_option("--diagnostics-as", diagnostics_as)
+      ->check(CLI::IsMember({"mq-watch"}))
+      ->group("");
   if (int rc = cli::Parse(app, static_cast<int>(own.size()), own.data()); rc >= 0) return rc;
+  if (!diagnostics_as.empty()) cli::SetTool("mq-watch");
 
   auto ref = cli::ParseQueueArg(queue);
   if (!ref.ok()) return cli::Fail(ref.status());

@@ -404,23 +404,31 @@ int Run(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   SendArgs a;
   CLI::App app("Send messages to an mq queue", "mq-send");
+  app.footer("Examples:\n"
+             "  mq-send jobs 'resize a.jpg'       # one message\n"
+             "  seq 10 | mq-send -l jobs          # a message per line\n"
+             "  mq-send jobs -f report.pdf --label report\n"
+             "  mq-send jobs --delay 1m30s later  # visible in 90 s\n"
+             "See mq-send(1).");
   cli::AddVersionFlag(app);
   cli::AddStoreOption(app, a.store);
   app.add_option("QUEUE", a.queue, "Queue to send to (none with --reply-to)");
   app.add_option("BODY", a.body, "Message body (else -f FILE, else stdin)");
-  auto* file = app.add_option("-f,--file", a.file, "Read the body from FILE")->type_name("FILE");
+  auto* file = app.add_option("-f,--file", a.file, "Read the body from FILE ('-': stdin)")
+                   ->type_name("FILE");
   auto* lines = app.add_flag("-l,--lines", a.lines, "Send each line of stdin as a message");
   auto* null = app.add_flag("-0,--null", a.null, "Send each NUL-terminated record of stdin");
   lines->excludes(null)->excludes(file);
   null->excludes(file);
   app.add_option("-p,--priority", a.priority, "Priority 0..7, higher first (default 3)")
-      ->check(CLI::Range(0, 7));
+      ->check(cli::WholeNumber(0, 7));
   app.add_option("-L,--label", a.label, "Label, at most 250 characters")->type_name("TEXT");
   app.add_option("-c,--correlation", a.correlation,
                  "Correlation id: 40 hex digits or a message id")
       ->type_name("ID");
   app.add_option("--app", a.app, "Application-specific 32-bit number (PROPID_M_APPSPECIFIC)")
-      ->type_name("N");
+      ->type_name("N")
+      ->check(cli::WholeNumber(0, UINT32_MAX));
   app.add_option("--body-type", a.body_type, "Body type: bytes, text, json, xml or a VT number")
       ->type_name("TYPE");
   app.add_option("--ttrq", a.ttrq, "Time to reach the queue (stored as a deadline)")
@@ -546,7 +554,7 @@ int Run(int argc, char** argv) {
   if (!a.lines && !a.null) {
     if (a.has_body) {
       body = a.body;
-    } else if (!a.file.empty()) {
+    } else if (!a.file.empty() && a.file != "-") {
       int fd = ::open(a.file.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd < 0) {
         Status s = ErrnoStatus(errno, a.file, "cannot open body file");

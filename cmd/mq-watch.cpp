@@ -77,8 +77,8 @@ std::string SiblingProgram(const char* name) {
 
 int Activate(Store& store, const QueueRef& ref, const std::vector<std::string>& cmd,
              int max_readers) {
-  std::vector<std::string> argv = {SiblingProgram("mq-receive"), "-s", store.dir(), ref.Full(),
-                                   "--all", "--exec"};
+  std::vector<std::string> argv = {SiblingProgram("mq-receive"), "--diagnostics-as", "mq-watch",
+                                   "-s", store.dir(), ref.Full(), "--all", "--exec"};
   argv.insert(argv.end(), cmd.begin(), cmd.end());
   std::vector<char*> cargv;
   for (auto& a : argv) cargv.push_back(a.data());
@@ -187,14 +187,13 @@ int Run(int argc, char** argv) {
   bool json = false, follow = false, no_wait_lock = false, exec_flag = false, locked = false;
   bool first = false, current = false, next = false;
   int max_readers = 1;
-  CLI::App app("Wait for messages to arrive in an mq queue (EnableNotification)\n"
-               "Examples:\n"
-               "  mq-watch jobs --wait 30s          # one event, or exit 1 after 30 s\n"
-               "  mq-watch jobs --follow --json     # an event per arrival\n"
-               "  mq-watch jobs --cursor audit --next\n"
-               "  mq-watch jobs --exec ./work.sh    # activator\n"
-               "See mq-watch(1).",
-               "mq-watch");
+  CLI::App app("Wait for messages to arrive in an mq queue (EnableNotification)", "mq-watch");
+  app.footer("Examples:\n"
+             "  mq-watch jobs --wait 30s          # one event, or exit 1 after 30 s\n"
+             "  mq-watch jobs --follow --json     # an event per arrival\n"
+             "  mq-watch jobs --cursor audit --next\n"
+             "  mq-watch jobs --exec ./work.sh    # activator\n"
+             "See mq-watch(1).");
   cli::AddVersionFlag(app);
   cli::AddStoreOption(app, store_args);
   app.add_option("QUEUE", queue, "Queue to watch")->required();
@@ -231,7 +230,7 @@ int Run(int argc, char** argv) {
   app.add_option("--max-readers", max_readers,
                  "With --exec: up to N receivers at once (MAX_QUEUE_READERS, default 1)")
       ->type_name("N")
-      ->check(CLI::Range(1, 32767));
+      ->check(cli::WholeNumber(1, 32767));
   if (int rc = cli::Parse(app, static_cast<int>(own.size()), own.data()); rc >= 0) return rc;
   if (format == "json") json = true;
   else if (!format.empty() && format != "text")

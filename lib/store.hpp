@@ -385,7 +385,11 @@ class Store {
   // the store.
   Status SetExpress(bool on);
 
-  Status CreateQueue(const QueueRef& ref, const QueueSettings& settings);
+  // Creates a plain queue; MQ_ERROR_QUEUE_EXISTS if it exists. With exist_ok (mq-admin create
+  // --exist-ok, as mkdir -p), an existing queue is success when every setting given matches
+  // its own, checked in the same transaction; settings not given are not compared, and a
+  // setting that differs is MQ_ERROR_QUEUE_EXISTS naming it, with nothing changed.
+  Status CreateQueue(const QueueRef& ref, const QueueSettings& settings, bool exist_ok = false);
   Status UpdateQueue(const QueueRef& ref, const QueueSettings& settings);
   // Deletes a queue with its messages, journal and subqueues.
   Status DeleteQueue(const QueueRef& ref);

@@ -112,9 +112,50 @@ void ApplySettings(QueueInfo& q, const QueueSettings& s) {
   if (s.retention) q.retention = *s.retention;
 }
 
+// For CreateQueue with exist_ok: the settings given that the existing queue does not have,
+// as "quota 1048576, not 2097152"; empty when every one given matches.
+std::string SettingsConflicts(const QueueInfo& q, const QueueSettings& s) {
+  std::vector<std::string> out;
+  auto differs = [&out](bool differ, const char* name, const std::string& have,
+                        const std::string& asked) {
+    if (differ) out.push_back(fmt::format("{} {}, not {}", name, have, asked));
+  };
+  auto on_off = [](bool b) { return std::string(b ? "on" : "off"); };
+  if (s.label) differs(*s.label != q.label, "label", fmt::format("'{}'", q.label),
+                       fmt::format("'{}'", *s.label));
+  if (s.quota) differs(*s.quota != q.quota, "quota", std::to_string(q.quota),
+                       std::to_string(*s.quota));
+  if (s.max_message_size)
+    differs(*s.max_message_size != q.max_message_size, "max-message-size",
+            std::to_string(q.max_message_size), std::to_string(*s.max_message_size));
+  if (s.transactional)
+    differs(*s.transactional != q.transactional, "transactional", on_off(q.transactional),
+            on_off(*s.transactional) + " (fixed at creation)");
+  if (s.max_retries)
+    differs(*s.max_retries != q.max_retries, "max-retries", std::to_string(q.max_retries),
+            std::to_string(*s.max_retries));
+  if (s.poison)
+    differs(*s.poison != q.poison, "poison", PoisonName(q.poison), PoisonName(*s.poison));
+  if (s.dedup_window)
+    differs(*s.dedup_window != q.dedup_window, "dedup-window", FormatDuration(q.dedup_window),
+            FormatDuration(*s.dedup_window));
+  if (s.retry_delay)
+    differs(*s.retry_delay != q.retry_delay, "retry-delay", FormatDuration(q.retry_delay),
+            FormatDuration(*s.retry_delay));
+  if (s.journal) differs(*s.journal != q.journal, "journal", on_off(q.journal), on_off(*s.journal));
+  if (s.journal_quota)
+    differs(*s.journal_quota != q.journal_quota, "journal-quota", std::to_string(q.journal_quota),
+            std::to_string(*s.journal_quota));
+  if (s.retention)
+    differs(*s.retention != q.retention, "retention", on_off(q.retention), on_off(*s.retention));
+  std::string joined;
+  for (const std::string& d : out) joined += (joined.empty() ? "" : "; ") + d;
+  return joined;
+}
+
 }  // namespace
 
-Status Store::CreateQueue(const QueueRef& ref, const QueueSettings& settings) {
+Status Store::CreateQueue(const QueueRef& ref, const QueueSettings& settings, bool exist_ok) {
   if (ref.IsSub() || ref.IsSystem())
     return Status(Code::kUnsupportedFormatnameOperation,
                   "only plain queue names can be created (subqueues and journals come with "
@@ -123,6 +164,13 @@ Status Store::CreateQueue(const QueueRef& ref, const QueueSettings& settings) {
   return impl_->Write([&](lmdb::Txn& txn) -> Status {
     auto existing = impl_->LoadQueue(txn, ref.Full());
     if (!existing.ok()) return existing.status();
+    if (*existing && exist_ok) {
+      std::string conflicts = SettingsConflicts(**existing, settings);
+      if (conflicts.empty()) return Status();
+      return Status(Code::kQueueExists,
+                    fmt::format("queue exists with other settings: {}", conflicts),
+                    ref.Full());
+    }
     if (*existing) return Status(Code::kQueueExists, "queue already exists", ref.Full());
     auto q = impl_->NewQueue(txn, ref.Full());
     if (!q.ok()) return q.status();

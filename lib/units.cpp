@@ -1,6 +1,7 @@
 // units.cpp: parsing and printing of durations, sizes and times.
 #include "units.hpp"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <ctime>
@@ -19,24 +20,77 @@ bool ParseU64(std::string_view s, uint64_t& v) {
 
 }  // namespace
 
+// The largest finite duration, in milliseconds (some 73 million years): far beyond any wait,
+// and small enough that adding it to a time of day cannot overflow.
+constexpr int64_t kMaxDurationMs = INT64_MAX / 4;
+
 Result<int64_t> ParseDuration(std::string_view text) {
   if (text == "infinite" || text == "-1" || text == "INFINITE") return kInfinite;
-  size_t i = 0;
-  while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
-  uint64_t n = 0;
-  std::string_view unit = text.substr(i);
-  int64_t mult = 0;
-  if (unit.empty() || unit == "ms") mult = 1;
-  else if (unit == "s") mult = 1000;
-  else if (unit == "m") mult = 60'000;
-  else if (unit == "h") mult = 3'600'000;
-  else if (unit == "d") mult = 86'400'000;
-  if (!ParseU64(text.substr(0, i), n) || mult == 0 ||
-      n > static_cast<uint64_t>(INT64_MAX / 4 / mult))
+  auto bad = [text](std::string_view why = {}) {
     return Status(Code::kInvalidArg,
-                  fmt::format("invalid duration '{}': use e.g. 250ms, 30s, 5m, 2h, 1d or infinite",
-                              text));
-  return static_cast<int64_t>(n) * mult;
+                  why.empty() ? fmt::format("invalid duration '{}': use e.g. 250ms, 1.5s, 1m30s, "
+                                            "5min, 2h, 1d, a number of milliseconds, or infinite",
+                                            text)
+                              : fmt::format("invalid duration '{}': {}", text, why));
+  };
+  uint64_t plain = 0;
+  if (ParseU64(text, plain)) {
+    if (plain > static_cast<uint64_t>(kMaxDurationMs)) return bad("too long");
+    return static_cast<int64_t>(plain);
+  }
+  // Parts of NUMBER[.FRACTION]UNIT, each unit larger than the next ("1h30m", "1m30s"). The sum
+  // is worked out in whole milliseconds, with no floating point: 1.5s is 1500 exactly.
+  struct Unit {
+    std::string_view name;
+    int64_t ms;
+  };
+  static constexpr Unit kUnits[] = {{"ms", 1},        {"s", 1000},          {"sec", 1000},
+                                    {"m", 60'000},    {"min", 60'000},      {"h", 3'600'000},
+                                    {"d", 86'400'000}};
+  if (text.empty()) return bad();
+  int64_t total = 0;
+  int64_t last_unit = INT64_MAX;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t start = i;
+    uint64_t whole = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+    bool has_whole = i > start;
+    if (has_whole && !ParseU64(text.substr(start, i - start), whole)) return bad("too long");
+    uint64_t frac = 0, frac_scale = 1;
+    if (i < text.size() && text[i] == '.') {
+      size_t f = ++i;
+      while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+      if (i - f > 9) return bad("more than 9 digits after the point");
+      for (size_t k = f; k < i; ++k) {
+        frac = frac * 10 + static_cast<uint64_t>(text[k] - '0');
+        frac_scale *= 10;
+      }
+      if (i == f && !has_whole) return bad();
+    } else if (!has_whole) {
+      return bad();
+    }
+    size_t u = i;
+    while (i < text.size() && std::isalpha(static_cast<unsigned char>(text[i]))) ++i;
+    std::string_view unit = text.substr(u, i - u);
+    if (unit.empty() && i < text.size()) return bad();
+    if (unit.empty())
+      return bad(last_unit == INT64_MAX ? "a number with a fraction needs a unit (1.5s)"
+                                        : "its last number needs a unit (1m30s)");
+    const Unit* found = nullptr;
+    for (const Unit& k : kUnits)
+      if (k.name == unit) found = &k;
+    if (!found) return bad();
+    if (found->ms >= last_unit) return bad("give each unit once, the largest first (1h30m)");
+    last_unit = found->ms;
+    if (whole > static_cast<uint64_t>(kMaxDurationMs / found->ms)) return bad("too long");
+    // frac < frac_scale <= 10^9 and ms <= 86,400,000: the product fits in 64 bits.
+    uint64_t frac_ms = frac * static_cast<uint64_t>(found->ms);
+    if (frac_ms % frac_scale) return bad("not a whole number of milliseconds");
+    total += static_cast<int64_t>(whole) * found->ms + static_cast<int64_t>(frac_ms / frac_scale);
+    if (total > kMaxDurationMs) return bad("too long");
+  }
+  return total;
 }
 
 std::string FormatDuration(int64_t ms) {
@@ -117,9 +171,17 @@ Result<int64_t> ParseTime(std::string_view text) {
   } else {
     return bad;
   }
-  if (t.tm_mon < 1 || t.tm_mon > 12 || t.tm_mday < 1 || t.tm_mday > 31 || t.tm_hour > 23 ||
-      t.tm_min > 59 || t.tm_sec > 60)
+  if (t.tm_mon < 1 || t.tm_mon > 12 || t.tm_hour > 23 || t.tm_min > 59 || t.tm_sec > 60)
     return bad;
+  // timegm() would carry a day past the month's end into the next month (February 31st
+  // becoming March 3rd): a date that does not exist is refused instead.
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  bool leap = (t.tm_year % 4 == 0 && t.tm_year % 100 != 0) || t.tm_year % 400 == 0;
+  int days = kDays[t.tm_mon - 1] + (t.tm_mon == 2 && leap ? 1 : 0);
+  if (t.tm_mday < 1 || t.tm_mday > days)
+    return Status(Code::kInvalidArg,
+                  fmt::format("invalid time '{}': {:04}-{:02} has {} days", text, t.tm_year,
+                              t.tm_mon, days));
   t.tm_year -= 1900;
   t.tm_mon -= 1;
   time_t secs = timegm(&t);

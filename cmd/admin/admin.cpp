@@ -44,7 +44,8 @@ void AddQueueOptions(CLI::App& app, QueueOptions& o, bool create) {
                  "Accept only transactional sends (mq-send --tx); fixed at creation");
   app.add_option("--max-retries", o.max_retries,
                  "Rollbacks of one message before the poison action runs (default 5; 0: never)")
-      ->type_name("N");
+      ->type_name("N")
+      ->check(cli::WholeNumber(0, UINT32_MAX));
   app.add_option("--poison", o.poison,
                  "Poison action: subqueue (QUEUE;poison, default), deadletter, or disable")
       ->type_name("ACTION")

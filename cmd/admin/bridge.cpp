@@ -94,7 +94,7 @@ void AddCommonOptions(CLI::App& sub, BridgeArgs& a) {
                  "Messages per store transaction (out: per lease and confirm round, default "
                  "500; in: default 500)")
       ->type_name("N")
-      ->check(CLI::Range(1, 100000));
+      ->check(cli::WholeNumber(1, 100000));
   sub.add_option("--retry", a.retry,
                  "How long to keep reconnecting after a lost connection (default: infinite "
                  "with --follow, 30s with --once)")
@@ -484,7 +484,7 @@ Command SetupBridge(CLI::App& app, Context&) {
   in->add_option("--prefetch", in_args->prefetch,
                  "Deliveries the broker may send ahead of acknowledgements (default 1000)")
       ->type_name("N")
-      ->check(CLI::Range(1, 65535));
+      ->check(cli::WholeNumber(1, 65535));
   return {sub, [out, out_args, in_args](Context& ctx) {
             bool is_out = out->parsed();
             const BridgeArgs& a = is_out ? *out_args : *in_args;

@@ -17,7 +17,9 @@ Command SetupMove(CLI::App& app, Context&) {
   auto* sub = app.add_subcommand(
       "move", "Move a message to a subqueue, keeping its lookup id (MSMQ MoveMessage)");
   sub->add_option("QUEUE", args->queue, "The queue or subqueue the message is in")->required();
-  sub->add_option("LOOKUP_ID", args->lookup_id, "The message's lookup id")->required();
+  sub->add_option("LOOKUP_ID", args->lookup_id, "The message's lookup id")
+      ->required()
+      ->check(cli::WholeNumber(0, cli::kNoLimit));
   sub->add_option("--to", args->to, "The subqueue: NAME or QUEUE;NAME")
       ->type_name("SUBQUEUE")
       ->required();

@@ -768,7 +768,7 @@ Command SetupForward(CLI::App& app, Context&) {
   sub->add_option("--window", a->window,
                   "Messages sent and not yet acknowledged, at most (default 10000)")
       ->type_name("N")
-      ->check(CLI::Range(1u, 1000000u));
+      ->check(cli::WholeNumber(1, 1000000));
   sub->add_option("--retry", a->retry,
                   "With --once: how long to keep retrying a failing link (default 30s); "
                   "--follow retries forever")

@@ -1,6 +1,6 @@
-# fish completion for mq-admin. Installed in fish's vendor_completions.d, where
-# fish loads it when mq-admin is first completed. Queue names come from
-# `mq-admin list`, run on the store named by -s/--store on the command line,
+# fish completion for mq-admin. Installed where fish looks (vendor_completions.d, or
+# /etc/fish/completions under /usr/local) and loaded when mq-admin is first completed.
+# Queue names come from `mq-admin list`, run on the store named by -s/--store on the command line,
 # else on the default store if it exists (a missing default store is not created
 # just to complete a name).
 
@@ -141,6 +141,7 @@ complete -c mq-admin -n '__mq_admin_needs_operand backup' -a '(__fish_complete_d
 
 complete -c mq-admin -n '__mq_admin_using init' -l group -x -a '(__fish_complete_groups)' -d 'Make the store shared by the members of GROUP'
 complete -c mq-admin -n '__mq_admin_using init' -l max-store-size -x -d 'Let the store grow by itself up to SIZE (0: no limit but 1TiB)'
+complete -c mq-admin -n '__mq_admin_using create' -l exist-ok -d 'Succeed if the queue exists with the settings given (as mkdir -p)'
 complete -c mq-admin -n '__mq_admin_using create' -l label -x -d 'Queue label, at most 124 characters'
 complete -c mq-admin -n '__mq_admin_using create' -l quota -x -d 'Maximum bytes of messages in the queue; 0: no limit'
 complete -c mq-admin -n '__mq_admin_using create' -l max-message-size -x -d 'Largest body accepted (default 4MiB)'

@@ -1,6 +1,6 @@
-# fish completion for mq-peek. Installed in fish's vendor_completions.d, where
-# fish loads it when mq-peek is first completed. Queue names come from
-# `mq-admin list`, run on the store named by -s/--store on the command line,
+# fish completion for mq-peek. Installed where fish looks (vendor_completions.d, or
+# /etc/fish/completions under /usr/local) and loaded when mq-peek is first completed.
+# Queue names come from `mq-admin list`, run on the store named by -s/--store on the command line,
 # else on the default store if it exists (a missing default store is not created
 # just to complete a name).
 
@@ -72,7 +72,7 @@ function __mq_operands
             set ended 1
         else if contains -- $t -w --wait -t --timeout
             # An optional DURATION: the next word, if it is one.
-            string match -qr -- '^([0-9]+(ms|s|m|h|d)?|infinite|INFINITE|-1)$' "$tokens[1]"
+            string match -qr -- '^([0-9].*|\.[0-9].*|infinite|INFINITE|-1)$' "$tokens[1]"
             and set -e tokens[1]
         else if string match -q -- '--*=*' $t
             continue

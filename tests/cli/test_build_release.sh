@@ -1,5 +1,6 @@
 #!/bin/bash
-# A packager's build (issue 15): `cmake -DCMAKE_BUILD_TYPE=Release` with no other option has
+# A packager's build (issue 15): a build with no type is Release, and `cmake
+# -DCMAKE_BUILD_TYPE=Release` with no other option has
 # warnings as warnings (MQ_WERROR off by default; scripts/build.sh turns it on), and the unit
 # tests compile clean with -Werror at -O2 and -O3, where GCC 12 once reported -Wrestrict false
 # positives in tests/unit/columns_test.cpp and conversation_test.cpp. Configures fresh build
@@ -16,6 +17,13 @@ configure() {
   shift
   expect_rc 0 cmake -S "$MQ_SRC" -B "$dir" -G "Unix Makefiles" "$@"
 }
+
+# No build type given: Release, for users (issue 15: the default build installed 198 MB of
+# tools with debug information).
+configure "$T/plain"
+grep -q '^CMAKE_BUILD_TYPE:STRING=Release$' "$T/plain/CMakeCache.txt" ||
+  fail "a build with no type is $(grep '^CMAKE_BUILD_TYPE' "$T/plain/CMakeCache.txt")"
+grep -q -- '-g\b' "$T/plain/CMakeFiles/mq.dir/flags.make" && fail "a default build compiles with -g"
 
 configure "$T/default" -DCMAKE_BUILD_TYPE=Release
 grep -q '^MQ_WERROR:BOOL=OFF$' "$T/default/CMakeCache.txt" ||

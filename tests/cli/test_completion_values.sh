@@ -32,6 +32,18 @@ done
 grep -q '^#.*_mq_cursor_names\|_mq_cursor_names' "$COMP/zsh/_mq-peek" || fail "zsh: no cursor names for mq-peek"
 grep -q '__mq_cursor_names' "$COMP/fish/mq-watch.fish" || fail "fish: no cursor names for mq-watch"
 
+# The optional duration of -w/-t in any written form (1m30s, 1.5s: issue 15) is skipped: the
+# next word is still the queue, whose names are offered.
+for t in mq-peek mq-receive mq-watch; do
+  for w in 30s 1m30s 1.5s 5min; do
+    offers "$COMP/bash/$t" $t -w $w '' | grep -qx q || fail "bash: $t -w $w offers no queue names"
+    if command -v fish >/dev/null; then
+      fish -N -c 'source $argv[1]; complete -C "$argv[2] -w $argv[3] "' "$COMP/fish/$t.fish" $t $w |
+        cut -f1 | grep -qx q || fail "fish: $t -w $w offers no queue names"
+    fi
+  done
+done
+
 # Every --format value.
 check_formats() {
   local file=$1 want=$2

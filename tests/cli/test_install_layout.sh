@@ -1,7 +1,8 @@
 #!/bin/bash
 # `cmake --install` under /usr/local (issue 15, section 3): completions land where each shell
-# looks (zsh: share/zsh/site-functions, in zsh's default fpath; fish: vendor_completions.d of
-# an XDG data directory; bash-completion likewise), and the systemd units mq-watch@.service,
+# looks (zsh: share/zsh/site-functions, in zsh's default fpath; fish: /etc/fish/completions,
+# as Debian's fish reads nothing of /usr/local when XDG_DATA_DIRS is unset, and under another
+# prefix share/fish/vendor_completions.d; bash-completion: share/ of an XDG data directory), and the systemd units mq-watch@.service,
 # mq-sweep.service and mq-sweep.timer are installed and pass `systemd-analyze verify` against
 # the installed tools (which it finds through systemd's fixed search path).
 . "$(dirname "$0")/lib.sh"
@@ -13,24 +14,49 @@ DESTDIR=$root cmake --install "$MQ_BIN" --prefix /usr/local --strip >"$T/install
 L=$root/usr/local
 for f in bin/mq-watch bin/mq-admin \
          share/zsh/site-functions/_mq-send share/zsh/site-functions/_mq-watch \
-         share/fish/vendor_completions.d/mq-send.fish share/bash-completion/completions/mq-send \
+         share/bash-completion/completions/mq-send \
          lib/systemd/system/mq-watch@.service lib/systemd/system/mq-sweep.service \
          lib/systemd/system/mq-sweep.timer; do
   [ -e "$L/$f" ] || fail "no /usr/local/$f"
 done
 [ -e "$L/share/zsh/vendor-completions" ] && fail "zsh completions in vendor-completions under /usr/local"
+for t in mq-send mq-peek mq-receive mq-watch mq-admin; do
+  [ -f "$root/etc/fish/completions/$t.fish" ] || fail "no /etc/fish/completions/$t.fish"
+done
+[ -e "$L/share/fish" ] && fail "a second copy of the fish completions under /usr/local/share/fish"
 
 # Each shell, as installed here, looks there.
 if command -v zsh >/dev/null; then
   zsh -fc 'print -rl -- $fpath' | grep -qx /usr/local/share/zsh/site-functions ||
     fail "zsh's fpath lacks /usr/local/share/zsh/site-functions: $(zsh -fc 'print -r -- $fpath')"
 fi
-# fish reads vendor_completions.d of each XDG data directory; /usr/local/share is in the XDG
-# default that sessions set (README, "Build and install by hand").
+# fish, with XDG_DATA_DIRS unset (a console, an ssh session) or set, looks in
+# /etc/fish/completions; and what is installed there completes (fish is told to look in the
+# DESTDIR copy, as the real /etc is not this test's to write).
 if command -v fish >/dev/null; then
-  HOME=$T/home XDG_DATA_DIRS=/usr/local/share:/usr/share fish -c 'printf "%s\n" $fish_complete_path' |
-    grep -qx /usr/local/share/fish/vendor_completions.d ||
-    fail "fish does not look in /usr/local/share/fish/vendor_completions.d"
+  for xdg in unset /usr/local/share:/usr/share; do
+    if [ "$xdg" = unset ]; then
+      env -u XDG_DATA_DIRS HOME=$T/home fish -c 'printf "%s\n" $fish_complete_path' >"$T/fish-path"
+    else
+      HOME=$T/home XDG_DATA_DIRS=$xdg fish -c 'printf "%s\n" $fish_complete_path' >"$T/fish-path"
+    fi
+    grep -qx /etc/fish/completions "$T/fish-path" ||
+      fail "fish (XDG_DATA_DIRS $xdg) does not look in /etc/fish/completions: $(cat "$T/fish-path")"
+  done
+  HOME=$T/home fish -c 'set -p fish_complete_path $argv[1]; complete -C "mq-send --prio"' \
+    "$root/etc/fish/completions" >"$T/fish-offers" 2>&1
+  grep -q '^--priority' "$T/fish-offers" ||
+    fail "the installed fish completions offer no --priority: $(cat "$T/fish-offers")"
+fi
+# Under a user's prefix (~/.local): fish's own per-user vendor directory.
+cmake --install "$MQ_BIN" --prefix "$T/home/.local" --strip >"$T/install2.log" 2>&1 ||
+  fail "cmake --install --prefix ~/.local failed: $(tail -5 "$T/install2.log")"
+[ -f "$T/home/.local/share/fish/vendor_completions.d/mq-send.fish" ] ||
+  fail "no ~/.local/share/fish/vendor_completions.d/mq-send.fish"
+if command -v fish >/dev/null; then
+  env -u XDG_DATA_DIRS HOME=$T/home fish -c 'printf "%s\n" $fish_complete_path' |
+    grep -qx "$T/home/.local/share/fish/vendor_completions.d" ||
+    fail "fish does not look in ~/.local/share/fish/vendor_completions.d"
 fi
 if [ -f /usr/share/bash-completion/bash_completion ]; then
   grep -q 'XDG_DATA_DIRS' /usr/share/bash-completion/bash_completion ||

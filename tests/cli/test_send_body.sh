@@ -28,6 +28,16 @@ printf 'file body\n' >"$T/body.txt"
 expect_rc 0 mq-send -f "$T/body.txt" q
 expect_rc 0 mq-receive q
 expect_out $'file body\n'
+# -f - is stdin (issue 15), not a file named '-'.
+cd "$T" || exit 1
+expect_rc 0 mq-send -f - q < <(printf 'stdin body\n')
+expect_rc 0 mq-receive q
+expect_out $'stdin body\n'
+expect_rc 0 mq-send --file=- q < <(printf 'long form\n')
+expect_rc 0 mq-receive q
+expect_out $'long form\n'
+expect_rc 2 mq-send -f - q argument < <(printf x)
+expect_rc 1 mq-peek q
 # A missing file is a usage error and sends nothing.
 expect_rc 2 mq-send -f "$T/missing.txt" q
 expect_err_match 'missing\.txt'

@@ -10,7 +10,7 @@ bad_opts=(
   "-p 8" "-p -1" "-p x" "--priority 99"
   "--ack full-receive" "--ack bogus --admin-queue q" "--ack full-receive --admin-queue ../bad"
   "--correlation zz" "--correlation 0123" "-c 00112233445566778899aabbccddeeff0011223" "-c {nope}\\1"
-  "--ttbr bogus" "--ttrq 5x" "--ttbr 1.5s" "--app 4294967296" "--app -1" "--body-type nonsense"
+  "--ttbr bogus" "--ttrq 5x" "--ttbr 1.5" "--app 4294967296" "--app -1" "--body-type nonsense"
   "--response-queue a/b" "--no-such-option" "-f"
 )
 for opts in "${bad_opts[@]}"; do

@@ -31,8 +31,8 @@ expect_err_match "invalid duration '5x'"
 bad 2 mq-peek q --wait 5x          # not a duration, so --wait waits forever and 5x is extra
 bad 2 mq-receive q -w 5x
 bad 2 mq-receive q --wait=-5s
-bad 2 mq-receive q --wait=1.5s
-bad 2 mq-receive q --wait=5sec
+bad 2 mq-receive q --wait=1.5       # a fraction needs a unit (1.5s is 1500 ms)
+bad 2 mq-receive q --wait=5secs
 bad 2 mq-watch q -t soon
 expect_err_match "invalid duration 'soon'"
 bad 2 mq-watch q --timeout=5x
@@ -41,7 +41,7 @@ bad 2 mq-send q --delay -1s body
 expect_err_match "invalid duration '-1s'"
 bad 2 mq-send q --delay 5x body
 bad 2 mq-send q --delay infinite body
-bad 2 mq-send q --delay 1.5s body
+bad 2 mq-send q --delay 0.5ms body   # finer than a millisecond
 bad 2 mq-send q --at tomorrow body
 expect_err_match "invalid time 'tomorrow'"
 bad 2 mq-send q --at @ body

@@ -249,6 +249,30 @@ TEST_CASE("a receive whose output fails changes nothing", "[store]") {
   CHECK(Bodies(c.got) == std::vector<std::string>{"a", "b"});
 }
 
+TEST_CASE("create with exist_ok compares only the settings given", "[store]") {
+  TempDir t;
+  auto st = OpenNew(t.path);
+  QueueSettings qs;
+  qs.max_retries = 3;
+  qs.retry_delay = 1500;
+  REQUIRE(st->CreateQueue(Q("q"), qs, true).ok());
+  CHECK(st->CreateQueue(Q("q"), qs).code() == Code::kQueueExists);
+  CHECK(st->CreateQueue(Q("q"), qs, true).ok());
+  CHECK(st->CreateQueue(Q("q"), QueueSettings{}, true).ok());
+  int64_t modified = st->StatQueue(Q("q"))->info.modified_time;
+  QueueSettings other;
+  other.max_retries = 9;
+  other.quota = 0;  // the queue's own: not named in the error
+  Status s = st->CreateQueue(Q("q"), other, true);
+  CHECK(s.code() == Code::kQueueExists);
+  CHECK(s.text() == "queue exists with other settings: max-retries 3, not 9");
+  QueueInfo info = st->StatQueue(Q("q"))->info;
+  CHECK(info.max_retries == 3);
+  CHECK(info.modified_time == modified);
+  CHECK(st->CreateQueue(Q("q;poison"), qs, true).code() ==
+        Code::kUnsupportedFormatnameOperation);
+}
+
 TEST_CASE("quota and maximum message size refuse a send whole", "[store]") {
   TempDir t;
   auto st = OpenNew(t.path);

@@ -14,8 +14,28 @@ TEST_CASE("durations", "[units]") {
   CHECK(*ParseDuration("1d") == 86400000);
   CHECK(*ParseDuration("infinite") == kInfinite);
   CHECK(*ParseDuration("-1") == kInfinite);
-  for (const char* bad : {"", "s", "5x", "-5", "1.5s", "99999999999999999999"})
+  for (const char* bad : {"", "s", "5x", "-5", "99999999999999999999", "1.5", "1m30", "30s1m",
+                          "1s1s", "1m1min", ".s", "1.s5", "0.5ms", "1 s", "1.0000000001s",
+                          "106751991167d", "5mins"})
     CHECK(ParseDuration(bad).status().code() == Code::kInvalidArg);
+  // issue 15: fractions, parts and the long unit names.
+  CHECK(*ParseDuration("1.5s") == 1500);
+  CHECK(*ParseDuration("0.25s") == 250);
+  CHECK(*ParseDuration(".5s") == 500);
+  CHECK(*ParseDuration("1m30s") == 90000);
+  CHECK(*ParseDuration("1h30m") == 5400000);
+  CHECK(*ParseDuration("1d2h3m4s5ms") == 93784005);
+  CHECK(*ParseDuration("5min") == 300000);
+  CHECK(*ParseDuration("10sec") == 10000);
+  CHECK(*ParseDuration("1.5m") == 90000);
+  CHECK(*ParseDuration("0.001s") == 1);
+  CHECK(*ParseDuration("0") == 0);
+  CHECK(*ParseDuration("0s") == 0);
+  CHECK(ParseDuration("1x").status().text().find("'1x'") != std::string::npos);
+  CHECK(ParseDuration("0.5ms").status().text().find("whole number of milliseconds") !=
+        std::string::npos);
+  CHECK(ParseDuration("1.5").status().text().find("needs a unit (1.5s)") != std::string::npos);
+  CHECK(ParseDuration("1m30").status().text().find("needs a unit (1m30s)") != std::string::npos);
   CHECK(FormatDuration(90000) == "90s");
   CHECK(FormatDuration(120000) == "2m");
   CHECK(FormatDuration(1) == "1ms");
@@ -39,4 +59,13 @@ TEST_CASE("times", "[units]") {
   CHECK(*ParseTime(FormatTime(now)) == now);
   CHECK_FALSE(ParseTime("yesterday").ok());
   CHECK_FALSE(ParseTime("2026-13-01T00:00:00Z").ok());
+  // issue 15: a date that does not exist is refused, not carried into the next month.
+  for (const char* bad : {"2027-02-31T00:00:00Z", "2027-02-29T00:00:00Z", "2100-02-29T00:00:00Z",
+                          "2026-04-31T00:00:00Z", "2026-01-32T00:00:00Z", "2026-01-00T00:00:00Z"})
+    CHECK(ParseTime(bad).status().code() == Code::kInvalidArg);
+  CHECK(ParseTime("2027-02-31T00:00:00Z").status().text().find("2027-02 has 28 days") !=
+        std::string::npos);
+  CHECK(*ParseTime("2028-02-29T00:00:00Z") == *ParseTime("2028-03-01T00:00:00Z") - 86400000);
+  CHECK(*ParseTime("2000-02-29T00:00:00Z") == 951782400000);
+  CHECK(*ParseTime("2026-12-31T23:59:59Z") == 1798761599000);
 }
