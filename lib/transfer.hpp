@@ -10,7 +10,8 @@
 //
 // forward -> accept
 //   'H' hello     "MQXFER" u16 BE version, then TLV: 1 source store GUID (16 bytes),
-//                 2 stream id, 3 link name, 4 window size
+//                 2 stream id, 3 link name, 4 window size, 5 compression methods the sender
+//                 offers (names separated by ','; "deflate"); absent: none
 //   'M' message   u64 TxSequenceNumber, u64 PreviousTxSequenceNumber (0: the first of this
 //                 session, not checked), session header: u32 UserMsgSequenceNumber,
 //                 u32 RecoverableMsgSeqNumber, u32 AckSequenceNumber, u32 WindowSize;
@@ -18,9 +19,14 @@
 //                 <Stream> (streamId, current, previous) repeats the stream and numbers
 //   'F' flush     nothing more follows until an acknowledgement: store what you have
 //   'B' bye       the sender is done; accept answers what is pending and exits 0
+//   'Z' deflated  only when the welcome chose "deflate": the next piece of one raw deflate
+//                 stream (RFC 1951) that runs through the session, ending at a sync flush;
+//                 inflated, it is more frames of the kinds above (whole frames, each with its
+//                 own CRC), read before the frame that follows the 'Z'
 // accept -> forward
 //   'W' welcome   "MQXFER" u16 BE version, then TLV: 1 accepting store GUID, 2 the stream's
-//                 last accepted TxSequenceNumber
+//                 last accepted TxSequenceNumber, 3 the compression method chosen among those
+//                 offered (absent: none)
 //   'A' ack       session acknowledgement: u64 the stream's last accepted TxSequenceNumber
 //                 (every message up to it is stored there, or refused), u32 AckSequenceNumber
 //                 (messages of this session processed), u32 RecoverableMsgAckSeqNumber,
@@ -28,9 +34,14 @@
 //                 the messages this acknowledgement covers for the first time
 // both
 //   'E' error     UTF-8 text; the sender closes the stream after it
+//
+// Compression is an extension of version 1, negotiated: a peer that does not know it ignores
+// the hello's field 5 (unknown TLV fields are skipped) and answers without field 3, and the
+// sender then writes plain frames. The acknowledgements are never compressed.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,9 +58,11 @@ inline constexpr uint16_t kVersion = 1;
 inline constexpr std::string_view kMagic = "MQXFER";
 inline constexpr uint32_t kMaxFrame = 1u << 30;
 
+inline constexpr std::string_view kDeflate = "deflate";
+
 enum class Type : char {
   kHello = 'H', kMessage = 'M', kFlush = 'F', kBye = 'B', kWelcome = 'W', kAck = 'A',
-  kError = 'E',
+  kError = 'E', kDeflated = 'Z',
 };
 
 struct Frame {
@@ -57,7 +70,7 @@ struct Frame {
   std::string payload;
 };
 
-// CRC-32 (IEEE 802.3, as zlib's crc32), continuing from `crc` (0 to start).
+// CRC-32 (IEEE 802.3: zlib's crc32), continuing from `crc` (0 to start).
 uint32_t Crc32(std::string_view data, uint32_t crc = 0);
 
 // Appends a frame to `out`.
@@ -78,12 +91,49 @@ class FrameReader {
   size_t pos_ = 0;
 };
 
+// The sender's side of 'Z' frames: one deflate stream for the session.
+class Deflater {
+ public:
+  Deflater();
+  ~Deflater();
+  Deflater(const Deflater&) = delete;
+  Deflater& operator=(const Deflater&) = delete;
+  // Appends to `out` one 'Z' frame holding `frames` (whole frames, PutFrame's output).
+  void PutDeflated(std::string& out, std::string_view frames);
+
+ private:
+  struct State;
+  std::unique_ptr<State> z_;
+  std::string buf_;
+};
+
+// The receiver's side: inflates the payload of each 'Z' frame and hands back the frames in it.
+class Inflater {
+ public:
+  Inflater();
+  ~Inflater();
+  Inflater(const Inflater&) = delete;
+  Inflater& operator=(const Inflater&) = delete;
+  // Inflates one 'Z' payload into the frames it holds; an error for a damaged stream.
+  Status Feed(std::string_view payload);
+  // The next inflated frame, nullopt when those of the last payloads are all taken.
+  Result<std::optional<Frame>> Next() { return frames_.Next(); }
+  // Whether a frame was cut between payloads (the sender never does that).
+  bool Partial() const { return !frames_.Empty(); }
+
+ private:
+  struct State;
+  std::unique_ptr<State> z_;
+  FrameReader frames_;
+};
+
 struct Hello {
   uint16_t version = kVersion;
   Guid source{};
   std::string stream;
   std::string link;
   uint32_t window = 0;
+  std::string compression;  // offered: "deflate", or empty
 };
 std::string EncodeHello(const Hello& h);
 Status DecodeHello(std::string_view payload, Hello& h);
@@ -92,7 +142,10 @@ struct Welcome {
   uint16_t version = kVersion;
   Guid store{};
   uint64_t last = 0;
+  std::string compression;  // chosen: "deflate", or empty (plain frames)
 };
+// The method an accept chooses from a hello's offer: deflate if offered, else none.
+std::string ChooseCompression(std::string_view offered);
 std::string EncodeWelcome(const Welcome& w);
 Status DecodeWelcome(std::string_view payload, Welcome& w);
 
