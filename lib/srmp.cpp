@@ -985,13 +985,38 @@ Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream) {
 std::string FormatSrmpTime(int64_t ms) {
   int64_t sec = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
   int64_t frac = ms - sec * 1000;
-  time_t t = static_cast<time_t>(sec);
-  struct tm tm {};
-  gmtime_r(&t, &tm);
-  std::string out = fmt::format("{:04}{:02}{:02}T{:02}{:02}{:02}", tm.tm_year + 1900,
-                                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-  if (frac) out += fmt::format(".{:03}", frac);
-  return out;
+  // The civil date of a day count (H. Hinnant's civil_from_days), without gmtime_r and its
+  // time zone lock: this runs for each date of each message a link carries.
+  int64_t days = sec >= 0 ? sec / 86400 : -((-sec + 86399) / 86400);
+  int64_t secs = sec - days * 86400;
+  int64_t z = days + 719468;
+  int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  int64_t doe = z - era * 146097;
+  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  int64_t mp = (5 * doy + 2) / 153;
+  int64_t day = doy - (153 * mp + 2) / 5 + 1;
+  int64_t mon = mp < 10 ? mp + 3 : mp - 9;
+  int64_t year = yoe + era * 400 + (mon <= 2 ? 1 : 0);
+  if (year < 0 || year > 9999)
+    return fmt::format("{:04}{:02}{:02}T{:02}{:02}{:02}{}", year, mon, day, secs / 3600,
+                       secs / 60 % 60, secs % 60, frac ? fmt::format(".{:03}", frac) : "");
+  char buf[19];
+  auto put = [&](size_t at, int64_t v, int width) {
+    for (int i = width - 1; i >= 0; --i, v /= 10)
+      buf[at + static_cast<size_t>(i)] = static_cast<char>('0' + v % 10);
+  };
+  put(0, year, 4);
+  put(4, mon, 2);
+  put(6, day, 2);
+  buf[8] = 'T';
+  put(9, secs / 3600, 2);
+  put(11, secs / 60 % 60, 2);
+  put(13, secs % 60, 2);
+  if (!frac) return std::string(buf, 15);
+  buf[15] = '.';
+  put(16, frac, 3);
+  return std::string(buf, 19);
 }
 
 Result<int64_t> ParseSrmpTime(std::string_view text) {
