@@ -30,7 +30,7 @@ rate() { awk -v n="$1" -v a="$2" -v b="$3" 'BEGIN { printf "%.0f", n / (b - a) }
 mib() { awk -v n="$1" -v a="$2" -v b="$3" 'BEGIN { printf "%.1f", n * 1024 / (b - a) / 1048576 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f%%", 100 * a / b }'; }
 # target NAME RATIO: "met" or "missed" against 80%
-target() { awk -v r="${2%\%}" -v n="$1" 'BEGIN { printf "%s: %s%% (target 80%%: %s)\n", n, r, r >= 80 ? "met" : "missed" }'; }
+target() { awk -v r="${2%\%}" -v n="$1" 'BEGIN { printf "%s: %s%% (target 80%%: %s)\n", n, r, (r >= 80 ? "met" : "missed") }'; }
 
 mq-admin init >/dev/null && mq-admin --store "$B" init >/dev/null
 mq-admin create src && mq-admin --store "$B" create dst

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <new>
+#include <cstdio>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -178,6 +180,80 @@ Status Inflater::Feed(std::string_view payload) {
     if (rc == Z_BUF_ERROR && z.avail_out != 0)
       return Status(Code::kIo, "a deflated frame cannot be inflated: the stream is corrupted");
   }
+}
+
+void CompressionTuner::Start(bool negotiated, bool always, int64_t now) {
+  negotiated_ = negotiated;
+  always_ = always;
+  deflate_ = false;
+  Begin(kWait, now);
+}
+
+void CompressionTuner::Begin(Phase p, int64_t now) {
+  phase_ = p;
+  since_ = now;
+  started_ = false;
+  taken_ = 0;
+}
+
+void CompressionTuner::Taken(uint64_t plain, uint64_t deflated, int64_t now) {
+  uint64_t n = phase_ == kProbePlain ? plain : phase_ == kProbeDeflate ? deflated : 0;
+  if (!n) return;
+  if (!started_) {
+    // The clock starts with the first message of the probe's mode the link took.
+    started_ = true;
+    since_ = now;
+    return;
+  }
+  taken_ += n;
+}
+
+void CompressionTuner::RanDry(int64_t now) {
+  if (phase_ == kProbePlain || phase_ == kProbeDeflate) {
+    deflate_ = false;
+    Begin(kWait, now);
+  }
+}
+
+void CompressionTuner::Backlogged(int64_t now) {
+  if (phase_ == kWait && negotiated_ && !always_) Begin(kProbePlain, now);
+}
+
+bool CompressionTuner::Deflate(int64_t now) {
+  if (!negotiated_) return false;
+  if (always_) return true;
+  int64_t elapsed = now - since_;
+  double rate = elapsed > 0 ? static_cast<double>(taken_) * 1000 / static_cast<double>(elapsed)
+                            : 0;
+  switch (phase_) {
+    case kWait:
+      break;
+    case kProbePlain:
+      if (started_ && elapsed >= kProbeMs) {
+        plain_rate_ = rate;
+        Begin(kProbeDeflate, now);
+      }
+      break;
+    case kProbeDeflate:
+      if (started_ && elapsed >= kProbeMs) {
+        deflate_ = rate > plain_rate_ * 1.25;
+        Begin(kHold, now);
+      }
+      break;
+    case kHold:
+      if (elapsed >= kHoldMs) {
+        deflate_ = false;
+        Begin(kWait, now);
+      }
+      break;
+  }
+  switch (phase_) {
+    case kWait: return false;
+    case kProbePlain: return false;
+    case kProbeDeflate: return true;
+    case kHold: return deflate_;
+  }
+  return false;
 }
 
 std::string ChooseCompression(std::string_view offered) {

@@ -127,6 +127,44 @@ class Inflater {
   FrameReader frames_;
 };
 
+// Whether forward should deflate what it writes now. Deflating pays when the link is what
+// limits the transfer (a network, a throttled pipe: the same bytes carry about 2.5 times the
+// messages), not when the far side's storing is (a local pipe: then it only costs CPU). Once
+// the link backs up (a write would block: every buffer on the way is full), each mode is
+// tried for kProbeMs, by the messages per second the link takes, and the better kept for
+// kHoldMs; plain unless deflate is clearly faster. Then the same again once the link backs
+// up.
+class CompressionTuner {
+ public:
+  static constexpr int64_t kProbeMs = 300;
+  static constexpr int64_t kHoldMs = 30000;
+
+  // `negotiated`: the far side inflates; `always`: no probing, deflate throughout.
+  void Start(bool negotiated, bool always, int64_t now);
+  // The link took more messages (their frames written whole): `plain` framed plain,
+  // `deflated` deflated. A probe counts those of its own mode, from the first of them on
+  // (what was framed before it, still waiting to be written, says nothing of it).
+  void Taken(uint64_t plain, uint64_t deflated, int64_t now);
+  // The queue had nothing more: a probe measures nothing, plain until the link backs up again.
+  void RanDry(int64_t now);
+  // A write to the link would block.
+  void Backlogged(int64_t now);
+  // Whether to deflate the next frames.
+  bool Deflate(int64_t now);
+
+ private:
+  enum Phase { kWait, kProbePlain, kProbeDeflate, kHold };
+  void Begin(Phase p, int64_t now);
+  bool negotiated_ = false;
+  bool always_ = false;
+  Phase phase_ = kWait;
+  bool started_ = false;  // a probe: the link took its first message
+  int64_t since_ = 0;
+  uint64_t taken_ = 0;
+  double plain_rate_ = 0;
+  bool deflate_ = false;
+};
+
 struct Hello {
   uint16_t version = kVersion;
   Guid source{};

@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <deque>
+#include <utility>
 #include <map>
 
 #include <fmt/format.h>
@@ -283,7 +284,7 @@ struct ForwardArgs {
   uint32_t window = kDefaultWindow;
   std::string retry;
   std::string timeout = "30s";
-  bool no_compress = false;
+  std::string compress = "auto";  // auto, always, never
 };
 
 // The link's command, running.
@@ -330,6 +331,10 @@ class Child {
     to_ = in[1];
     from_ = out[0];
     ::fcntl(to_, F_SETFL, ::fcntl(to_, F_GETFL) | O_NONBLOCK);
+    // A larger pipe to the command (Linux; up to fs.pipe-max-size, 1 MiB by default): the far
+    // side has work queued while this side encodes or commits. Where it cannot grow, the
+    // default 64 KiB does.
+    (void)::fcntl(to_, F_SETPIPE_SZ, 1 << 20);
     ::fcntl(from_, F_SETFL, ::fcntl(from_, F_GETFL) | O_NONBLOCK);
     return {};
   }
@@ -394,21 +399,37 @@ class Outgoing {
   void Reset() {
     buf_.clear();
     pos_ = 0;
+    base_ = 0;
     plain_.clear();
     deflater_.reset();
     deflating_ = false;
+    unmarked_ = 0;
+    marks_.clear();
+    written_[0] = written_[1] = 0;
+    framed_ = 0;
   }
   // Whether the next frames are deflated (only once the welcome chose deflate). One deflate
   // stream runs through the session, whatever is written plain between its pieces.
   void SetDeflate(bool on) {
+    if (on == deflating_) return;
     if (on && !deflater_) deflater_ = std::make_unique<transfer::Deflater>();
-    if (!on) Seal();
+    Seal();
+    Mark();  // what was framed so far was framed in the other mode
     deflating_ = on;
   }
   bool deflating() const { return deflating_; }
   void Put(Type type, std::string_view payload) {
     transfer::PutFrame(deflating_ ? plain_ : buf_, type, payload);
+    if (type == Type::kMessage) ++unmarked_;
+    framed_ += payload.size() + 9;
     if (plain_.size() >= kSealBytes) Seal();
+  }
+  // Bytes framed in this session (before deflating).
+  uint64_t framed() const { return framed_; }
+  // Messages whose frames the link has taken whole since the last call: framed plain, and
+  // framed deflated.
+  std::pair<uint64_t, uint64_t> TakeWritten() {
+    return {std::exchange(written_[0], 0), std::exchange(written_[1], 0)};
   }
   bool Empty() const { return pos_ == buf_.size() && plain_.empty(); }
   size_t Size() const { return buf_.size() - pos_ + plain_.size(); }
@@ -416,26 +437,45 @@ class Outgoing {
   // Writes what the (non-blocking) descriptor takes now.
   Status Flush(int fd) {
     Seal();
+    Mark();
+    blocked_ = false;
     while (pos_ < buf_.size()) {
       ssize_t n = ::write(fd, buf_.data() + pos_, buf_.size() - pos_);
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        blocked_ = true;
+        break;
+      }
       if (n < 0) return ErrnoStatus(errno, "link", "write failed");
       pos_ += static_cast<size_t>(n);
     }
+    while (!marks_.empty() && marks_.front().end <= base_ + pos_) {
+      written_[marks_.front().deflated] += marks_.front().messages;
+      marks_.pop_front();
+    }
     if (pos_ == buf_.size()) {
+      base_ += pos_;
       buf_.clear();
       pos_ = 0;
     } else if (pos_ >= (1u << 20) && pos_ * 2 >= buf_.size()) {
+      base_ += pos_;
       buf_.erase(0, pos_);
       pos_ = 0;
     }
     return {};
   }
+  // Whether the last Flush left bytes the link would not take.
+  bool blocked() const { return blocked_; }
 
  private:
   // Frames are deflated in pieces of about this much: enough for deflate's 32 KiB window.
   static constexpr size_t kSealBytes = 256 << 10;
+  // Everything framed so far (sealed) ends where the buffer ends now.
+  void Mark() {
+    if (!unmarked_) return;
+    marks_.push_back(Marker{base_ + buf_.size(), unmarked_, deflating_});
+    unmarked_ = 0;
+  }
   void Seal() {
     if (plain_.empty()) return;
     deflater_->PutDeflated(buf_, plain_);
@@ -446,80 +486,18 @@ class Outgoing {
   std::string plain_;
   std::unique_ptr<transfer::Deflater> deflater_;
   bool deflating_ = false;
-};
-
-// Whether deflating pays: it does when the link is what limits the transfer (a network, a
-// throttled pipe: about 2.5 times the messages per second for the same bytes), not when the
-// far side's storing is (a local pipe: then it only costs CPU). Each mode is tried for a
-// while, by the messages per second sent, and the better one kept for a longer while; plain
-// unless deflate is clearly faster.
-class CompressionTuner {
- public:
-  static constexpr int64_t kProbeMs = 300;
-  static constexpr int64_t kHoldMs = 30000;
-
-  void Start(bool negotiated, int64_t now) {
-    negotiated_ = negotiated;
-    phase_ = kProbePlain;
-    Begin(now);
-  }
-  // A batch of `n` messages was framed.
-  void Sent(uint64_t n) { sent_ += n; }
-  // The queue had nothing more: this turn measures nothing.
-  void RanDry() { dry_ = true; }
-  // The mode frames should now be written in.
-  bool Deflate(int64_t now) {
-    if (!negotiated_) return false;
-    int64_t elapsed = now - since_;
-    switch (phase_) {
-      case kProbePlain:
-        if (elapsed >= kProbeMs) {
-          plain_rate_ = Rate(elapsed);
-          phase_ = kProbeDeflate;
-          Begin(now);
-        }
-        break;
-      case kProbeDeflate:
-        if (elapsed >= kProbeMs) {
-          double rate = Rate(elapsed);
-          // A queue that ran dry measured nothing: then plain, the cheaper.
-          deflate_ = plain_rate_ > 0 && rate > plain_rate_ * 1.25;
-          phase_ = kHold;
-          Begin(now);
-        }
-        break;
-      case kHold:
-        if (elapsed >= kHoldMs) {
-          phase_ = kProbePlain;
-          Begin(now);
-        }
-        break;
-    }
-    switch (phase_) {
-      case kProbePlain: return false;
-      case kProbeDeflate: return true;
-      case kHold: return deflate_;
-    }
-    return false;
-  }
-
- private:
-  enum Phase { kProbePlain, kProbeDeflate, kHold };
-  void Begin(int64_t now) {
-    since_ = now;
-    sent_ = 0;
-    dry_ = false;
-  }
-  double Rate(int64_t elapsed) const {
-    return dry_ ? 0 : static_cast<double>(sent_) * 1000 / static_cast<double>(elapsed);
-  }
-  bool negotiated_ = false;
-  Phase phase_ = kProbePlain;
-  int64_t since_ = 0;
-  uint64_t sent_ = 0;
-  bool dry_ = false;
-  double plain_rate_ = 0;
-  bool deflate_ = false;
+  bool blocked_ = false;
+  uint64_t base_ = 0;      // the offset in the session's stream of buf_[0]
+  uint64_t unmarked_ = 0;  // messages framed since the last mark
+  // Where in the stream the frames of so many messages end: popped as the link takes them.
+  struct Marker {
+    uint64_t end;
+    uint64_t messages;
+    bool deflated;
+  };
+  std::deque<Marker> marks_;
+  uint64_t written_[2] = {0, 0};  // plain, deflated
+  uint64_t framed_ = 0;
 };
 
 // A session failed: permanent failures (wrong peer, same store, wrong version) are not worth
@@ -674,13 +652,20 @@ class Forwarder {
   }
 
   // Locks the next batch and frames it; false if the queue had nothing.
-  Result<bool> SendBatch() {
+  Result<bool> SendBatch(Child& child) {
     Selection sel;
     uint64_t room = a_.window > inflight_count_ ? a_.window - inflight_count_ : 0;
     // Batches of up to a quarter of the window (each a Lock and a removal here; accept
     // commits at each flush or when it holds 4000 messages), so that acknowledgements of one
-    // come back while the next are on their way.
-    uint64_t per = std::max<uint64_t>(1, std::min<uint64_t>(a_.window / 4, 4000));
+    // come back while the next are on their way; of 1000 at most, so that the first messages
+    // of a batch are on their way while the last are encoded.
+    uint64_t per = std::max<uint64_t>(1, std::min<uint64_t>(a_.window / 4, 1000));
+    // And about what fits below kOutgoingBytes (by the last batch's bytes per message): what
+    // waits to be written is what a change of compression waits for.
+    if (frame_bytes_ > 0) {
+      size_t room = kOutgoingBytes - std::min(out_.Size(), kOutgoingBytes);
+      per = std::min<uint64_t>(per, std::max<uint64_t>(16, room / frame_bytes_ + 1));
+    }
     sel.limit = std::max<uint64_t>(1, std::min(room, per));
     if (mid_tx_) sel.limit = per;  // a transaction is never cut by the window
     LockOptions lo;
@@ -692,6 +677,7 @@ class Forwarder {
     }
     Batch b;
     b.lease = std::move(*lease);
+    uint64_t framed_before = out_.framed();
     for (const Message& m : b.lease->messages()) {
       Message t = m;
       if (!link_.return_link.empty()) {
@@ -708,12 +694,21 @@ class Forwarder {
       payload_ = transfer::EncodeMessageHeader(h);
       payload_ += transfer::EncodeTransferDoc(t, stream_, h.seq, h.prev);
       out_.Put(Type::kMessage, payload_);
+      // What the pipe takes now, so that the far side works while this side encodes. A
+      // failure shows again at the session's own write.
+      if (++encoded_ % 64 == 0) {
+        (void)out_.Flush(child.to());
+        auto [plain, deflated] = out_.TakeWritten();
+        tuner_.Taken(plain, deflated, MonotonicMs());
+        if (out_.blocked()) tuner_.Backlogged(MonotonicMs());
+      }
       prev_ = m.lookup_id;
       b.max_seq = m.lookup_id;
       mid_tx_ = !m.xact_id.empty() && !m.eod_last;
     }
     inflight_count_ += b.lease->messages().size();
-    tuner_.Sent(b.lease->messages().size());
+    size_t n = b.lease->messages().size();
+    if (n) frame_bytes_ = (out_.framed() - framed_before) / n;
     inflight_.push_back(std::move(b));
     return true;
   }
@@ -734,7 +729,7 @@ class Forwarder {
     h.stream = stream_;
     h.link = a_.link;
     h.window = a_.window;
-    if (!a_.no_compress) h.compression = std::string(transfer::kDeflate);
+    if (a_.compress != "never") h.compression = std::string(transfer::kDeflate);
     out_.Put(Type::kHello, transfer::EncodeHello(h));
 
     // Hello and welcome.
@@ -789,7 +784,7 @@ class Forwarder {
                                     "the link leads back to this same store: a link must reach "
                                     "another store"),
                       true);
-        if (w.compression == transfer::kDeflate && !a_.no_compress) {
+        if (w.compression == transfer::kDeflate && a_.compress != "never") {
           deflate_ok = true;
         } else if (!w.compression.empty()) {
           return Fail(child,
@@ -813,26 +808,27 @@ class Forwarder {
       waiter = std::move(*w);
     }
     last_ack_time_ = MonotonicMs();
-    tuner_.Start(deflate_ok, MonotonicMs());
+    tuner_.Start(deflate_ok, a_.compress == "always", MonotonicMs());
     bool flushed = true;  // a flush follows the last message sent
     bool said_bye = false;
     for (;;) {
       bool stopping = cli::Stopping();
       // One batch per turn, so that writing, acknowledgements and encoding overlap.
       bool sent = false, empty = false;
-      if (!said_bye && !stopping && out_.Size() < kOutgoingBytes &&
-          (inflight_count_ < a_.window || mid_tx_)) {
+      bool window_full = inflight_count_ >= a_.window && !mid_tx_;
+      if (!said_bye && !stopping && out_.Size() < kOutgoingBytes && !window_full) {
         out_.SetDeflate(tuner_.Deflate(MonotonicMs()));
-        auto more = SendBatch();
+        auto more = SendBatch(child);
         if (!more.ok()) return Fail(child, more.status(), true);
         sent = *more;
         empty = !*more;
-        if (empty) tuner_.RanDry();
+        if (empty) tuner_.RanDry(MonotonicMs());
         if (sent) flushed = false;
       }
-      if (!sent && !flushed && !said_bye) {
+      if (!sent && !flushed && !said_bye && (window_full || empty || stopping)) {
         // Nothing more to send now (the window is full, or the queue is empty): store what
         // you have. With the queue empty, an unfinished transaction is all there will be.
+        // (Only waiting for the pipe is no reason: accept stores every 4000 messages.)
         out_.Put(Type::kFlush, std::string(1, empty ? '\1' : '\0'));
         flushed = true;
       }
@@ -843,6 +839,9 @@ class Forwarder {
       if (!out_.Empty()) {
         Status w = out_.Flush(child.to());
         if (!w.ok()) return Fail(child, LinkError("the link's command ended (its stdin is closed)", a_.link));
+        auto [plain, deflated] = out_.TakeWritten();
+        tuner_.Taken(plain, deflated, MonotonicMs());
+        if (out_.blocked()) tuner_.Backlogged(MonotonicMs());
       }
       if (said_bye && out_.Empty()) {
         child.CloseTo();
@@ -902,7 +901,9 @@ class Forwarder {
   int stop_fd_ = -1;
   transfer::FrameReader reader_;
   Outgoing out_;
-  CompressionTuner tuner_;
+  transfer::CompressionTuner tuner_;
+  uint64_t encoded_ = 0;
+  uint64_t frame_bytes_ = 0;  // bytes framed per message, in the last batch
   std::string payload_;  // one message frame's payload, reused
   std::deque<Batch> inflight_;
   uint64_t inflight_count_ = 0;
@@ -932,9 +933,11 @@ Command SetupForward(CLI::App& app, Context&) {
                   "Messages sent and not yet acknowledged, at most (default 10000)")
       ->type_name("N")
       ->check(CLI::Range(1u, 1000000u));
-  sub->add_flag("--no-compress", a->no_compress,
-                "Send the messages uncompressed (by default they are deflated when the far "
-                "side can inflate them)");
+  sub->add_option("--compress", a->compress,
+                  "Deflate the messages when the far side can inflate them: auto (while that is "
+                  "faster, the default), always, or never")
+      ->type_name("WHEN")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
   sub->add_option("--retry", a->retry,
                   "With --once: how long to keep retrying a failing link (default 30s); "
                   "--follow retries forever")

@@ -285,3 +285,69 @@ TEST_CASE("compression is negotiated: deflate when offered, else plain frames") 
   REQUIRE(DecodeWelcome(EncodeWelcome(w), w2 = Welcome()).ok());
   CHECK(w2.compression.empty());
 }
+
+TEST_CASE("forward deflates when the link limits the transfer, not when the far side does") {
+  // A link that carries `bytes_per_ms`, messages of 2650 bytes plain and 860 deflated, a far
+  // side that stores `store_per_ms` messages a millisecond; `lag_ms`: how long what was framed
+  // before a switch keeps the link busy. What the tuner chooses once the probes are done.
+  auto run = [](double bytes_per_ms, double store_per_ms, bool negotiated, int lag_ms) {
+    CompressionTuner t;
+    int64_t now = 1000;
+    t.Start(negotiated, false, now);
+    CHECK(!t.Deflate(now));  // plain until the link backs up
+    t.Backlogged(now);
+    double carry = 0;
+    bool mode = false, last = false;
+    int lag = 0;
+    for (int ms = 0; ms < 3000; ++ms, ++now) {
+      bool want = t.Deflate(now);
+      if (want != last) lag = lag_ms;  // the old mode's frames still go first
+      last = want;
+      if (lag > 0) {
+        --lag;
+      } else {
+        mode = want;
+      }
+      double per_ms = std::min(bytes_per_ms / (mode ? 860.0 : 2650.0), store_per_ms);
+      carry += per_ms;
+      auto n = static_cast<uint64_t>(carry);
+      carry -= static_cast<double>(n);
+      t.Taken(mode ? 0 : n, mode ? n : 0, now);
+    }
+    return last;
+  };
+  for (int lag : {0, 50, 400}) {
+    CHECK(run(10 * 1048.576, 30, true, lag));    // 10 MiB/s, the far side stores 30,000 a second
+    CHECK(run(1048.576, 30, true, lag));         // 1 MiB/s
+    CHECK(!run(1e6, 30, true, lag));             // a local pipe: the far side limits
+    CHECK(!run(10 * 1048.576, 30, false, lag));  // an accept that cannot inflate
+  }
+  // No backlog, no probing: plain.
+  CompressionTuner t;
+  t.Start(true, false, 0);
+  t.Taken(1000, 0, 1);
+  CHECK(!t.Deflate(CompressionTuner::kProbeMs * 3));
+  // --compress always.
+  t.Start(true, true, 0);
+  CHECK(t.Deflate(0));
+  // A queue that runs dry during a probe: plain.
+  t.Start(true, false, 0);
+  t.Backlogged(0);
+  CHECK(!t.Deflate(0));
+  t.Taken(10, 0, 1);
+  t.Taken(10, 0, CompressionTuner::kProbeMs + 2);
+  CHECK(t.Deflate(CompressionTuner::kProbeMs + 2));  // the deflate probe
+  t.RanDry(CompressionTuner::kProbeMs + 3);
+  CHECK(!t.Deflate(CompressionTuner::kProbeMs + 4));
+  // After the hold, plain again until the link backs up again.
+  CompressionTuner h;
+  h.Start(true, false, 0);
+  h.Backlogged(0);
+  int64_t now = 0;
+  for (; now < 3 * CompressionTuner::kProbeMs; ++now) {
+    bool d = h.Deflate(now);
+    h.Taken(d ? 0 : 1, d ? 3 : 0, now);
+  }
+  CHECK(h.Deflate(now));
+  CHECK(!h.Deflate(now + CompressionTuner::kHoldMs + 1));
+}
