@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <new>
-#include <cstdio>
-#include <cstdlib>
 
 #include <fmt/format.h>
 

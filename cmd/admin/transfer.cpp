@@ -17,12 +17,15 @@
 //    and the numbers too) with PreviousTxSequenceNumber the message sent before it in this
 //    session, and keeps at most --window messages unacknowledged (a transaction is never
 //    cut: the window stretches to its last message).
-//  - accept stores what it has read whenever a flush comes (forward sends one after each
-//    batch) or what it holds is large, in one LMDB transaction that also records the stream's last sequence number (a
-//    transaction's messages always in the same one). A message at or below that number is a
+//  - accept stores what it has read whenever a flush comes (forward sends one when its
+//    window is full or the queue empty) or what it holds is large (4000 messages), in one
+//    LMDB transaction that also records the stream's last sequence number (a transaction's
+//    messages always in the same one). A message at or below that number is a
 //    replay: answered again as before, never stored twice. A refused message (no such queue,
 //    disabled, quota, size...) is remembered with its NACK class. Then it acknowledges: the
 //    last sequence number, and the refusals it covers.
+//  - Frames are deflated ('Z' frames) when both sides can and it is faster: see
+//    transfer::CompressionTuner.
 //  - forward ends the lease of each batch the acknowledgements cover, in one transaction:
 //    ACK_REACH_QUEUE and source journaling for the stored messages, the NACK and the dead-
 //    letter queue for the refused. A crash anywhere leaves the unacknowledged messages in
