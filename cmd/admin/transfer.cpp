@@ -41,8 +41,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <deque>
-#include <utility>
 #include <map>
+#include <utility>
 
 #include <fmt/format.h>
 
