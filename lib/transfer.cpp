@@ -2,6 +2,7 @@
 #include "transfer.hpp"
 
 #include <zlib.h>
+#include <zstd.h>
 
 #include <algorithm>
 #include <new>
@@ -22,7 +23,7 @@ Status Malformed(std::string_view what) {
 bool KnownType(char t) {
   switch (static_cast<Type>(t)) {
     case Type::kHello: case Type::kMessage: case Type::kFlush: case Type::kBye:
-    case Type::kWelcome: case Type::kAck: case Type::kError: case Type::kDeflated:
+    case Type::kWelcome: case Type::kAck: case Type::kError: case Type::kCompressed:
       return true;
   }
   return false;
@@ -100,43 +101,42 @@ Result<std::optional<Frame>> FrameReader::Next() {
 
 // ---- 'Z' frames ------------------------------------------------------------------------------
 
-// Raw deflate (no zlib header or trailer: each frame has its CRC-32), the fastest level: the
-// point is the XML of the envelopes, which even level 1 shrinks about tenfold, at a cost that
-// keeps up with a local pipe.
-struct Deflater::State {
-  z_stream z{};
+// zstd at level 1: the point is the XML of the envelopes, which it shrinks about tenfold, at a
+// cost that keeps up with a local pipe (several times zlib's fastest level, for smaller output).
+// The window is bounded on both sides, so that a peer cannot make accept allocate much.
+constexpr int kZstdLevel = 1;
+constexpr int kZstdWindowLog = 20;  // 1 MiB
+
+struct Compressor::State {
+  ZSTD_CCtx* c = nullptr;
 };
 
-Deflater::Deflater() : z_(std::make_unique<State>()) {
-  if (deflateInit2(&z_->z, Z_BEST_SPEED, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+Compressor::Compressor() : z_(std::make_unique<State>()) {
+  z_->c = ZSTD_createCCtx();
+  if (!z_->c || ZSTD_isError(ZSTD_CCtx_setParameter(z_->c, ZSTD_c_compressionLevel, kZstdLevel)) ||
+      ZSTD_isError(ZSTD_CCtx_setParameter(z_->c, ZSTD_c_windowLog, kZstdWindowLog))) {
+    ZSTD_freeCCtx(z_->c);
     throw std::bad_alloc();
+  }
 }
 
-Deflater::~Deflater() { deflateEnd(&z_->z); }
+Compressor::~Compressor() { ZSTD_freeCCtx(z_->c); }
 
-void Deflater::PutDeflated(std::string& out, std::string_view frames) {
-  // The frame is written in place: length and CRC once the deflated size is known.
+void Compressor::PutCompressed(std::string& out, std::string_view frames) {
+  // The frame is written in place: length and CRC once the compressed size is known.
   size_t start = out.size();
   out.append(4, '\0');
-  out.push_back(static_cast<char>(Type::kDeflated));
-  z_stream& z = z_->z;
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(frames.data()));
-  size_t in_left = frames.size();
+  out.push_back(static_cast<char>(Type::kCompressed));
+  ZSTD_inBuffer in{frames.data(), frames.size(), 0};
   for (;;) {
-    auto in_now = static_cast<uInt>(std::min<size_t>(in_left, 1u << 30));
-    z.avail_in = in_now;
-    size_t room = deflateBound(&z, in_now) + 16;
     size_t used = out.size();
+    size_t room = ZSTD_compressBound(in.size - in.pos) + 64;
     out.resize(used + room);
-    z.next_out = reinterpret_cast<Bytef*>(out.data() + used);
-    z.avail_out = static_cast<uInt>(room);
-    int flush = in_now == in_left ? Z_SYNC_FLUSH : Z_NO_FLUSH;
-    int rc = deflate(&z, flush);
-    if (rc != Z_OK && rc != Z_BUF_ERROR) throw std::bad_alloc();  // only a broken state
-    out.resize(out.size() - z.avail_out);
-    in_left -= in_now - z.avail_in;
-    // Done when all input is in and the sync flush fitted (room left over).
-    if (in_left == 0 && z.avail_in == 0 && z.avail_out != 0) break;
+    ZSTD_outBuffer o{out.data() + used, room, 0};
+    size_t left = ZSTD_compressStream2(z_->c, &o, &in, ZSTD_e_flush);
+    if (ZSTD_isError(left)) throw std::bad_alloc();  // only a broken state
+    out.resize(used + o.pos);
+    if (left == 0 && in.pos == in.size) break;  // all in, and flushed
   }
   std::string_view body = std::string_view(out).substr(start + 4);
   uint32_t crc = Crc32(body);
@@ -145,45 +145,57 @@ void Deflater::PutDeflated(std::string& out, std::string_view frames) {
   PutU32BE(out, crc);
 }
 
-struct Inflater::State {
-  z_stream z{};
+struct Decompressor::State {
+  ZSTD_DCtx* d = nullptr;
 };
 
-Inflater::Inflater() : z_(std::make_unique<State>()) {
-  if (inflateInit2(&z_->z, -15) != Z_OK) throw std::bad_alloc();
+Decompressor::Decompressor() : z_(std::make_unique<State>()) {
+  z_->d = ZSTD_createDCtx();
+  if (!z_->d || ZSTD_isError(ZSTD_DCtx_setParameter(z_->d, ZSTD_d_windowLogMax, kZstdWindowLog))) {
+    ZSTD_freeDCtx(z_->d);
+    throw std::bad_alloc();
+  }
 }
 
-Inflater::~Inflater() { inflateEnd(&z_->z); }
+Decompressor::~Decompressor() { ZSTD_freeDCtx(z_->d); }
 
-Status Inflater::Feed(std::string_view payload) {
-  z_stream& z = z_->z;
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(payload.data()));
-  z.avail_in = static_cast<uInt>(payload.size());  // a frame is at most kMaxFrame
+Status Decompressor::Feed(std::string_view payload) {
+  ZSTD_inBuffer in{payload.data(), payload.size(), 0};
   size_t produced = 0;
   char buf[1 << 16];
   for (;;) {
-    z.next_out = reinterpret_cast<Bytef*>(buf);
-    z.avail_out = sizeof buf;
-    int rc = inflate(&z, Z_SYNC_FLUSH);
-    size_t n = sizeof buf - z.avail_out;
-    produced += n;
+    ZSTD_outBuffer o{buf, sizeof buf, 0};
+    size_t rc = ZSTD_decompressStream(z_->d, &o, &in);
+    if (ZSTD_isError(rc))
+      return Status(Code::kIo, fmt::format("a compressed frame cannot be decompressed ({}): the "
+                                           "stream is corrupted",
+                                           ZSTD_getErrorName(rc)));
+    produced += o.pos;
     // What one frame may hold, plus the frames around it: anything more is no sender's.
     if (produced > size_t{kMaxFrame} + (1u << 20))
-      return Status(Code::kIo, "a deflated frame inflates beyond any frame's size: the stream "
-                               "is corrupted");
-    frames_.Feed(std::string_view(buf, n));
-    if (rc == Z_STREAM_END || (rc != Z_OK && rc != Z_BUF_ERROR))
-      return Status(Code::kIo, "a deflated frame cannot be inflated: the stream is corrupted");
-    if (z.avail_in == 0 && z.avail_out != 0) return {};
-    if (rc == Z_BUF_ERROR && z.avail_out != 0)
-      return Status(Code::kIo, "a deflated frame cannot be inflated: the stream is corrupted");
+      return Status(Code::kIo, "a compressed frame decompresses beyond any frame's size: the "
+                               "stream is corrupted");
+    frames_.Feed(std::string_view(buf, o.pos));
+    // Done when the input is used up and the output had room (nothing more is held back).
+    if (in.pos == in.size && o.pos < o.size) return {};
   }
+}
+
+std::string ChooseCompression(std::string_view offered) {
+  while (!offered.empty()) {
+    size_t comma = offered.find(',');
+    std::string_view one = offered.substr(0, comma);
+    if (one == kZstd) return std::string(kZstd);
+    if (comma == std::string_view::npos) break;
+    offered.remove_prefix(comma + 1);
+  }
+  return {};
 }
 
 void CompressionTuner::Start(bool negotiated, bool always, int64_t now) {
   negotiated_ = negotiated;
   always_ = always;
-  deflate_ = false;
+  compress_ = false;
   Begin(kWait, now);
 }
 
@@ -194,8 +206,8 @@ void CompressionTuner::Begin(Phase p, int64_t now) {
   taken_ = 0;
 }
 
-void CompressionTuner::Taken(uint64_t plain, uint64_t deflated, int64_t now) {
-  uint64_t n = phase_ == kProbePlain ? plain : phase_ == kProbeDeflate ? deflated : 0;
+void CompressionTuner::Taken(uint64_t plain, uint64_t compressed, int64_t now) {
+  uint64_t n = phase_ == kProbePlain ? plain : phase_ == kProbeCompressed ? compressed : 0;
   if (!n) return;
   if (!started_) {
     // The clock starts with the first message of the probe's mode the link took.
@@ -207,8 +219,8 @@ void CompressionTuner::Taken(uint64_t plain, uint64_t deflated, int64_t now) {
 }
 
 void CompressionTuner::RanDry(int64_t now) {
-  if (phase_ == kProbePlain || phase_ == kProbeDeflate) {
-    deflate_ = false;
+  if (phase_ == kProbePlain || phase_ == kProbeCompressed) {
+    compress_ = false;
     Begin(kWait, now);
   }
 }
@@ -217,7 +229,7 @@ void CompressionTuner::Backlogged(int64_t now) {
   if (phase_ == kWait && negotiated_ && !always_) Begin(kProbePlain, now);
 }
 
-bool CompressionTuner::Deflate(int64_t now) {
+bool CompressionTuner::Compress(int64_t now) {
   if (!negotiated_) return false;
   if (always_) return true;
   int64_t elapsed = now - since_;
@@ -229,18 +241,18 @@ bool CompressionTuner::Deflate(int64_t now) {
     case kProbePlain:
       if (started_ && elapsed >= kProbeMs) {
         plain_rate_ = rate;
-        Begin(kProbeDeflate, now);
+        Begin(kProbeCompressed, now);
       }
       break;
-    case kProbeDeflate:
+    case kProbeCompressed:
       if (started_ && elapsed >= kProbeMs) {
-        deflate_ = rate > plain_rate_ * 1.25;
+        compress_ = rate > plain_rate_ * 1.25;
         Begin(kHold, now);
       }
       break;
     case kHold:
       if (elapsed >= kHoldMs) {
-        deflate_ = false;
+        compress_ = false;
         Begin(kWait, now);
       }
       break;
@@ -248,21 +260,10 @@ bool CompressionTuner::Deflate(int64_t now) {
   switch (phase_) {
     case kWait: return false;
     case kProbePlain: return false;
-    case kProbeDeflate: return true;
-    case kHold: return deflate_;
+    case kProbeCompressed: return true;
+    case kHold: return compress_;
   }
   return false;
-}
-
-std::string ChooseCompression(std::string_view offered) {
-  while (!offered.empty()) {
-    size_t comma = offered.find(',');
-    std::string_view one = offered.substr(0, comma);
-    if (one == kDeflate) return std::string(kDeflate);
-    if (comma == std::string_view::npos) break;
-    offered.remove_prefix(comma + 1);
-  }
-  return {};
 }
 
 std::string EncodeHello(const Hello& h) {

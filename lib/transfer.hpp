@@ -11,7 +11,7 @@
 // forward -> accept
 //   'H' hello     "MQXFER" u16 BE version, then TLV: 1 source store GUID (16 bytes),
 //                 2 stream id, 3 link name, 4 window size, 5 compression methods the sender
-//                 offers (names separated by ','; "deflate"); absent: none
+//                 offers (names separated by ','; "zstd"); absent: none
 //   'M' message   u64 TxSequenceNumber, u64 PreviousTxSequenceNumber (0: the first of this
 //                 session, not checked), session header: u32 UserMsgSequenceNumber,
 //                 u32 RecoverableMsgSeqNumber, u32 AckSequenceNumber, u32 WindowSize;
@@ -19,10 +19,10 @@
 //                 <Stream> (streamId, current, previous) repeats the stream and numbers
 //   'F' flush     nothing more follows until an acknowledgement: store what you have
 //   'B' bye       the sender is done; accept answers what is pending and exits 0
-//   'Z' deflated  only when the welcome chose "deflate": the next piece of one raw deflate
-//                 stream (RFC 1951) that runs through the session, ending at a sync flush;
-//                 inflated, it is more frames of the kinds above (whole frames, each with its
-//                 own CRC), read before the frame that follows the 'Z'
+//   'Z' compressed  only when the welcome chose "zstd": the next piece of one zstd stream
+//                 (RFC 8878) that runs through the session, ending at a flush; decompressed,
+//                 it is more frames of the kinds above (whole frames, each with its own CRC),
+//                 read before the frame that follows the 'Z'
 // accept -> forward
 //   'W' welcome   "MQXFER" u16 BE version, then TLV: 1 accepting store GUID, 2 the stream's
 //                 last accepted TxSequenceNumber, 3 the compression method chosen among those
@@ -58,11 +58,11 @@ inline constexpr uint16_t kVersion = 1;
 inline constexpr std::string_view kMagic = "MQXFER";
 inline constexpr uint32_t kMaxFrame = 1u << 30;
 
-inline constexpr std::string_view kDeflate = "deflate";
+inline constexpr std::string_view kZstd = "zstd";
 
 enum class Type : char {
   kHello = 'H', kMessage = 'M', kFlush = 'F', kBye = 'B', kWelcome = 'W', kAck = 'A',
-  kError = 'E', kDeflated = 'Z',
+  kError = 'E', kCompressed = 'Z',
 };
 
 struct Frame {
@@ -91,15 +91,15 @@ class FrameReader {
   size_t pos_ = 0;
 };
 
-// The sender's side of 'Z' frames: one deflate stream for the session.
-class Deflater {
+// The sender's side of 'Z' frames: one zstd stream for the session.
+class Compressor {
  public:
-  Deflater();
-  ~Deflater();
-  Deflater(const Deflater&) = delete;
-  Deflater& operator=(const Deflater&) = delete;
+  Compressor();
+  ~Compressor();
+  Compressor(const Compressor&) = delete;
+  Compressor& operator=(const Compressor&) = delete;
   // Appends to `out` one 'Z' frame holding `frames` (whole frames, PutFrame's output).
-  void PutDeflated(std::string& out, std::string_view frames);
+  void PutCompressed(std::string& out, std::string_view frames);
 
  private:
   struct State;
@@ -107,16 +107,17 @@ class Deflater {
   std::string buf_;
 };
 
-// The receiver's side: inflates the payload of each 'Z' frame and hands back the frames in it.
-class Inflater {
+// The receiver's side: decompresses the payload of each 'Z' frame and hands back the frames in
+// it.
+class Decompressor {
  public:
-  Inflater();
-  ~Inflater();
-  Inflater(const Inflater&) = delete;
-  Inflater& operator=(const Inflater&) = delete;
-  // Inflates one 'Z' payload into the frames it holds; an error for a damaged stream.
+  Decompressor();
+  ~Decompressor();
+  Decompressor(const Decompressor&) = delete;
+  Decompressor& operator=(const Decompressor&) = delete;
+  // Decompresses one 'Z' payload into the frames it holds; an error for a damaged stream.
   Status Feed(std::string_view payload);
-  // The next inflated frame, nullopt when those of the last payloads are all taken.
+  // The next decompressed frame, nullopt when those of the last payloads are all taken.
   Result<std::optional<Frame>> Next() { return frames_.Next(); }
   // Whether a frame was cut between payloads (the sender never does that).
   bool Partial() const { return !frames_.Empty(); }
@@ -127,33 +128,33 @@ class Inflater {
   FrameReader frames_;
 };
 
-// Whether forward should deflate what it writes now. Deflating pays when the link is what
-// limits the transfer (a network, a throttled pipe: the same bytes carry about 2.5 times the
+// Whether forward should compress what it writes now. Compressing pays when the link is what
+// limits the transfer (a network, a throttled pipe: the same bytes carry about three times the
 // messages), not when the far side's storing is (a local pipe: then it only costs CPU). Once
 // the link backs up (a write would block: every buffer on the way is full), each mode is
 // tried for kProbeMs, by the messages per second the link takes, and the better kept for
-// kHoldMs; plain unless deflate is clearly faster. Then the same again once the link backs
+// kHoldMs; plain unless compressed is clearly faster. Then the same again once the link backs
 // up.
 class CompressionTuner {
  public:
   static constexpr int64_t kProbeMs = 300;
   static constexpr int64_t kHoldMs = 30000;
 
-  // `negotiated`: the far side inflates; `always`: no probing, deflate throughout.
+  // `negotiated`: the far side decompresses; `always`: no probing, compressed throughout.
   void Start(bool negotiated, bool always, int64_t now);
   // The link took more messages (their frames written whole): `plain` framed plain,
-  // `deflated` deflated. A probe counts those of its own mode, from the first of them on
+  // `compressed` compressed. A probe counts those of its own mode, from the first of them on
   // (what was framed before it, still waiting to be written, says nothing of it).
-  void Taken(uint64_t plain, uint64_t deflated, int64_t now);
+  void Taken(uint64_t plain, uint64_t compressed, int64_t now);
   // The queue had nothing more: a probe measures nothing, plain until the link backs up again.
   void RanDry(int64_t now);
   // A write to the link would block.
   void Backlogged(int64_t now);
-  // Whether to deflate the next frames.
-  bool Deflate(int64_t now);
+  // Whether to compress the next frames.
+  bool Compress(int64_t now);
 
  private:
-  enum Phase { kWait, kProbePlain, kProbeDeflate, kHold };
+  enum Phase { kWait, kProbePlain, kProbeCompressed, kHold };
   void Begin(Phase p, int64_t now);
   bool negotiated_ = false;
   bool always_ = false;
@@ -162,7 +163,7 @@ class CompressionTuner {
   int64_t since_ = 0;
   uint64_t taken_ = 0;
   double plain_rate_ = 0;
-  bool deflate_ = false;
+  bool compress_ = false;
 };
 
 struct Hello {
@@ -171,7 +172,7 @@ struct Hello {
   std::string stream;
   std::string link;
   uint32_t window = 0;
-  std::string compression;  // offered: "deflate", or empty
+  std::string compression;  // offered: "zstd", or empty
 };
 std::string EncodeHello(const Hello& h);
 Status DecodeHello(std::string_view payload, Hello& h);
@@ -180,9 +181,9 @@ struct Welcome {
   uint16_t version = kVersion;
   Guid store{};
   uint64_t last = 0;
-  std::string compression;  // chosen: "deflate", or empty (plain frames)
+  std::string compression;  // chosen: "zstd", or empty (plain frames)
 };
-// The method an accept chooses from a hello's offer: deflate if offered, else none.
+// The method an accept chooses from a hello's offer: zstd if offered, else none.
 std::string ChooseCompression(std::string_view offered);
 std::string EncodeWelcome(const Welcome& w);
 Status DecodeWelcome(std::string_view payload, Welcome& w);

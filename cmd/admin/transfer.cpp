@@ -24,7 +24,7 @@
 //    replay: answered again as before, never stored twice. A refused message (no such queue,
 //    disabled, quota, size...) is remembered with its NACK class. Then it acknowledges: the
 //    last sequence number, and the refusals it covers.
-//  - Frames are deflated ('Z' frames) when both sides can and it is faster: see
+//  - Frames are compressed ('Z' frames, zstd) when both sides can and it is faster: see
 //    transfer::CompressionTuner.
 //  - forward ends the lease of each batch the acknowledgements cover, in one transaction:
 //    ACK_REACH_QUEUE and source journaling for the stored messages, the NACK and the dead-
@@ -122,23 +122,23 @@ class Acceptor {
 
   Result<Frame> NextFrame() {
     for (;;) {
-      if (inflater_) {
+      if (decompressor_) {
         // The frames of the last 'Z' frame come before the frame after it.
-        auto z = inflater_->Next();
+        auto z = decompressor_->Next();
         if (!z.ok()) return z.status();
         if (*z) return std::move(**z);
       }
       auto f = reader_.Next();
       if (!f.ok()) return f.status();
-      if (*f && (*f)->type == Type::kDeflated) {
-        if (!inflater_)
-          return Status(Code::kLinkFailed, "a deflated frame, but the hello asked for no "
+      if (*f && (*f)->type == Type::kCompressed) {
+        if (!decompressor_)
+          return Status(Code::kLinkFailed, "a compressed frame, but the hello asked for no "
                                            "compression: the stream is corrupted");
-        MQ_RETURN_IF_ERROR(inflater_->Feed((*f)->payload));
+        MQ_RETURN_IF_ERROR(decompressor_->Feed((*f)->payload));
         continue;
       }
-      if (*f && inflater_ && inflater_->Partial())
-        return Status(Code::kLinkFailed, "a deflated frame ends in the middle of a frame: the "
+      if (*f && decompressor_ && decompressor_->Partial())
+        return Status(Code::kLinkFailed, "a compressed frame ends in the middle of a frame: the "
                                          "stream is corrupted");
       if (*f) return std::move(**f);
       auto more = Fill();
@@ -178,7 +178,7 @@ class Acceptor {
     w.store = store_.guid();
     w.last = last_;
     w.compression = transfer::ChooseCompression(hello.compression);
-    if (!w.compression.empty()) inflater_ = std::make_unique<transfer::Inflater>();
+    if (!w.compression.empty()) decompressor_ = std::make_unique<transfer::Decompressor>();
     std::string out;
     transfer::PutFrame(out, Type::kWelcome, transfer::EncodeWelcome(w));
     MQ_RETURN_IF_ERROR(WriteAll(1, out, "stdout"));
@@ -268,7 +268,7 @@ class Acceptor {
 
   Store& store_;
   transfer::FrameReader reader_;
-  std::unique_ptr<transfer::Inflater> inflater_;  // with compression
+  std::unique_ptr<transfer::Decompressor> decompressor_;  // with compression
   std::string stream_;
   uint64_t last_ = 0;
   uint64_t forget_below_ = 0;
@@ -395,7 +395,7 @@ class Child {
   std::string status_ = "ended";
 };
 
-// What forward has to write to the link, in order: frames, deflated into 'Z' frames once the
+// What forward has to write to the link, in order: frames, compressed into 'Z' frames once the
 // far side chose compression. Written from an offset, so that a partial write moves no bytes.
 class Outgoing {
  public:
@@ -404,33 +404,33 @@ class Outgoing {
     pos_ = 0;
     base_ = 0;
     plain_.clear();
-    deflater_.reset();
-    deflating_ = false;
+    compressor_.reset();
+    compressing_ = false;
     unmarked_ = 0;
     marks_.clear();
     written_[0] = written_[1] = 0;
     framed_ = 0;
   }
-  // Whether the next frames are deflated (only once the welcome chose deflate). One deflate
+  // Whether the next frames are compressed (only once the welcome chose zstd). One zstd
   // stream runs through the session, whatever is written plain between its pieces.
-  void SetDeflate(bool on) {
-    if (on == deflating_) return;
-    if (on && !deflater_) deflater_ = std::make_unique<transfer::Deflater>();
+  void SetCompress(bool on) {
+    if (on == compressing_) return;
+    if (on && !compressor_) compressor_ = std::make_unique<transfer::Compressor>();
     Seal();
     Mark();  // what was framed so far was framed in the other mode
-    deflating_ = on;
+    compressing_ = on;
   }
-  bool deflating() const { return deflating_; }
+  bool compressing() const { return compressing_; }
   void Put(Type type, std::string_view payload) {
-    transfer::PutFrame(deflating_ ? plain_ : buf_, type, payload);
+    transfer::PutFrame(compressing_ ? plain_ : buf_, type, payload);
     if (type == Type::kMessage) ++unmarked_;
     framed_ += payload.size() + 9;
     if (plain_.size() >= kSealBytes) Seal();
   }
-  // Bytes framed in this session (before deflating).
+  // Bytes framed in this session (before compression).
   uint64_t framed() const { return framed_; }
   // Messages whose frames the link has taken whole since the last call: framed plain, and
-  // framed deflated.
+  // framed compressed.
   std::pair<uint64_t, uint64_t> TakeWritten() {
     return {std::exchange(written_[0], 0), std::exchange(written_[1], 0)};
   }
@@ -453,7 +453,7 @@ class Outgoing {
       pos_ += static_cast<size_t>(n);
     }
     while (!marks_.empty() && marks_.front().end <= base_ + pos_) {
-      written_[marks_.front().deflated] += marks_.front().messages;
+      written_[marks_.front().compressed] += marks_.front().messages;
       marks_.pop_front();
     }
     if (pos_ == buf_.size()) {
@@ -471,24 +471,24 @@ class Outgoing {
   bool blocked() const { return blocked_; }
 
  private:
-  // Frames are deflated in pieces of about this much: enough for deflate's 32 KiB window.
+  // Frames are compressed in pieces of about this much.
   static constexpr size_t kSealBytes = 256 << 10;
   // Everything framed so far (sealed) ends where the buffer ends now.
   void Mark() {
     if (!unmarked_) return;
-    marks_.push_back(Marker{base_ + buf_.size(), unmarked_, deflating_});
+    marks_.push_back(Marker{base_ + buf_.size(), unmarked_, compressing_});
     unmarked_ = 0;
   }
   void Seal() {
     if (plain_.empty()) return;
-    deflater_->PutDeflated(buf_, plain_);
+    compressor_->PutCompressed(buf_, plain_);
     plain_.clear();
   }
   std::string buf_;
   size_t pos_ = 0;
   std::string plain_;
-  std::unique_ptr<transfer::Deflater> deflater_;
-  bool deflating_ = false;
+  std::unique_ptr<transfer::Compressor> compressor_;
+  bool compressing_ = false;
   bool blocked_ = false;
   uint64_t base_ = 0;      // the offset in the session's stream of buf_[0]
   uint64_t unmarked_ = 0;  // messages framed since the last mark
@@ -496,10 +496,10 @@ class Outgoing {
   struct Marker {
     uint64_t end;
     uint64_t messages;
-    bool deflated;
+    bool compressed;
   };
   std::deque<Marker> marks_;
-  uint64_t written_[2] = {0, 0};  // plain, deflated
+  uint64_t written_[2] = {0, 0};  // plain, compressed
   uint64_t framed_ = 0;
 };
 
@@ -701,8 +701,8 @@ class Forwarder {
       // failure shows again at the session's own write.
       if (++encoded_ % 64 == 0) {
         (void)out_.Flush(child.to());
-        auto [plain, deflated] = out_.TakeWritten();
-        tuner_.Taken(plain, deflated, MonotonicMs());
+        auto [plain, compressed] = out_.TakeWritten();
+        tuner_.Taken(plain, compressed, MonotonicMs());
         if (out_.blocked()) tuner_.Backlogged(MonotonicMs());
       }
       prev_ = m.lookup_id;
@@ -732,11 +732,11 @@ class Forwarder {
     h.stream = stream_;
     h.link = a_.link;
     h.window = a_.window;
-    if (a_.compress != "never") h.compression = std::string(transfer::kDeflate);
+    if (a_.compress != "never") h.compression = std::string(transfer::kZstd);
     out_.Put(Type::kHello, transfer::EncodeHello(h));
 
     // Hello and welcome.
-    bool deflate_ok = false;
+    bool compress_ok = false;
     int64_t until = MonotonicMs() + timeout_ms_;
     std::optional<transfer::Welcome> welcome;
     bool eof = false;
@@ -787,8 +787,8 @@ class Forwarder {
                                     "the link leads back to this same store: a link must reach "
                                     "another store"),
                       true);
-        if (w.compression == transfer::kDeflate && a_.compress != "never") {
-          deflate_ok = true;
+        if (w.compression == transfer::kZstd && a_.compress != "never") {
+          compress_ok = true;
         } else if (!w.compression.empty()) {
           return Fail(child,
                       Status(Code::kLinkProtocol,
@@ -811,7 +811,7 @@ class Forwarder {
       waiter = std::move(*w);
     }
     last_ack_time_ = MonotonicMs();
-    tuner_.Start(deflate_ok, a_.compress == "always", MonotonicMs());
+    tuner_.Start(compress_ok, a_.compress == "always", MonotonicMs());
     bool flushed = true;  // a flush follows the last message sent
     bool said_bye = false;
     for (;;) {
@@ -820,7 +820,7 @@ class Forwarder {
       bool sent = false, empty = false;
       bool window_full = inflight_count_ >= a_.window && !mid_tx_;
       if (!said_bye && !stopping && out_.Size() < kOutgoingBytes && !window_full) {
-        out_.SetDeflate(tuner_.Deflate(MonotonicMs()));
+        out_.SetCompress(tuner_.Compress(MonotonicMs()));
         auto more = SendBatch(child);
         if (!more.ok()) return Fail(child, more.status(), true);
         sent = *more;
@@ -842,8 +842,8 @@ class Forwarder {
       if (!out_.Empty()) {
         Status w = out_.Flush(child.to());
         if (!w.ok()) return Fail(child, LinkError("the link's command ended (its stdin is closed)", a_.link));
-        auto [plain, deflated] = out_.TakeWritten();
-        tuner_.Taken(plain, deflated, MonotonicMs());
+        auto [plain, compressed] = out_.TakeWritten();
+        tuner_.Taken(plain, compressed, MonotonicMs());
         if (out_.blocked()) tuner_.Backlogged(MonotonicMs());
       }
       if (said_bye && out_.Empty()) {
@@ -937,8 +937,8 @@ Command SetupForward(CLI::App& app, Context&) {
       ->type_name("N")
       ->check(CLI::Range(1u, 1000000u));
   sub->add_option("--compress", a->compress,
-                  "Deflate the messages when the far side can inflate them: auto (while that is "
-                  "faster, the default), always, or never")
+                  "Compress the messages (zstd) when the far side can decompress them: auto "
+                  "(while that is faster, the default), always, or never")
       ->type_name("WHEN")
       ->check(CLI::IsMember({"auto", "always", "never"}));
   sub->add_option("--retry", a->retry,

@@ -1,9 +1,9 @@
 #!/bin/bash
-# Compression on a link (issue 14): mq-admin forward --compress always deflates the messages
-# ('Z' frames: the envelopes are no longer readable on the wire, which is much smaller) and the
+# Compression on a link (issue 14): mq-admin forward --compress always compresses the messages
+# (zstd 'Z' frames: the envelopes are no longer readable on the wire, much smaller) and the
 # far store holds every message unchanged, in order, binary bodies too; --compress never sends
 # them plain and offers no compression in its hello, so accept answers without taking it (as
-# it does to a forward that knows no compression); --compress auto over a slow pipe deflates
+# it does to a forward that knows no compression); --compress auto over a slow pipe compresses
 # once the pipe backs up; a bad --compress value is refused.
 . "$(dirname "$0")/lib.sh"
 
@@ -38,22 +38,22 @@ check_far never
 plain=$(stat -c %s "$T/wire")
 envelopes=$(grep -ac '<se:Envelope' "$T/wire")
 [ "$envelopes" -ge 501 ] || fail "never: $envelopes readable envelopes on the wire, expected 501"
-grep -aq deflate "$T/wire" && fail "never: the hello offers deflate"
-grep -aq deflate "$T/back" && fail "never: accept took a compression that was not offered"
+grep -aq zstd "$T/wire" && fail "never: the hello offers zstd"
+grep -aq zstd "$T/back" && fail "never: accept took a compression that was not offered"
 
 # --- always --------------------------------------------------------------------------------------
 send_all
 expect_rc 0 mq-admin forward b --once --compress always
 check_far always
-deflated=$(stat -c %s "$T/wire")
-grep -aq deflate "$T/back" || fail "always: accept did not take deflate"
+compressed=$(stat -c %s "$T/wire")
+grep -aq zstd "$T/back" || fail "always: accept did not take zstd"
 envelopes=$(grep -ac '<se:Envelope' "$T/wire")
 [ "$envelopes" = 0 ] || fail "always: $envelopes envelopes readable on the wire"
-[ $((deflated * 4)) -lt "$plain" ] || fail "always: $deflated bytes on the wire, plain $plain"
+[ $((compressed * 4)) -lt "$plain" ] || fail "always: $compressed bytes on the wire, plain $plain"
 
-# --- auto over a slow pipe: plain until it backs up, then deflated ---------------------------------
+# --- auto over a slow pipe: plain until it backs up, then compressed ----------------------------
 if command -v pv >/dev/null; then
-  # Plain, the pipe and forward's buffer hold about 1,200 of these; the rest, deflated, goes
+  # Plain, the pipe and forward's buffer hold about 1,200 of these; the rest, compressed, goes
   # about three times as fast.
   expect_rc 0 mq-admin link set b --via "pv -q -L 512k | tee '$T/wire' | mq-admin --store '$B' accept"
   for i in 1 2 3 4 5 6 7 8; do send_all; done
