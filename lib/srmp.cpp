@@ -570,19 +570,31 @@ const xmlNode* FirstElement(const xmlNode* n) {
 }
 const xmlNode* NextElement(const xmlNode* n) { return FirstElement(n ? n->next : nullptr); }
 
-// An element's text; with encoding="base64", decoded.
-Result<std::string> TextOf(const xmlNode* n, std::string_view where) {
-  xmlChar* raw = xmlNodeGetContent(n);
-  std::string text = raw ? reinterpret_cast<const char*>(raw) : "";
-  xmlFree(raw);
+// An element's text; with encoding="base64", decoded. `where()` names the element for an
+// error (made only then: this runs for every element of every message a link carries).
+template <typename Where>
+Result<std::string> TextOf(const xmlNode* n, const Where& where) {
+  std::string text;
+  const xmlNode* c = n->children;
+  if (!c) {
+    // An empty element.
+  } else if (!c->next && (c->type == XML_TEXT_NODE || c->type == XML_CDATA_SECTION_NODE)) {
+    // One text node, the usual case: its text as it is, without a copy made by libxml2.
+    if (c->content) text = reinterpret_cast<const char*>(c->content);
+  } else {
+    xmlChar* raw = xmlNodeGetContent(n);
+    if (raw) text = reinterpret_cast<const char*>(raw);
+    xmlFree(raw);
+  }
+  if (!n->properties) return text;  // no attribute, so no encoding="base64"
   xmlChar* enc = xmlGetProp(n, X("encoding"));
   std::string encoding = enc ? reinterpret_cast<const char*>(enc) : "";
   xmlFree(enc);
   if (encoding.empty()) return text;
   if (encoding != "base64")
-    return Bad(fmt::format("{}: unknown encoding '{}' (base64 or none)", where, encoding));
+    return Bad(fmt::format("{}: unknown encoding '{}' (base64 or none)", where(), encoding));
   auto d = Base64Decode(Trim(text));
-  if (!d) return Bad(fmt::format("{}: invalid base64", where));
+  if (!d) return Bad(fmt::format("{}: invalid base64", where()));
   return *d;
 }
 
@@ -596,7 +608,7 @@ class Children {
         if (seen.first == Name(c))
           return Bad(fmt::format("{}/<{}>: appears twice", where_, seen.first));
       }
-      seen_.emplace_back(std::string(Name(c)), c);
+      seen_.emplace_back(Name(c), c);  // the name lives as long as the document
     }
     return {};
   }
@@ -615,7 +627,7 @@ class Children {
   Result<std::optional<std::string>> Text(std::string_view name) const {
     const xmlNode* n = Get(name);
     if (!n) return std::optional<std::string>();
-    auto t = TextOf(n, Where(name));
+    auto t = TextOf(n, [&] { return Where(name); });
     if (!t.ok()) return t.status();
     return std::optional<std::string>(std::move(*t));
   }
@@ -658,7 +670,7 @@ class Children {
 
  private:
   std::string where_;
-  std::vector<std::pair<std::string, const xmlNode*>> seen_;
+  std::vector<std::pair<std::string_view, const xmlNode*>> seen_;
 };
 
 // An SRMP address as an MSMQ format name ([MC-MQSRM] 3.1.5.1.1): an http(s) URL is a direct
@@ -690,18 +702,18 @@ Status ParsePath(const xmlNode* path, Message& m, std::string& id_text, std::str
   MQ_RETURN_IF_ERROR(c.Load(path, "<path>"));
   auto action = c.Need("action");
   if (!action.ok()) return action.status();
-  auto label = TextOf(*action, c.Where("action"));
+  auto label = TextOf(*action, [&] { return c.Where("action"); });
   if (!label.ok()) return label.status();
   // [MC-MQSRM] 3.1.5.1.1: a label is what follows "MSMQ:"; anything else is no label.
   if (label->substr(0, 5) == "MSMQ:") m.label = label->substr(5);
   auto to_node = c.Need("to");
   if (!to_node.ok()) return to_node.status();
-  auto to_text = TextOf(*to_node, c.Where("to"));
+  auto to_text = TextOf(*to_node, [&] { return c.Where("to"); });
   if (!to_text.ok()) return to_text.status();
   to = *to_text;
   auto id_node = c.Need("id");
   if (!id_node.ok()) return id_node.status();
-  auto id = TextOf(*id_node, c.Where("id"));
+  auto id = TextOf(*id_node, [&] { return c.Where("id"); });
   if (!id.ok()) return id.status();
   id_text = std::string(Trim(*id));
   if (const xmlNode* rev = c.Get("rev")) {
@@ -887,15 +899,24 @@ Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream) {
   if (Trim(text).empty()) return Bad("<se:Envelope>: the first MIME part is empty");
   if (text.size() > INT_MAX) return Bad("<se:Envelope>: too large");
   InitXml();
-  std::unique_ptr<xmlParserCtxt, XmlCtxtFree> ctxt(xmlNewParserCtxt());
-  if (!ctxt) return Status(Code::kInsufficientResources, "cannot allocate an XML parser");
+  // One parser for many documents (xmlCtxtReadMemory resets it; its dictionary of names is
+  // kept, so that the same element names are not looked up and copied again), made anew
+  // every so many documents so that the dictionary stays small whatever names they hold.
+  thread_local std::unique_ptr<xmlParserCtxt, XmlCtxtFree> cached;
+  thread_local unsigned uses = 0;
+  if (!cached || ++uses > 1000) {
+    cached.reset(xmlNewParserCtxt());
+    uses = 0;
+  }
+  if (!cached) return Status(Code::kInsufficientResources, "cannot allocate an XML parser");
+  xmlParserCtxt* ctxt = cached.get();
   // No network, no entity expansion, no DTD loading.
   std::unique_ptr<xmlDoc, XmlDocFree> doc(
-      xmlCtxtReadMemory(ctxt.get(), text.data(), static_cast<int>(text.size()), nullptr,
+      xmlCtxtReadMemory(ctxt, text.data(), static_cast<int>(text.size()), nullptr,
                         nullptr, XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING));
   if (!doc || !ctxt->wellFormed) {
     std::string why = "not well-formed";
-    if (const xmlError* err = xmlCtxtGetLastError(ctxt.get()); err && err->message) {
+    if (const xmlError* err = xmlCtxtGetLastError(ctxt); err && err->message) {
       why = err->message;
       while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
       if (err->line > 0) why += fmt::format(" (line {})", err->line);
@@ -964,13 +985,38 @@ Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream) {
 std::string FormatSrmpTime(int64_t ms) {
   int64_t sec = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
   int64_t frac = ms - sec * 1000;
-  time_t t = static_cast<time_t>(sec);
-  struct tm tm {};
-  gmtime_r(&t, &tm);
-  std::string out = fmt::format("{:04}{:02}{:02}T{:02}{:02}{:02}", tm.tm_year + 1900,
-                                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-  if (frac) out += fmt::format(".{:03}", frac);
-  return out;
+  // The civil date of a day count (H. Hinnant's civil_from_days), without gmtime_r and its
+  // time zone lock: this runs for each date of each message a link carries.
+  int64_t days = sec >= 0 ? sec / 86400 : -((-sec + 86399) / 86400);
+  int64_t secs = sec - days * 86400;
+  int64_t z = days + 719468;
+  int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  int64_t doe = z - era * 146097;
+  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  int64_t mp = (5 * doy + 2) / 153;
+  int64_t day = doy - (153 * mp + 2) / 5 + 1;
+  int64_t mon = mp < 10 ? mp + 3 : mp - 9;
+  int64_t year = yoe + era * 400 + (mon <= 2 ? 1 : 0);
+  if (year < 0 || year > 9999)
+    return fmt::format("{:04}{:02}{:02}T{:02}{:02}{:02}{}", year, mon, day, secs / 3600,
+                       secs / 60 % 60, secs % 60, frac ? fmt::format(".{:03}", frac) : "");
+  char buf[19];
+  auto put = [&](size_t at, int64_t v, int width) {
+    for (int i = width - 1; i >= 0; --i, v /= 10)
+      buf[at + static_cast<size_t>(i)] = static_cast<char>('0' + v % 10);
+  };
+  put(0, year, 4);
+  put(4, mon, 2);
+  put(6, day, 2);
+  buf[8] = 'T';
+  put(9, secs / 3600, 2);
+  put(11, secs / 60 % 60, 2);
+  put(13, secs % 60, 2);
+  if (!frac) return std::string(buf, 15);
+  buf[15] = '.';
+  put(16, frac, 3);
+  return std::string(buf, 19);
 }
 
 Result<int64_t> ParseSrmpTime(std::string_view text) {
@@ -1003,19 +1049,21 @@ Result<int64_t> ParseSrmpTime(std::string_view text) {
       scale /= 10;
     }
   }
-  struct tm tm {};
-  tm.tm_year = *year - 1900;
-  tm.tm_mon = *mon - 1;
-  tm.tm_mday = *day;
-  tm.tm_hour = *hour;
-  tm.tm_min = *min;
-  tm.tm_sec = *sec;
-  time_t t = timegm(&tm);
-  // timegm normalises 31 February into March: refuse dates that do not exist.
-  struct tm back {};
-  gmtime_r(&t, &back);
-  if (back.tm_mday != *day || back.tm_mon != *mon - 1) return bad();
-  return static_cast<int64_t>(t) * 1000 + frac_ms;
+  // Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil),
+  // without timegm and its time zone lock: this runs for each date of each message a link
+  // carries.
+  int64_t y = *year - (*mon <= 2 ? 1 : 0);
+  int64_t era = (y >= 0 ? y : y - 399) / 400;
+  int64_t yoe = y - era * 400;
+  int64_t doy = (153 * (*mon + (*mon > 2 ? -3 : 9)) + 2) / 5 + *day - 1;
+  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  int64_t days = era * 146097 + doe - 719468;
+  // 31 February and the like do not exist: the day must be within its month.
+  static constexpr int kMonthDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  bool leap = (*year % 4 == 0 && *year % 100 != 0) || *year % 400 == 0;
+  if (*day > kMonthDays[*mon - 1] + (*mon == 2 && leap ? 1 : 0)) return bad();
+  int64_t t = days * 86400 + *hour * 3600 + *min * 60 + *sec;
+  return t * 1000 + frac_ms;
 }
 
 std::string EncodeSrmp(const Message& m, const SrmpStream* stream) {

@@ -10,7 +10,8 @@
 //
 // forward -> accept
 //   'H' hello     "MQXFER" u16 BE version, then TLV: 1 source store GUID (16 bytes),
-//                 2 stream id, 3 link name, 4 window size
+//                 2 stream id, 3 link name, 4 window size, 5 compression methods the sender
+//                 offers (names separated by ','; "zstd"); absent: none
 //   'M' message   u64 TxSequenceNumber, u64 PreviousTxSequenceNumber (0: the first of this
 //                 session, not checked), session header: u32 UserMsgSequenceNumber,
 //                 u32 RecoverableMsgSeqNumber, u32 AckSequenceNumber, u32 WindowSize;
@@ -18,9 +19,14 @@
 //                 <Stream> (streamId, current, previous) repeats the stream and numbers
 //   'F' flush     nothing more follows until an acknowledgement: store what you have
 //   'B' bye       the sender is done; accept answers what is pending and exits 0
+//   'Z' compressed  only when the welcome chose "zstd": the next piece of one zstd stream
+//                 (RFC 8878) that runs through the session, ending at a flush; decompressed,
+//                 it is more frames of the kinds above (whole frames, each with its own CRC),
+//                 read before the frame that follows the 'Z'
 // accept -> forward
 //   'W' welcome   "MQXFER" u16 BE version, then TLV: 1 accepting store GUID, 2 the stream's
-//                 last accepted TxSequenceNumber
+//                 last accepted TxSequenceNumber, 3 the compression method chosen among those
+//                 offered (absent: none)
 //   'A' ack       session acknowledgement: u64 the stream's last accepted TxSequenceNumber
 //                 (every message up to it is stored there, or refused), u32 AckSequenceNumber
 //                 (messages of this session processed), u32 RecoverableMsgAckSeqNumber,
@@ -28,9 +34,14 @@
 //                 the messages this acknowledgement covers for the first time
 // both
 //   'E' error     UTF-8 text; the sender closes the stream after it
+//
+// Compression is an extension of version 1, negotiated: a peer that does not know it ignores
+// the hello's field 5 (unknown TLV fields are skipped) and answers without field 3, and the
+// sender then writes plain frames. The acknowledgements are never compressed.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,9 +58,11 @@ inline constexpr uint16_t kVersion = 1;
 inline constexpr std::string_view kMagic = "MQXFER";
 inline constexpr uint32_t kMaxFrame = 1u << 30;
 
+inline constexpr std::string_view kZstd = "zstd";
+
 enum class Type : char {
   kHello = 'H', kMessage = 'M', kFlush = 'F', kBye = 'B', kWelcome = 'W', kAck = 'A',
-  kError = 'E',
+  kError = 'E', kCompressed = 'Z',
 };
 
 struct Frame {
@@ -57,7 +70,7 @@ struct Frame {
   std::string payload;
 };
 
-// CRC-32 (IEEE 802.3, as zlib's crc32), continuing from `crc` (0 to start).
+// CRC-32 (IEEE 802.3: zlib's crc32), continuing from `crc` (0 to start).
 uint32_t Crc32(std::string_view data, uint32_t crc = 0);
 
 // Appends a frame to `out`.
@@ -78,12 +91,88 @@ class FrameReader {
   size_t pos_ = 0;
 };
 
+// The sender's side of 'Z' frames: one zstd stream for the session.
+class Compressor {
+ public:
+  Compressor();
+  ~Compressor();
+  Compressor(const Compressor&) = delete;
+  Compressor& operator=(const Compressor&) = delete;
+  // Appends to `out` one 'Z' frame holding `frames` (whole frames, PutFrame's output).
+  void PutCompressed(std::string& out, std::string_view frames);
+
+ private:
+  struct State;
+  std::unique_ptr<State> z_;
+  std::string buf_;
+};
+
+// The receiver's side: decompresses the payload of each 'Z' frame and hands back the frames in
+// it.
+class Decompressor {
+ public:
+  Decompressor();
+  ~Decompressor();
+  Decompressor(const Decompressor&) = delete;
+  Decompressor& operator=(const Decompressor&) = delete;
+  // Decompresses one 'Z' payload into the frames it holds; an error for a damaged stream.
+  Status Feed(std::string_view payload);
+  // The next decompressed frame, nullopt when those of the last payloads are all taken.
+  Result<std::optional<Frame>> Next() { return frames_.Next(); }
+  // Whether a frame was cut between payloads (the sender never does that).
+  bool Partial() const { return !frames_.Empty(); }
+
+ private:
+  struct State;
+  std::unique_ptr<State> z_;
+  FrameReader frames_;
+};
+
+// Whether forward should compress what it writes now. Compressing pays when the link is what
+// limits the transfer (a network, a throttled pipe: the same bytes carry about three times the
+// messages), not when the far side's storing is (a local pipe: then it only costs CPU). Once
+// the link backs up (a write would block: every buffer on the way is full), each mode is
+// tried for kProbeMs, by the messages per second the link takes, and the better kept for
+// kHoldMs; plain unless compressed is clearly faster. Then the same again once the link backs
+// up.
+class CompressionTuner {
+ public:
+  static constexpr int64_t kProbeMs = 300;
+  static constexpr int64_t kHoldMs = 30000;
+
+  // `negotiated`: the far side decompresses; `always`: no probing, compressed throughout.
+  void Start(bool negotiated, bool always, int64_t now);
+  // The link took more messages (their frames written whole): `plain` framed plain,
+  // `compressed` compressed. A probe counts those of its own mode, from the first of them on
+  // (what was framed before it, still waiting to be written, says nothing of it).
+  void Taken(uint64_t plain, uint64_t compressed, int64_t now);
+  // The queue had nothing more: a probe measures nothing, plain until the link backs up again.
+  void RanDry(int64_t now);
+  // A write to the link would block.
+  void Backlogged(int64_t now);
+  // Whether to compress the next frames.
+  bool Compress(int64_t now);
+
+ private:
+  enum Phase { kWait, kProbePlain, kProbeCompressed, kHold };
+  void Begin(Phase p, int64_t now);
+  bool negotiated_ = false;
+  bool always_ = false;
+  Phase phase_ = kWait;
+  bool started_ = false;  // a probe: the link took its first message
+  int64_t since_ = 0;
+  uint64_t taken_ = 0;
+  double plain_rate_ = 0;
+  bool compress_ = false;
+};
+
 struct Hello {
   uint16_t version = kVersion;
   Guid source{};
   std::string stream;
   std::string link;
   uint32_t window = 0;
+  std::string compression;  // offered: "zstd", or empty
 };
 std::string EncodeHello(const Hello& h);
 Status DecodeHello(std::string_view payload, Hello& h);
@@ -92,7 +181,10 @@ struct Welcome {
   uint16_t version = kVersion;
   Guid store{};
   uint64_t last = 0;
+  std::string compression;  // chosen: "zstd", or empty (plain frames)
 };
+// The method an accept chooses from a hello's offer: zstd if offered, else none.
+std::string ChooseCompression(std::string_view offered);
 std::string EncodeWelcome(const Welcome& w);
 Status DecodeWelcome(std::string_view payload, Welcome& w);
 

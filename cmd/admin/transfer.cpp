@@ -17,12 +17,15 @@
 //    and the numbers too) with PreviousTxSequenceNumber the message sent before it in this
 //    session, and keeps at most --window messages unacknowledged (a transaction is never
 //    cut: the window stretches to its last message).
-//  - accept stores what it has read whenever a flush comes (forward sends one after each
-//    batch) or what it holds is large, in one LMDB transaction that also records the stream's last sequence number (a
-//    transaction's messages always in the same one). A message at or below that number is a
+//  - accept stores what it has read whenever a flush comes (forward sends one when its
+//    window is full or the queue empty) or what it holds is large (4000 messages), in one
+//    LMDB transaction that also records the stream's last sequence number (a transaction's
+//    messages always in the same one). A message at or below that number is a
 //    replay: answered again as before, never stored twice. A refused message (no such queue,
 //    disabled, quota, size...) is remembered with its NACK class. Then it acknowledges: the
 //    last sequence number, and the refusals it covers.
+//  - Frames are compressed ('Z' frames, zstd) when both sides can and it is faster: see
+//    transfer::CompressionTuner.
 //  - forward ends the lease of each batch the acknowledgements cover, in one transaction:
 //    ACK_REACH_QUEUE and source journaling for the stored messages, the NACK and the dead-
 //    letter queue for the refused. A crash anywhere leaves the unacknowledged messages in
@@ -39,6 +42,7 @@
 #include <cerrno>
 #include <deque>
 #include <map>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -61,6 +65,9 @@ constexpr int64_t kBackoffMaxMs = 10000;
 constexpr uint32_t kDefaultWindow = 10000;
 constexpr size_t kAcceptBatchCount = 4000;
 constexpr size_t kAcceptBatchBytes = 8 << 20;
+// forward encodes more only while less than this waits to be written: enough to keep the
+// pipe full, little enough that acknowledgements are read between batches.
+constexpr size_t kOutgoingBytes = 1 << 20;
 
 Status LinkError(std::string text, const std::string& link) {
   return Status(Code::kLinkFailed, std::move(text), link);
@@ -115,8 +122,24 @@ class Acceptor {
 
   Result<Frame> NextFrame() {
     for (;;) {
+      if (decompressor_) {
+        // The frames of the last 'Z' frame come before the frame after it.
+        auto z = decompressor_->Next();
+        if (!z.ok()) return z.status();
+        if (*z) return std::move(**z);
+      }
       auto f = reader_.Next();
       if (!f.ok()) return f.status();
+      if (*f && (*f)->type == Type::kCompressed) {
+        if (!decompressor_)
+          return Status(Code::kLinkFailed, "a compressed frame, but the hello asked for no "
+                                           "compression: the stream is corrupted");
+        MQ_RETURN_IF_ERROR(decompressor_->Feed((*f)->payload));
+        continue;
+      }
+      if (*f && decompressor_ && decompressor_->Partial())
+        return Status(Code::kLinkFailed, "a compressed frame ends in the middle of a frame: the "
+                                         "stream is corrupted");
       if (*f) return std::move(**f);
       auto more = Fill();
       if (!more.ok()) return more.status();
@@ -154,6 +177,8 @@ class Acceptor {
     transfer::Welcome w;
     w.store = store_.guid();
     w.last = last_;
+    w.compression = transfer::ChooseCompression(hello.compression);
+    if (!w.compression.empty()) decompressor_ = std::make_unique<transfer::Decompressor>();
     std::string out;
     transfer::PutFrame(out, Type::kWelcome, transfer::EncodeWelcome(w));
     MQ_RETURN_IF_ERROR(WriteAll(1, out, "stdout"));
@@ -243,6 +268,7 @@ class Acceptor {
 
   Store& store_;
   transfer::FrameReader reader_;
+  std::unique_ptr<transfer::Decompressor> decompressor_;  // with compression
   std::string stream_;
   uint64_t last_ = 0;
   uint64_t forget_below_ = 0;
@@ -261,6 +287,7 @@ struct ForwardArgs {
   uint32_t window = kDefaultWindow;
   std::string retry;
   std::string timeout = "30s";
+  std::string compress = "auto";  // auto, always, never
 };
 
 // The link's command, running.
@@ -307,6 +334,10 @@ class Child {
     to_ = in[1];
     from_ = out[0];
     ::fcntl(to_, F_SETFL, ::fcntl(to_, F_GETFL) | O_NONBLOCK);
+    // A larger pipe to the command (Linux; up to fs.pipe-max-size, 1 MiB by default): the far
+    // side has work queued while this side encodes or commits. Where it cannot grow, the
+    // default 64 KiB does.
+    (void)::fcntl(to_, F_SETPIPE_SZ, 1 << 20);
     ::fcntl(from_, F_SETFL, ::fcntl(from_, F_GETFL) | O_NONBLOCK);
     return {};
   }
@@ -362,6 +393,114 @@ class Child {
   int to_ = -1;
   int from_ = -1;
   std::string status_ = "ended";
+};
+
+// What forward has to write to the link, in order: frames, compressed into 'Z' frames once the
+// far side chose compression. Written from an offset, so that a partial write moves no bytes.
+class Outgoing {
+ public:
+  void Reset() {
+    buf_.clear();
+    pos_ = 0;
+    base_ = 0;
+    plain_.clear();
+    compressor_.reset();
+    compressing_ = false;
+    unmarked_ = 0;
+    marks_.clear();
+    written_[0] = written_[1] = 0;
+    framed_ = 0;
+  }
+  // Whether the next frames are compressed (only once the welcome chose zstd). One zstd
+  // stream runs through the session, whatever is written plain between its pieces.
+  void SetCompress(bool on) {
+    if (on == compressing_) return;
+    if (on && !compressor_) compressor_ = std::make_unique<transfer::Compressor>();
+    Seal();
+    Mark();  // what was framed so far was framed in the other mode
+    compressing_ = on;
+  }
+  bool compressing() const { return compressing_; }
+  void Put(Type type, std::string_view payload) {
+    transfer::PutFrame(compressing_ ? plain_ : buf_, type, payload);
+    if (type == Type::kMessage) ++unmarked_;
+    framed_ += payload.size() + 9;
+    if (plain_.size() >= kSealBytes) Seal();
+  }
+  // Bytes framed in this session (before compression).
+  uint64_t framed() const { return framed_; }
+  // Messages whose frames the link has taken whole since the last call: framed plain, and
+  // framed compressed.
+  std::pair<uint64_t, uint64_t> TakeWritten() {
+    return {std::exchange(written_[0], 0), std::exchange(written_[1], 0)};
+  }
+  bool Empty() const { return pos_ == buf_.size() && plain_.empty(); }
+  size_t Size() const { return buf_.size() - pos_ + plain_.size(); }
+
+  // Writes what the (non-blocking) descriptor takes now.
+  Status Flush(int fd) {
+    Seal();
+    Mark();
+    blocked_ = false;
+    while (pos_ < buf_.size()) {
+      ssize_t n = ::write(fd, buf_.data() + pos_, buf_.size() - pos_);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        blocked_ = true;
+        break;
+      }
+      if (n < 0) return ErrnoStatus(errno, "link", "write failed");
+      pos_ += static_cast<size_t>(n);
+    }
+    while (!marks_.empty() && marks_.front().end <= base_ + pos_) {
+      written_[marks_.front().compressed] += marks_.front().messages;
+      marks_.pop_front();
+    }
+    if (pos_ == buf_.size()) {
+      base_ += pos_;
+      buf_.clear();
+      pos_ = 0;
+    } else if (pos_ >= (1u << 20) && pos_ * 2 >= buf_.size()) {
+      base_ += pos_;
+      buf_.erase(0, pos_);
+      pos_ = 0;
+    }
+    return {};
+  }
+  // Whether the last Flush left bytes the link would not take.
+  bool blocked() const { return blocked_; }
+
+ private:
+  // Frames are compressed in pieces of about this much.
+  static constexpr size_t kSealBytes = 256 << 10;
+  // Everything framed so far (sealed) ends where the buffer ends now.
+  void Mark() {
+    if (!unmarked_) return;
+    marks_.push_back(Marker{base_ + buf_.size(), unmarked_, compressing_});
+    unmarked_ = 0;
+  }
+  void Seal() {
+    if (plain_.empty()) return;
+    compressor_->PutCompressed(buf_, plain_);
+    plain_.clear();
+  }
+  std::string buf_;
+  size_t pos_ = 0;
+  std::string plain_;
+  std::unique_ptr<transfer::Compressor> compressor_;
+  bool compressing_ = false;
+  bool blocked_ = false;
+  uint64_t base_ = 0;      // the offset in the session's stream of buf_[0]
+  uint64_t unmarked_ = 0;  // messages framed since the last mark
+  // Where in the stream the frames of so many messages end: popped as the link takes them.
+  struct Marker {
+    uint64_t end;
+    uint64_t messages;
+    bool compressed;
+  };
+  std::deque<Marker> marks_;
+  uint64_t written_[2] = {0, 0};  // plain, compressed
+  uint64_t framed_ = 0;
 };
 
 // A session failed: permanent failures (wrong peer, same store, wrong version) are not worth
@@ -516,13 +655,20 @@ class Forwarder {
   }
 
   // Locks the next batch and frames it; false if the queue had nothing.
-  Result<bool> SendBatch(std::string& out) {
+  Result<bool> SendBatch(Child& child) {
     Selection sel;
     uint64_t room = a_.window > inflight_count_ ? a_.window - inflight_count_ : 0;
     // Batches of up to a quarter of the window (each a Lock and a removal here; accept
     // commits at each flush or when it holds 4000 messages), so that acknowledgements of one
-    // come back while the next are on their way.
-    uint64_t per = std::max<uint64_t>(1, std::min<uint64_t>(a_.window / 4, 4000));
+    // come back while the next are on their way; of 1000 at most, so that the first messages
+    // of a batch are on their way while the last are encoded.
+    uint64_t per = std::max<uint64_t>(1, std::min<uint64_t>(a_.window / 4, 1000));
+    // And about what fits below kOutgoingBytes (by the last batch's bytes per message): what
+    // waits to be written is what a change of compression waits for.
+    if (frame_bytes_ > 0) {
+      size_t room = kOutgoingBytes - std::min(out_.Size(), kOutgoingBytes);
+      per = std::min<uint64_t>(per, std::max<uint64_t>(16, room / frame_bytes_ + 1));
+    }
     sel.limit = std::max<uint64_t>(1, std::min(room, per));
     if (mid_tx_) sel.limit = per;  // a transaction is never cut by the window
     LockOptions lo;
@@ -534,6 +680,7 @@ class Forwarder {
     }
     Batch b;
     b.lease = std::move(*lease);
+    uint64_t framed_before = out_.framed();
     for (const Message& m : b.lease->messages()) {
       Message t = m;
       if (!link_.return_link.empty()) {
@@ -547,14 +694,24 @@ class Forwarder {
       h.user_msg_seq = ++session_sent_;
       h.recoverable_seq = m.express ? recoverable_sent_ : ++recoverable_sent_;
       h.window = a_.window;
-      std::string payload = transfer::EncodeMessageHeader(h);
-      payload += transfer::EncodeTransferDoc(t, stream_, h.seq, h.prev);
-      transfer::PutFrame(out, Type::kMessage, payload);
+      payload_ = transfer::EncodeMessageHeader(h);
+      payload_ += transfer::EncodeTransferDoc(t, stream_, h.seq, h.prev);
+      out_.Put(Type::kMessage, payload_);
+      // What the pipe takes now, so that the far side works while this side encodes. A
+      // failure shows again at the session's own write.
+      if (++encoded_ % 64 == 0) {
+        (void)out_.Flush(child.to());
+        auto [plain, compressed] = out_.TakeWritten();
+        tuner_.Taken(plain, compressed, MonotonicMs());
+        if (out_.blocked()) tuner_.Backlogged(MonotonicMs());
+      }
       prev_ = m.lookup_id;
       b.max_seq = m.lookup_id;
       mid_tx_ = !m.xact_id.empty() && !m.eod_last;
     }
     inflight_count_ += b.lease->messages().size();
+    size_t n = b.lease->messages().size();
+    if (n) frame_bytes_ = (out_.framed() - framed_before) / n;
     inflight_.push_back(std::move(b));
     return true;
   }
@@ -567,31 +724,33 @@ class Forwarder {
     mid_tx_ = false;
     session_sent_ = recoverable_sent_ = 0;
     progressed_ = false;
+    out_.Reset();
     Status s = child.Start(link_.via);
     if (!s.ok()) return SessionError{s, true};
-    std::string out;
     transfer::Hello h;
     h.source = store_.guid();
     h.stream = stream_;
     h.link = a_.link;
     h.window = a_.window;
-    transfer::PutFrame(out, Type::kHello, transfer::EncodeHello(h));
+    if (a_.compress != "never") h.compression = std::string(transfer::kZstd);
+    out_.Put(Type::kHello, transfer::EncodeHello(h));
 
     // Hello and welcome.
+    bool compress_ok = false;
     int64_t until = MonotonicMs() + timeout_ms_;
     std::optional<transfer::Welcome> welcome;
     bool eof = false;
     while (!welcome) {
       if (cli::Stopping()) return Fail(child, Status());
-      pollfd p[2] = {{child.from(), POLLIN, 0}, {out.empty() ? -1 : child.to(), POLLOUT, 0}};
+      pollfd p[2] = {{child.from(), POLLIN, 0}, {out_.Empty() ? -1 : child.to(), POLLOUT, 0}};
       int64_t left = until - MonotonicMs();
       if (left <= 0)
         return Fail(child, LinkError(fmt::format("no answer from the far side within {}",
                                                  FormatDuration(timeout_ms_)),
                                      a_.link));
       ::poll(p, 2, static_cast<int>(std::min<int64_t>(left, 1000)));
-      if (!out.empty()) {
-        Status w = Flush(child, out);
+      if (!out_.Empty()) {
+        Status w = out_.Flush(child.to());
         if (!w.ok()) return Fail(child, LinkError("the link's command exited before answering", a_.link));
       }
       char buf[4096];
@@ -628,6 +787,16 @@ class Forwarder {
                                     "the link leads back to this same store: a link must reach "
                                     "another store"),
                       true);
+        if (w.compression == transfer::kZstd && a_.compress != "never") {
+          compress_ok = true;
+        } else if (!w.compression.empty()) {
+          return Fail(child,
+                      Status(Code::kLinkProtocol,
+                             fmt::format("the far side chose compression '{}', which this "
+                                         "mq-admin forward did not offer",
+                                         w.compression)),
+                      true);
+        }
         welcome = w;
       } else if (eof) {
         return Fail(child, LinkError("the link's command exited before answering", a_.link));
@@ -642,35 +811,42 @@ class Forwarder {
       waiter = std::move(*w);
     }
     last_ack_time_ = MonotonicMs();
+    tuner_.Start(compress_ok, a_.compress == "always", MonotonicMs());
     bool flushed = true;  // a flush follows the last message sent
     bool said_bye = false;
     for (;;) {
       bool stopping = cli::Stopping();
       // One batch per turn, so that writing, acknowledgements and encoding overlap.
       bool sent = false, empty = false;
-      if (!said_bye && !stopping && out.size() < (4u << 20) &&
-          (inflight_count_ < a_.window || mid_tx_)) {
-        auto more = SendBatch(out);
+      bool window_full = inflight_count_ >= a_.window && !mid_tx_;
+      if (!said_bye && !stopping && out_.Size() < kOutgoingBytes && !window_full) {
+        out_.SetCompress(tuner_.Compress(MonotonicMs()));
+        auto more = SendBatch(child);
         if (!more.ok()) return Fail(child, more.status(), true);
         sent = *more;
         empty = !*more;
+        if (empty) tuner_.RanDry(MonotonicMs());
         if (sent) flushed = false;
       }
-      if (!sent && !flushed && !said_bye) {
+      if (!sent && !flushed && !said_bye && (window_full || empty || stopping)) {
         // Nothing more to send now (the window is full, or the queue is empty): store what
         // you have. With the queue empty, an unfinished transaction is all there will be.
-        transfer::PutFrame(out, Type::kFlush, std::string(1, empty ? '\1' : '\0'));
+        // (Only waiting for the pipe is no reason: accept stores every 4000 messages.)
+        out_.Put(Type::kFlush, std::string(1, empty ? '\1' : '\0'));
         flushed = true;
       }
-      if (inflight_.empty() && out.empty() && !said_bye && (stopping || !a_.follow)) {
-        transfer::PutFrame(out, Type::kBye, "");
+      if (inflight_.empty() && out_.Empty() && !said_bye && (stopping || !a_.follow)) {
+        out_.Put(Type::kBye, "");
         said_bye = true;
       }
-      if (!out.empty()) {
-        Status w = Flush(child, out);
+      if (!out_.Empty()) {
+        Status w = out_.Flush(child.to());
         if (!w.ok()) return Fail(child, LinkError("the link's command ended (its stdin is closed)", a_.link));
+        auto [plain, compressed] = out_.TakeWritten();
+        tuner_.Taken(plain, compressed, MonotonicMs());
+        if (out_.blocked()) tuner_.Backlogged(MonotonicMs());
       }
-      if (said_bye && out.empty()) {
+      if (said_bye && out_.Empty()) {
         child.CloseTo();
         // Wait for the far side to finish: its stdout closes.
         int64_t bye_until = MonotonicMs() + timeout_ms_;
@@ -687,7 +863,7 @@ class Forwarder {
         return SessionError{};
       }
       // Wait: for acknowledgements, room to write, or (idle, --follow) the doorbell.
-      bool idle = inflight_.empty() && out.empty();
+      bool idle = inflight_.empty() && out_.Empty();
       if (idle && a_.follow) {
         auto deadline = store_.NextDeadline(out_ref_);
         // The doorbell, the command's output (its end, or an error), a signal.
@@ -704,7 +880,7 @@ class Forwarder {
         continue;
       }
       pollfd p[3] = {{child.from(), POLLIN, 0},
-                     {out.empty() ? -1 : child.to(), POLLOUT, 0},
+                     {out_.Empty() ? -1 : child.to(), POLLOUT, 0},
                      {stopping ? -1 : stop_fd_, POLLIN, 0}};
       ::poll(p, 3, sent ? 0 : 1000);  // with room to send more, only look
       Status ps = Pump(child, eof);
@@ -717,20 +893,6 @@ class Forwarder {
     }
   }
 
-  // Writes what the pipe takes now.
-  Status Flush(Child& child, std::string& out) {
-    size_t done = 0;
-    while (done < out.size()) {
-      ssize_t n = ::write(child.to(), out.data() + done, out.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-      if (n < 0) return ErrnoStatus(errno, "link", "write failed");
-      done += static_cast<size_t>(n);
-    }
-    out.erase(0, done);
-    return {};
-  }
-
   Store& store_;
   const ForwardArgs& a_;
   LinkInfo link_;
@@ -741,6 +903,11 @@ class Forwarder {
   int64_t retry_ms_ = -1;
   int stop_fd_ = -1;
   transfer::FrameReader reader_;
+  Outgoing out_;
+  transfer::CompressionTuner tuner_;
+  uint64_t encoded_ = 0;
+  uint64_t frame_bytes_ = 0;  // bytes framed per message, in the last batch
+  std::string payload_;  // one message frame's payload, reused
   std::deque<Batch> inflight_;
   uint64_t inflight_count_ = 0;
   std::map<uint64_t, uint16_t> nacks_;
@@ -769,6 +936,11 @@ Command SetupForward(CLI::App& app, Context&) {
                   "Messages sent and not yet acknowledged, at most (default 10000)")
       ->type_name("N")
       ->check(cli::WholeNumber(1, 1000000));
+  sub->add_option("--compress", a->compress,
+                  "Compress the messages (zstd) when the far side can decompress them: auto "
+                  "(while that is faster, the default), always, or never")
+      ->type_name("WHEN")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
   sub->add_option("--retry", a->retry,
                   "With --once: how long to keep retrying a failing link (default 30s); "
                   "--follow retries forever")

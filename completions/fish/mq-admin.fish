@@ -206,6 +206,7 @@ complete -c mq-admin -n '__mq_admin_using link' -l format -x -a 'text json prome
 complete -c mq-admin -n '__mq_admin_using forward' -l once -d 'Stop when the outgoing queue is empty'
 complete -c mq-admin -n '__mq_admin_using forward' -l follow -d 'Keep forwarding until a signal'
 complete -c mq-admin -n '__mq_admin_using forward' -l window -x -d 'Messages unacknowledged at most'
+complete -c mq-admin -n '__mq_admin_using forward' -l compress -x -a 'auto always never' -d 'Compress the messages'
 complete -c mq-admin -n '__mq_admin_using forward' -l retry -x -d 'How long to retry with --once'
 complete -c mq-admin -n '__mq_admin_using forward' -l timeout -x -d 'Waiting for the far side'
 complete -c mq-admin -n '__mq_admin_using bridge' -l amqp -x -d 'Broker URL'

@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -504,4 +506,30 @@ TEST_CASE("srmp: a stream of documents splits at each closing boundary", "[srmp]
   REQUIRE(got[2].msg_class == 255);
   REQUIRE(got[3] == a);
   REQUIRE(SrmpDocumentEnd("  \r\n") == 0);
+}
+
+TEST_CASE("SRMP dates agree with the C library's calendar, both ways") {
+  // FormatSrmpTime and ParseSrmpTime do their own calendar arithmetic: gmtime_r is the oracle,
+  // over leap days, century years and the ends of months from 1900 to 2400.
+  for (int64_t sec = -2208988800; sec < 13569465600; sec += 86400 * 37 + 3661) {
+    for (int64_t extra : {int64_t{0}, int64_t{86399}}) {
+      int64_t s = sec + extra;
+      time_t t = static_cast<time_t>(s);
+      struct tm tm {};
+      REQUIRE(gmtime_r(&t, &tm));
+      char want[32];
+      std::snprintf(want, sizeof want, "%04d%02d%02dT%02d%02d%02d", tm.tm_year + 1900,
+                    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+      REQUIRE(FormatSrmpTime(s * 1000) == want);
+      REQUIRE(FormatSrmpTime(s * 1000 + 7) == std::string(want) + ".007");
+      auto back = ParseSrmpTime(want);
+      REQUIRE(back.ok());
+      REQUIRE(*back == s * 1000);
+    }
+  }
+  CHECK(ParseSrmpTime("20240229T000000").ok());
+  CHECK(!ParseSrmpTime("20230229T000000").ok());
+  CHECK(!ParseSrmpTime("21000229T000000").ok());
+  CHECK(ParseSrmpTime("20000229T000000").ok());
+  CHECK(!ParseSrmpTime("20240431T000000").ok());
 }

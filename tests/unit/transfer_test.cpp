@@ -185,3 +185,169 @@ TEST_CASE("AcceptTransfer stores once, in order, and answers replays as before")
   REQUIRE(st->Check(problems).ok());
   CHECK(problems.empty());
 }
+
+TEST_CASE("compressed frames carry the frames in order, across pieces, and shrink XML") {
+  Compressor d;
+  Decompressor in;
+  std::string wire;
+  std::vector<std::string> sent;
+  size_t plain_bytes = 0;
+  for (int piece = 0; piece < 3; ++piece) {
+    std::string frames;
+    for (int i = 0; i < 50; ++i) {
+      std::string payload = "<Msmq><Class>0</Class><Priority>3</Priority></Msmq>" +
+                            std::to_string(piece * 100 + i);
+      PutFrame(frames, Type::kMessage, payload);
+      sent.push_back(payload);
+    }
+    PutFrame(frames, Type::kFlush, std::string(1, '\0'));
+    sent.push_back(std::string(1, '\0'));
+    plain_bytes += frames.size();
+    d.PutCompressed(wire, frames);
+  }
+  CHECK(wire.size() * 4 < plain_bytes);
+  FrameReader outer;
+  outer.Feed(wire);
+  std::vector<std::string> got;
+  for (;;) {
+    auto f = outer.Next();
+    REQUIRE(f.ok());
+    if (!*f) break;
+    REQUIRE((*f)->type == Type::kCompressed);
+    REQUIRE(in.Feed((*f)->payload).ok());
+    for (;;) {
+      auto g = in.Next();
+      REQUIRE(g.ok());
+      if (!*g) break;
+      got.push_back((*g)->payload);
+    }
+    CHECK(!in.Partial());  // each piece ends at a frame's end
+  }
+  CHECK(got == sent);
+}
+
+TEST_CASE("a damaged compressed stream is refused") {
+  Compressor d;
+  std::string frames;
+  for (int i = 0; i < 20; ++i) PutFrame(frames, Type::kMessage, "payload " + std::to_string(i));
+  std::string wire;
+  d.PutCompressed(wire, frames);
+  FrameReader outer;
+  outer.Feed(wire);
+  auto f = outer.Next();
+  REQUIRE(f.ok());
+  REQUIRE(*f);
+  std::string payload = (*f)->payload;
+  // Garbage where zstd data belongs (the frame's own CRC would catch damage on the way;
+  // this is a sender that compresses wrongly).
+  Decompressor bad;
+  std::string garbage(payload.size(), '\xff');
+  CHECK(!bad.Feed(garbage).ok());
+  // Each byte flipped: a zstd error, or frames that fail their own CRC; never a frame taken
+  // as good that differs from what was sent (a flip in bits zstd ignores changes nothing).
+  for (size_t i = 0; i < payload.size(); ++i) {
+    std::string p = payload;
+    p[i] ^= 0x10;
+    Decompressor in;
+    if (!in.Feed(p).ok()) continue;
+    for (int k = 0;; ++k) {
+      auto g = in.Next();
+      if (!g.ok() || !*g) break;
+      CHECK((*g)->payload == "payload " + std::to_string(k));
+    }
+  }
+}
+
+TEST_CASE("compression is negotiated: zstd when offered, else plain frames") {
+  CHECK(ChooseCompression("zstd") == "zstd");
+  CHECK(ChooseCompression("lz4,zstd") == "zstd");
+  CHECK(ChooseCompression("deflate").empty());
+  CHECK(ChooseCompression("").empty());  // an older forward offers nothing
+  CHECK(ChooseCompression("zstd2").empty());
+  Hello h;
+  h.source = NewGuid();
+  h.stream = "s";
+  h.compression = "zstd";
+  Hello h2;
+  REQUIRE(DecodeHello(EncodeHello(h), h2).ok());
+  CHECK(h2.compression == "zstd");
+  h.compression.clear();
+  REQUIRE(DecodeHello(EncodeHello(h), h2 = Hello()).ok());
+  CHECK(h2.compression.empty());
+  Welcome w;
+  w.store = NewGuid();
+  w.compression = "zstd";
+  Welcome w2;
+  REQUIRE(DecodeWelcome(EncodeWelcome(w), w2).ok());
+  CHECK(w2.compression == "zstd");
+  // An older accept's welcome has no field 3: the forward then writes plain frames.
+  w.compression.clear();
+  REQUIRE(DecodeWelcome(EncodeWelcome(w), w2 = Welcome()).ok());
+  CHECK(w2.compression.empty());
+}
+
+TEST_CASE("forward compresses when the link limits the transfer, not when the far side does") {
+  // A link that carries `bytes_per_ms`, messages of 2650 bytes plain and 860 compressed, a far
+  // side that stores `store_per_ms` messages a millisecond; `lag_ms`: how long what was framed
+  // before a switch keeps the link busy. What the tuner chooses once the probes are done.
+  auto run = [](double bytes_per_ms, double store_per_ms, bool negotiated, int lag_ms) {
+    CompressionTuner t;
+    int64_t now = 1000;
+    t.Start(negotiated, false, now);
+    CHECK(!t.Compress(now));  // plain until the link backs up
+    t.Backlogged(now);
+    double carry = 0;
+    bool mode = false, last = false;
+    int lag = 0;
+    for (int ms = 0; ms < 3000; ++ms, ++now) {
+      bool want = t.Compress(now);
+      if (want != last) lag = lag_ms;  // the old mode's frames still go first
+      last = want;
+      if (lag > 0) {
+        --lag;
+      } else {
+        mode = want;
+      }
+      double per_ms = std::min(bytes_per_ms / (mode ? 860.0 : 2650.0), store_per_ms);
+      carry += per_ms;
+      auto n = static_cast<uint64_t>(carry);
+      carry -= static_cast<double>(n);
+      t.Taken(mode ? 0 : n, mode ? n : 0, now);
+    }
+    return last;
+  };
+  for (int lag : {0, 50, 400}) {
+    CHECK(run(10 * 1048.576, 30, true, lag));    // 10 MiB/s, the far side stores 30,000 a second
+    CHECK(run(1048.576, 30, true, lag));         // 1 MiB/s
+    CHECK(!run(1e6, 30, true, lag));             // a local pipe: the far side limits
+    CHECK(!run(10 * 1048.576, 30, false, lag));  // an accept that cannot decompress
+  }
+  // No backlog, no probing: plain.
+  CompressionTuner t;
+  t.Start(true, false, 0);
+  t.Taken(1000, 0, 1);
+  CHECK(!t.Compress(CompressionTuner::kProbeMs * 3));
+  // --compress always.
+  t.Start(true, true, 0);
+  CHECK(t.Compress(0));
+  // A queue that runs dry during a probe: plain.
+  t.Start(true, false, 0);
+  t.Backlogged(0);
+  CHECK(!t.Compress(0));
+  t.Taken(10, 0, 1);
+  t.Taken(10, 0, CompressionTuner::kProbeMs + 2);
+  CHECK(t.Compress(CompressionTuner::kProbeMs + 2));  // the compressed probe
+  t.RanDry(CompressionTuner::kProbeMs + 3);
+  CHECK(!t.Compress(CompressionTuner::kProbeMs + 4));
+  // After the hold, plain again until the link backs up again.
+  CompressionTuner h;
+  h.Start(true, false, 0);
+  h.Backlogged(0);
+  int64_t now = 0;
+  for (; now < 3 * CompressionTuner::kProbeMs; ++now) {
+    bool d = h.Compress(now);
+    h.Taken(d ? 0 : 1, d ? 3 : 0, now);
+  }
+  CHECK(h.Compress(now));
+  CHECK(!h.Compress(now + CompressionTuner::kHoldMs + 1));
+}
