@@ -100,8 +100,6 @@ Result<QueueRef> ParseQueueRef(std::string_view text) {
     if (ref.sub != "deadletter" && ref.sub != "deadxact" && ref.sub != "journal")
       return Bad(text, "'system' is reserved: system;deadletter, system;deadxact, system;journal");
   }
-  if (ref.IsOutgoing() && !ref.IsSub())
-    return Bad(text, "'out' is reserved: out;LINK is the outgoing queue of the link LINK");
   return ref;
 }
 

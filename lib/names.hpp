@@ -28,7 +28,9 @@ struct QueueRef {
   std::string sub;   // "", "journal", "poison", "deadletter", ...
 
   bool IsSystem() const { return base == "system"; }
-  bool IsOutgoing() const { return base == kOutgoingBase; }
+  // out;LINK. A bare "out" is no name a new queue may take (Store refuses to make it), but a
+  // store made before links may hold a queue of that name: it stays a plain queue, reachable.
+  bool IsOutgoing() const { return base == kOutgoingBase && !sub.empty(); }
   bool IsSub() const { return !sub.empty(); }
   // The canonical reference, "base" or "base;sub"; the queue's key in the catalog.
   std::string Full() const { return sub.empty() ? base : base + ";" + sub; }

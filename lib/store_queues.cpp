@@ -77,6 +77,13 @@ Status Store::Impl::PutMetaU32(lmdb::Txn& txn, std::string_view key, uint32_t v)
 }
 
 Result<QueueInfo> Store::Impl::NewQueue(lmdb::Txn& txn, const std::string& name) {
+  // "out" would have subqueues out;X, the outgoing queue of link X. A queue of that name made
+  // before links existed stays usable (names.hpp): only making one is refused.
+  if (name == kOutgoingBase)
+    return Status(Code::kIllegalQueuePathname,
+                  "invalid queue name: 'out' is reserved: out;LINK is the outgoing queue of the "
+                  "link LINK",
+                  name);
   auto next = MetaU32(txn, "next_queue_id", 1);
   if (!next.ok()) return next.status();
   QueueInfo q;

@@ -39,7 +39,7 @@ expect_rc 2 mq-send --create out x
 expect_err_match "^mq-send: out: invalid queue name: 'out' is reserved"
 expect_rc 2 mq-admin create 'out;x'
 expect_rc 2 mq-send 'out;b' x
-expect_rc 2 mq-send 'DIRECT=OS:.\private$\out' x
+expect_rc 3 mq-send 'DIRECT=OS:.\private$\out' x   # no such queue, and none can be made
 expect_rc 2 mq-send b:out x
 expect_err_match '^mq-send: b:out: invalid queue name: a remote queue is a plain queue name'
 expect_rc 2 mq-send --admin-queue 'out;b' --ack full-receive b:dest x

@@ -652,3 +652,55 @@ TEST_CASE("check finds a message id beyond its queue's id counter", "[store][ids
   REQUIRE(problems.size() == 2);
   CHECK(problems[0].find("beyond queue q's id counter 1") != std::string::npos);
 }
+
+TEST_CASE("no queue named out can be made, but one made before links stays usable",
+          "[store][names]") {
+  TempDir t;
+  std::string dir = t.path + "/s";
+  {
+    auto st = OpenNew(t.path);
+    CHECK(st->CreateQueue(Q("out"), {}).code() == Code::kIllegalQueuePathname);
+    Vec src;
+    Message m;
+    m.body = "x";
+    src.v.push_back(m);
+    AppendOptions o;
+    o.create_queue = true;
+    CHECK(st->Append(Q("out"), o, src, nullptr).code() == Code::kIllegalQueuePathname);
+    Send(*st, "legacy", {{3, "kept"}});
+  }
+  // As a store made before links: its queue "legacy" renamed "out" in the catalog.
+  {
+    lmdb::Env env;
+    REQUIRE(env.Open(dir, 0600, 256 << 20, 32).ok());
+    auto txn = lmdb::Txn::Begin(env, true);
+    REQUIRE(txn.ok());
+    auto queues = txn->OpenDb("queues", false);
+    auto queue_ids = txn->OpenDb("queue_ids", false);
+    REQUIRE(queues.ok());
+    REQUIRE(queue_ids.ok());
+    auto rec = txn->Get(*queues, "legacy");
+    REQUIRE(rec);
+    std::string copy(*rec);
+    QueueInfo q;
+    REQUIRE(DecodeQueue(copy, q).ok());
+    REQUIRE(txn->Put(*queues, "out", copy).ok());
+    REQUIRE(txn->Del(*queues, "legacy").ok());
+    std::string qid_key;
+    PutU32BE(qid_key, q.id);
+    REQUIRE(txn->Put(*queue_ids, qid_key, "out").ok());
+    REQUIRE(txn->Commit().ok());
+  }
+  OpenOptions o;
+  o.dir = dir;
+  auto st = Store::Open(o);
+  REQUIRE(st.ok());
+  Send(**st, "out", {{3, "more"}});
+  Collect got;
+  REQUIRE((*st)->Receive(Q("out"), All(), {}, got).ok());
+  CHECK(Bodies(got.got) == std::vector<std::string>{"kept", "more"});
+  REQUIRE((*st)->DeleteQueue(Q("out")).ok());
+  std::vector<std::string> problems;
+  REQUIRE((*st)->Check(problems).ok());
+  CHECK(problems.empty());
+}
