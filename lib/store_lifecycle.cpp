@@ -53,38 +53,31 @@ Status Store::Impl::EmitAck(lmdb::Txn& txn, QueueInfo& cur, const Message& orig,
   a.destination_queue = orig.admin_queue;
   a.sent_time = a.arrived_time = a.message_enqueue_time = now;
   a.source_qm_guid = guid;
+  // Into `to` (whose id source gives the id); a full queue takes no acknowledgement. `cur` is
+  // saved by the caller, any other queue here.
+  auto deliver = [&](QueueInfo& to) -> Status {
+    a.id = NewMessageId(to);
+    Status s = InsertMessage(txn, to, a, to.quota);
+    if (s.code() == Code::kInsufficientResources) return {};
+    MQ_RETURN_IF_ERROR(s);
+    return &to == &cur ? Status() : PutQueue(txn, to);
+  };
   auto remote = ParseRemoteRef(orig.admin_queue);
   if (remote.ok() && *remote) {
     const std::string& link = (*remote)->link;
     a.destination_queue = (*remote)->queue;
     a.awaiting_arrival = true;  // it reaches its queue at the far side
-    if (cur.name == std::string(kOutgoingBase) + ";" + link) {
-      a.id = NewMessageId(cur);
-      Status s = InsertMessage(txn, cur, a, cur.quota);
-      return s.code() == Code::kInsufficientResources ? Status() : s;
-    }
+    if (cur.name == std::string(kOutgoingBase) + ";" + link) return deliver(cur);
     auto oq = LoadOutgoing(txn, link);
     if (!oq.ok()) return oq.status();
     if (!*oq || !(*oq)->enabled) return {};
-    a.id = NewMessageId(**oq);
-    Status s = InsertMessage(txn, **oq, a, (*oq)->quota);
-    if (s.code() == Code::kInsufficientResources) return {};
-    MQ_RETURN_IF_ERROR(s);
-    return PutQueue(txn, **oq);
+    return deliver(**oq);
   }
-  if (orig.admin_queue == cur.name) {
-    a.id = NewMessageId(cur);
-    Status s = InsertMessage(txn, cur, a, cur.quota);
-    return s.code() == Code::kInsufficientResources ? Status() : s;
-  }
+  if (orig.admin_queue == cur.name) return deliver(cur);
   auto aq = LoadQueue(txn, orig.admin_queue);
   if (!aq.ok()) return aq.status();
   if (!*aq || !(*aq)->enabled) return {};
-  a.id = NewMessageId(**aq);
-  Status s = InsertMessage(txn, **aq, a, (*aq)->quota);
-  if (s.code() == Code::kInsufficientResources) return {};
-  MQ_RETURN_IF_ERROR(s);
-  return PutQueue(txn, **aq);
+  return deliver(**aq);
 }
 
 // Puts a copy of `m` in the journal `jname` (made on first use). With `own_quota` the
