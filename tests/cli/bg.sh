@@ -11,7 +11,7 @@ killtree() {
 }
 cleanup() {
   local p
-  for p in "${BG[@]}"; do killtree "$p"; done
+  for p in "${BG[@]}"; do ours "$p" && killtree "$p"; done
   rm -rf "$T"
 }
 trap cleanup EXIT

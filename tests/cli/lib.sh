@@ -17,6 +17,23 @@ export HOME=$T/home
 unset XDG_DATA_HOME
 FAILS=0
 
+# ours PID: whether PID is still a descendant of this shell (its child, or a child's child:
+# a tool under `timeout`). pid_max is 32768 on the reference machines, and a long test's
+# list of background pids outlives most of them: by the time an EXIT trap kills that list,
+# a recycled pid can be another test's process (a tool of a test running beside this one,
+# killed with SIGKILL for nothing).
+ours() {
+  local pid=$1 depth stat
+  for depth in 1 2 3; do
+    stat=$(cat /proc/"$pid"/stat 2>/dev/null) || return 1
+    stat=${stat##*) }
+    set -- $stat
+    pid=${2:-0}
+    [ "$pid" = "$$" ] && return 0
+    [ "$pid" -gt 1 ] || return 1
+  done
+  return 1
+}
 fail() {
   printf 'FAIL: %s\n' "$*" >&2
   FAILS=$((FAILS + 1))

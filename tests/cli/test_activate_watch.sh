@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 BG=()
 _prev_exit=$(trap -p EXIT); _prev_exit=${_prev_exit#trap -- \'}; _prev_exit=${_prev_exit%\' EXIT}
-trap 'for p in "${BG[@]}"; do kill -9 "$p" 2>/dev/null; done; '"$_prev_exit" EXIT
+trap 'for p in "${BG[@]}"; do ours "$p" && kill -9 "$p" 2>/dev/null; done; '"$_prev_exit" EXIT
 
 count() { mq-admin stat "$1" --json | grep -o '"messages":[0-9]*' | cut -d: -f2; }
 queue_empty() { [ "$(count q)" = 0 ]; }

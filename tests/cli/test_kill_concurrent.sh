@@ -20,7 +20,7 @@
 . "$(dirname "$0")/lib.sh"
 BG=()
 _prev_exit=$(trap -p EXIT); _prev_exit=${_prev_exit#trap -- \'}; _prev_exit=${_prev_exit%\' EXIT}
-trap 'touch "$T/stop"; for p in "${BG[@]}"; do kill -9 "$p" 2>/dev/null; done; '"$_prev_exit" EXIT
+trap 'touch "$T/stop"; for p in "${BG[@]}"; do ours "$p" && kill -9 "$p" 2>/dev/null; done; '"$_prev_exit" EXIT
 
 SENDERS=4 RECEIVERS=4 PER_SENDER=5000 CHUNK=100 LIMIT=450
 expect_rc 0 mq-admin create q --max-retries 1000

@@ -32,7 +32,7 @@
 . "$(dirname "$0")/lib.sh"
 BG=()
 _prev_exit=$(trap -p EXIT); _prev_exit=${_prev_exit#trap -- \'}; _prev_exit=${_prev_exit%\' EXIT}
-trap 'for p in "${BG[@]}"; do kill -9 "$p" 2>/dev/null; done; '"$_prev_exit" EXIT
+trap 'for p in "${BG[@]}"; do ours "$p" && kill -9 "$p" 2>/dev/null; done; '"$_prev_exit" EXIT
 
 TRIALS=${MQ_KILL_TRIALS:-201}
 K=100   # lines per victim send

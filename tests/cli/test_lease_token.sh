@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 BG=()
 _prev_exit=$(trap -p EXIT); _prev_exit=${_prev_exit#trap -- \'}; _prev_exit=${_prev_exit%\' EXIT}
-trap 'for p in "${BG[@]}"; do kill -9 "$p" 2>/dev/null; done; '"$_prev_exit" EXIT
+trap 'for p in "${BG[@]}"; do ours "$p" && kill -9 "$p" 2>/dev/null; done; '"$_prev_exit" EXIT
 
 now_ms() { date +%s%3N; }
 iso_ms() { date -d "$1" +%s%3N; }

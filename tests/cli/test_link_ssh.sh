@@ -11,7 +11,7 @@ command -v ssh >/dev/null || skip "ssh is not installed (scripts/setup.sh instal
 [ "$(id -u)" = 0 ] || skip "the private sshd logs in as root: run as root"
 BG=()
 _prev_exit=$(trap -p EXIT); _prev_exit=${_prev_exit#trap -- \'}; _prev_exit=${_prev_exit%\' EXIT}
-trap 'for p in "${BG[@]}"; do kill "$p" 2>/dev/null; done; '"$_prev_exit" EXIT
+trap 'for p in "${BG[@]}"; do ours "$p" && kill "$p" 2>/dev/null; done; '"$_prev_exit" EXIT
 
 mkdir -p /run/sshd
 chmod 0755 /run/sshd

@@ -115,7 +115,7 @@ expect_rc 8 mq-receive dflt --exec false
 # its message (returned by the next reader), and so does a nack.
 BG=()
 _prev_exit=$(trap -p EXIT); _prev_exit=${_prev_exit#trap -- \'}; _prev_exit=${_prev_exit%\' EXIT}
-trap 'for p in "${BG[@]}"; do kill -9 "$p" 2>/dev/null; done; '"$_prev_exit" EXIT
+trap 'for p in "${BG[@]}"; do ours "$p" && kill -9 "$p" 2>/dev/null; done; '"$_prev_exit" EXIT
 expect_rc 0 mq-admin create k --max-retries 2
 expect_rc 0 mq-send k kbody
 for i in 1 2; do
