@@ -25,9 +25,12 @@ grep -Eq '^QUEUE +MESSAGES +DELAYED +LOCKED +BYTES +OLDEST +WAITING +STATUS$' "$
 grep -Eq '^w +0 +0 +0 +0 +- +2 +on$' "$T/out" || fail "text row: $(cat "$T/out")"
 expect_rc 0 mq-admin stat w --format prometheus
 grep -q '^mq_queue_waiting_readers{store="[^"]*",queue="w"} 2$' "$T/out" || fail "prometheus waiting: $(grep waiting "$T/out")"
-expect_rc 0 mq-send w wake
+# Two messages: the receive takes one, and the peek, whenever it looks, still finds the other
+# (with one, a peek that wakes after the receive has taken it rightly waits on).
+printf 'wake1\nwake2\n' | mq-send -l w || fail "send the wake-ups"
 wait "$p1" || fail "the waiting receive failed"
 wait "$p2" || fail "the waiting peek failed"
+expect_rc 0 mq-receive w -l   # the one left
 expect_rc 0 mq-admin stat w --json
 [ "$(jq .waiting "$T/out")" = 0 ] || fail "waiting after the wake: $(cat "$T/out")"
 
@@ -46,13 +49,13 @@ ls "$STORE/locks" | grep -q "^wait\." || fail "no wait mark left by the killed r
 expect_rc 0 mq-admin sweep
 ls "$STORE/locks" | grep -q "^wait\." && fail "sweep left a dead reader's wait mark"
 
-# Totals: q had 3 sends and 3 receives; w 1 and 1 (the peek received nothing).
+# Totals: q had 3 sends and 3 receives; w 2 and 2 (the peek received nothing).
 expect_rc 0 mq-admin stat q --json
 [ "$(jq -c '[.sent_total, .received_total]' "$T/out")" = '[3,3]' ] || fail "q totals: $(cat "$T/out")"
 [ "$(jq '.store_file_bytes > 0 and .store_used_bytes > 0 and .store_used_bytes <= .store_file_bytes' "$T/out")" = true ] ||
   fail "store sizes in --json: $(cat "$T/out")"
 expect_rc 0 mq-admin stat w --json
-[ "$(jq -c '[.sent_total, .received_total]' "$T/out")" = '[1,1]' ] || fail "w totals: $(cat "$T/out")"
+[ "$(jq -c '[.sent_total, .received_total]' "$T/out")" = '[2,2]' ] || fail "w totals: $(cat "$T/out")"
 expect_rc 0 mq-admin stat --format prometheus
 grep -q '^# TYPE mq_queue_sent_total counter$' "$T/out" || fail "no counter mq_queue_sent_total"
 grep -q '^# TYPE mq_queue_received_total counter$' "$T/out" || fail "no counter mq_queue_received_total"
