@@ -233,6 +233,12 @@ Result<QueueInfo> Store::Impl::ReceivableQueue(lmdb::Txn& txn, const QueueRef& r
 // file is never unlinked here: if the transaction does not commit, the file stays (unlocked
 // once `lease` is gone) until sweep removes it under the writer lock, so no other process can
 // hold a lock on a name that no longer leads to its file.
+//
+// The file of an id not committed yet can still be locked: by a writer killed in its
+// transaction, as the kernel releases a dying process's robust mutexes (the LMDB writer lock)
+// before it closes its files, or by a process whose transaction failed and which has not
+// dropped its Lease yet. Neither can commit that id any more (we hold the writer lock), so
+// the lease takes the next id whose file is free.
 Result<uint64_t> Store::Impl::BeginLease(QueueInfo& q, const LockOptions& lo, int64_t now,
                                          Lease& lease, LeaseRecord& rec) {
   uint64_t lease_id = q.next_lease++;
@@ -246,10 +252,16 @@ Result<uint64_t> Store::Impl::BeginLease(QueueInfo& q, const LockOptions& lo, in
   } else {
     if (lease.lock_fd_ >= 0) ::close(lease.lock_fd_);
     lease.lock_fd_ = -1;
-    lease.lock_path_ = LeaseLockPath(q.id, lease_id);
-    auto l = FileLock::Acquire(lease.lock_path_, file_mode, false);
-    if (!l.ok()) return l.status();
-    lease.lock_fd_ = l->Detach();
+    for (int tries = 1;; ++tries) {
+      lease.lock_path_ = LeaseLockPath(q.id, lease_id);
+      auto l = FileLock::Acquire(lease.lock_path_, file_mode, false);
+      if (l.ok()) {
+        lease.lock_fd_ = l->Detach();
+        break;
+      }
+      if (l.status().code() != Code::kSharingViolation || tries == 64) return l.status();
+      lease_id = q.next_lease++;
+    }
   }
   lease.messages_.clear();
   lease.sizes_.clear();

@@ -2,6 +2,8 @@
 // and the meta record, the delivery order index, selections, receive, counters and check.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -503,6 +505,39 @@ TEST_CASE("committing one of several leases leaves the others Locked", "[store][
   REQUIRE(st->Receive(Q("q"), All(), {}, rest).ok());
   REQUIRE(rest.got.size() == 100);
   CHECK(rest.got.front().body == "m200");
+}
+
+TEST_CASE("a lease id whose lock file a dying writer still holds is skipped", "[store][lease]") {
+  // A writer killed in its transaction after it locked locks/lease.Q.N: the kernel ends its
+  // hold on the LMDB writer mutex (robust futexes, in exit_mm) before it closes its files, so
+  // the next writer can be given id N again while the dying process still holds the file.
+  // That id was never committed: the lock must take the next free one, not fail.
+  TempDir t;
+  auto st = OpenNew(t.path);
+  Send(*st, "q", {{3, "a"}, {3, "b"}});
+  auto first = st->Lock(Q("q"), Selection(), {}, {}, nullptr);
+  REQUIRE(first.ok());
+  REQUIRE(st->Finish(**first, true, 0, nullptr).ok());  // lease 1 ends; the next is 2
+  uint32_t qid = st->StatQueue(Q("q"))->info.id;
+  std::string path = t.path + "/s/locks/lease." + std::to_string(qid) + ".2";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  REQUIRE(fd >= 0);
+  REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);  // the dying writer's hold
+  auto second = st->Lock(Q("q"), Selection(), {}, {}, nullptr);
+  REQUIRE(second.ok());
+  REQUIRE(*second);
+  CHECK((*second)->messages().at(0).body == "b");
+  auto leases = st->ListLeases();
+  REQUIRE(leases.ok());
+  REQUIRE(leases->size() == 1);
+  CHECK(leases->at(0).lease_id != 2);
+  CHECK(leases->at(0).alive);
+  REQUIRE(st->Finish(**second, true, 0, nullptr).ok());
+  ::close(fd);
+  std::vector<std::string> problems;
+  REQUIRE(st->Check(problems).ok());
+  CHECK(problems.empty());
+  CHECK(st->StatQueue(Q("q"))->info.count == 0);
 }
 
 namespace {
