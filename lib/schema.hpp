@@ -17,6 +17,7 @@
 //              here (its NACK is answered again when the message is replayed), forgotten
 //              once the sender's stream has moved past it;
 //              "rconv:" LINK "\0" HANDLE (16) -> u64 next message sequence number, far queue
+//                (the high bit of the number set once its EndDialog or Error was sent)
 //              name: a conversation begun here through a link (mq-send LINK:QUEUE
 //              --conversation new), whose record lives at the far store; dropped with the link
 //   queues     name -> queue record (queue.hpp)
@@ -221,6 +222,9 @@ inline bool IsOutgoingName(std::string_view name) {
 
 inline std::string LinkKey(std::string_view name) { return "link:" + std::string(name); }
 inline std::string StreamKey(std::string_view stream) { return "stream:" + std::string(stream); }
+// The high bit of a remote conversation's next sequence number: its EndDialog (or Error)
+// message has been sent, so no message may follow.
+constexpr uint64_t kRemoteConvEnded = uint64_t{1} << 63;
 inline std::string RemoteConvPrefix(std::string_view link) {
   std::string k = "rconv:" + std::string(link);
   k.push_back('\0');

@@ -583,6 +583,40 @@ Result<uint64_t> Store::EndConversation(const Guid& handle, const EndOptions& o)
   uint64_t removed = 0;
   uint32_t qid = 0;
   std::string text = FormatGuid(handle);
+  // A conversation begun here through a link lives at the far store: its EndDialog (or
+  // Error) message goes there through out;LINK, after the conversation's other messages,
+  // and ends it there on arrival; here no more sends may follow it (RemoteConvPrepare).
+  std::optional<std::pair<std::string, std::string>> remote;
+  {
+    auto txn = lmdb::Txn::Begin(impl_->env, false);
+    if (!txn.ok()) return txn.status();
+    if (!txn->Get(impl_->convs, GuidBytes(handle))) {
+      auto r = impl_->FindRemoteConv(*txn, handle);
+      if (!r.ok()) return r.status();
+      remote = std::move(*r);
+    }
+  }
+  if (remote) {
+    Message m;
+    m.conversation_handle = handle;
+    m.message_type_name = std::string(o.error ? kErrorType : kEndDialogType);
+    m.validation = o.error ? 'X' : 'E';
+    if (o.error) {
+      m.body = ErrorBody(o.code, o.description);
+      m.body_type = kBodyXml;
+    }
+    AppendOptions ao;
+    ao.remote_queue = remote->second;
+    std::vector<Message> one{std::move(m)};
+    VectorSource src(one);
+    auto ref = ParseQueueRef(std::string(kOutgoingBase) + ";" + remote->first);
+    if (!ref.ok()) return ref.status();
+    Status sent = Append(*ref, ao, src, nullptr, nullptr);
+    // Ended before: as for a local conversation, only an --error is refused then.
+    if (sent.code() == Code::kConversationClosed && !o.error) return uint64_t{0};
+    if (!sent.ok()) return sent;
+    return uint64_t{0};
+  }
   Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
     removed = 0;
     auto cr = impl_->LoadConv(txn, handle);

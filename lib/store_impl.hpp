@@ -270,6 +270,8 @@ struct Store::Impl {
   // The receiving end, for a message that came over a link into `q`: its message type's
   // validation, and its conversation (begun by sequence number 0, or open here). 0, with the
   // message ready to insert, or the NACK class that refuses it.
+  Result<std::optional<std::pair<std::string, std::string>>> FindRemoteConv(lmdb::Txn& txn,
+                                                                           const Guid& handle);
   Result<uint16_t> AcceptConvMessage(lmdb::Txn& txn, QueueInfo& q, Message& m,
                                      std::set<Guid>& created, int64_t now);
 

@@ -95,6 +95,12 @@ Status Store::Impl::RemoteConvPrepare(lmdb::Txn& txn, const std::string& link,
     if (far != queue)
       return Status(Code::kConversationNotFound,
                     fmt::format("conversation {} goes to {}:{}", handle_text, link, far), where);
+    if (next & kRemoteConvEnded)
+      return Status(Code::kConversationClosed,
+                    fmt::format("conversation {} has ended here (its EndDialog went to {}): no "
+                                "more sends",
+                                handle_text, where),
+                    where);
   } else {
     created.insert(m.conversation_handle);
   }
@@ -108,10 +114,28 @@ Status Store::Impl::RemoteConvPrepare(lmdb::Txn& txn, const std::string& link,
     m.conversation_group_id = Guid{};
   }
   m.message_sequence_number = next;
+  // EndDialog or Error ends the conversation at this end: nothing may follow it.
+  bool ends = m.message_type_name == kEndDialogType || m.message_type_name == kErrorType;
   std::string value;
-  PutU64BE(value, next + 1);
+  PutU64BE(value, (next + 1) | (ends ? kRemoteConvEnded : 0));
   value += queue;
   return txn.Put(meta, key, value);
+}
+
+// The link and far queue of a conversation begun here through a link, if `handle` is one.
+Result<std::optional<std::pair<std::string, std::string>>> Store::Impl::FindRemoteConv(
+    lmdb::Txn& txn, const Guid& handle) {
+  using Found = std::optional<std::pair<std::string, std::string>>;
+  const std::string links = LinkKey("");
+  lmdb::Cursor c(txn, meta);
+  for (bool on = c.SeekGe(links); on && HasPrefix(c.key(), links); on = c.Next()) {
+    std::string link(c.key().substr(links.size()));
+    auto v = txn.Get(meta, RemoteConvPrefix(link) + std::string(GuidBytes(handle)));
+    if (!v) continue;
+    if (v->size() < 8) return Status(Code::kCorrupted, "malformed conversation record", link);
+    return Found(std::make_pair(std::move(link), std::string(v->substr(8))));
+  }
+  return Found();
 }
 
 // Sequence number 0 begins the conversation in `q` (the handle must be new here); the others
@@ -147,6 +171,18 @@ Result<uint16_t> Store::Impl::AcceptConvMessage(lmdb::Txn& txn, QueueInfo& q, Me
     if (q.bytes + EncodeRecord(probe).size() > q.quota) return kClassNackQExceedQuota;
   }
   MQ_RETURN_IF_ERROR(ConvPrepare(txn, q, m, true, true, created, now));
+  if (m.message_type_name == kEndDialogType || m.message_type_name == kErrorType) {
+    // The sending end ended it (mq-admin end-conversation there): ended here too, as a local
+    // END CONVERSATION leaves it, its EndDialog or Error message the last one to receive.
+    auto ended = LoadConv(txn, m.conversation_handle);
+    if (!ended.ok()) return ended.status();
+    if (*ended) {
+      (*ended)->state =
+          m.message_type_name == kErrorType ? ConvState::kError : ConvState::kEnded;
+      MQ_RETURN_IF_ERROR(
+          txn.Put(convs, GuidBytes(m.conversation_handle), EncodeConv(**ended)));
+    }
+  }
   return uint16_t{0};
 }
 

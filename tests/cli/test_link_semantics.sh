@@ -7,7 +7,9 @@
 # through the reverse link (mq-admin link set --return); conversations travel: mq-send
 # LINK:QUEUE --conversation new|HANDLE numbers the messages here, the far store begins the
 # conversation with the first and keeps their handle, group, sequence and message type (checked
-# there against its own message types: NACK_BAD_SIGNATURE if it fails or is unknown).
+# there against its own message types: NACK_BAD_SIGNATURE if it fails or is unknown); ending
+# such a conversation at the sending end (mq-admin end-conversation [--error]) sends its
+# EndDialog or Error message after the others and ends it at the far side.
 . "$(dirname "$0")/lib.sh"
 
 B=$T/B
@@ -145,6 +147,30 @@ expect_rc 0 mq-receive --store "$B" dest --conversation "$h" --all --json
 expect_rc 0 mq-receive --store "$B" dest --group "$g" --json
 [ "$(jq -r '[.body, .conversation_handle] | join(" ")' "$T/out")" = "other $h2" ] ||
   fail "a new conversation's group at the far side: $(cat "$T/out")"
+# Ending a conversation at the sending end travels: its EndDialog (or Error) message follows
+# the conversation's messages and ends it at the far side; no send may follow it here.
+expect_rc 0 mq-send --conversation "$h" --message-type order b:dest '<o n="4"/>'
+expect_rc 0 mq-admin end-conversation "$h"
+expect_rc 5 mq-send --conversation "$h" --message-type order b:dest '<o n="5"/>'
+expect_err_match "conversation $h has ended here"
+expect_rc 0 mq-admin end-conversation "$h"   # again: nothing more to do, as for a local one
+expect_rc 5 mq-admin end-conversation "$h" --error 1 --description late
+expect_rc 0 mq-admin end-conversation "$h2" --error 42 --description 'out of stock'
+expect_rc 0 mq-admin forward b --once
+expect_rc 0 mq-admin --store "$B" conversations --json
+[ "$(jq -r 'select(.conversation_handle == "'"$h"'" or .conversation_handle == "'"$h2"'") | [.conversation_handle, .state] | join(" ")' "$T/out" | sort | tr '\n' ,)" = \
+  "$(printf '%s ended\n%s error\n' "$h" "$h2" | sort | tr '\n' ,)" ] ||
+  fail "conversations ended at the sending end, at the far side: $(cat "$T/out")"
+expect_rc 0 mq-receive --store "$B" dest --conversation "$h" --all --json
+[ "$(jq -c '[.body, .message_type_name]' "$T/out" | tr -d '\n')" = \
+  '["<o n=\"4\"/>","order"]["","http://schemas.microsoft.com/SQL/ServiceBroker/EndDialog"]' ] ||
+  fail "the EndDialog after the conversation's messages: $(jq -c '[.body, .message_type_name]' "$T/out")"
+expect_rc 0 mq-receive --store "$B" dest --conversation "$h2" --json
+[ "$(jq -r .message_type_name "$T/out")" = http://schemas.microsoft.com/SQL/ServiceBroker/Error ] ||
+  fail "the Error message at the far side: $(cat "$T/out")"
+jq -r .body "$T/out" | grep -q '<Code>42</Code>' && jq -r .body "$T/out" | grep -q 'out of stock' ||
+  fail "the Error body at the far side: $(jq -r .body "$T/out")"
+expect_rc 5 mq-send --store "$B" --conversation "$h" dest 'after the end'
 expect_rc 0 mq-admin link delete b
 expect_rc 0 mq-admin link add b --via "mq-admin --store '$B' accept"
 expect_rc 3 mq-send --conversation "$h" b:dest x
