@@ -162,7 +162,7 @@ struct Store::Impl {
   Status InsertMessage(lmdb::Txn& txn, QueueInfo& q, Message& m, uint64_t quota,
                        uint64_t lookup = 0, bool promoted = false);
   Status MoveMessage(lmdb::Txn& txn, QueueInfo& q, Found& f, const std::string& to_name,
-                     bool keep_lookup, int64_t now);
+                     bool keep_lookup, int64_t now, bool awaiting_arrival = false);
   Status Rewrite(lmdb::Txn& txn, QueueInfo& q, const Message& m, uint64_t old_size,
                  uint64_t* new_size = nullptr);
 

@@ -135,7 +135,13 @@ Status Store::Impl::DeadLetterOrDrop(lmdb::Txn& txn, QueueInfo& q, Found& f, uin
   std::string to =
       f.msg.xact_id.empty() && !q.transactional ? "system;deadletter" : "system;deadxact";
   f.msg.msg_class = cls;
-  if (f.msg.destination_queue.empty()) f.msg.destination_queue = q.name;
+  if (f.msg.destination_queue.empty()) {
+    f.msg.destination_queue = q.name;
+  } else if (IsOutgoingName(q.name)) {
+    // It was going to QUEUE at the far side of the link: the dead letter names both, as
+    // LINK:QUEUE, the name mq-send takes and requeue sends it back through.
+    f.msg.destination_queue = q.name.substr(kOutgoingBase.size() + 1) + ":" + f.msg.destination_queue;
+  }
   return MoveMessage(txn, q, f, to, false, now);
 }
 
@@ -459,6 +465,29 @@ Result<uint64_t> Store::Requeue(const QueueRef& from, const std::string& id,
       if (batch.empty()) break;
       for (auto& f : batch) {
         std::string dest = dead_letters ? f.msg.destination_queue : from.base;
+        // A dead letter of a link's outgoing queue was going to LINK:QUEUE: back into out;LINK,
+        // a message of its own in the link's stream (a transaction of one at the far side).
+        auto remote = dead_letters ? ParseRemoteRef(dest) : std::optional<RemoteRef>();
+        if (remote.ok() && *remote) {
+          if (!txn.Get(impl_->meta, LinkKey((*remote)->link)))
+            return Status(Code::kQueueNotFound,
+                          fmt::format("message {} was going to '{}', and there is no link '{}'",
+                                      f.msg.lookup_id, dest, (*remote)->link),
+                          from.Full());
+          auto oq = impl_->LoadOutgoing(txn, (*remote)->link);
+          if (!oq.ok()) return oq.status();
+          if (!*oq) return Status(Code::kQueueNotFound, "no outgoing queue", (*remote)->link);
+          f.msg.abort_count = 0;
+          f.msg.msg_class = kClassNormal;
+          if (ttbr_ms) f.msg.ttbr = *ttbr_ms < 0 ? 0 : now + *ttbr_ms;
+          else if (f.msg.ttbr) f.msg.ttbr = now + std::max<int64_t>(f.msg.ttbr - f.msg.sent_time, 0);
+          f.msg.ttrq = 0;
+          f.msg.destination_queue = (*remote)->queue;
+          if (!f.msg.xact_id.empty()) f.msg.eod_first = f.msg.eod_last = true;
+          MQ_RETURN_IF_ERROR(impl_->MoveMessage(txn, *q, f, (*oq)->name, false, now, true));
+          ++n;
+          continue;
+        }
         auto dq = impl_->LoadQueue(txn, dest);
         if (!dq.ok()) return dq.status();
         if (dest.empty() || !*dq || !ParseQueueRef(dest).ok() || ParseQueueRef(dest)->IsSub())

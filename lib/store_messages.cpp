@@ -365,7 +365,7 @@ Status Store::Impl::InsertMessage(lmdb::Txn& txn, QueueInfo& q, Message& m, uint
 // subqueues and system queues are), keeping its lookup id if `keep_lookup` and it is free
 // there (MSMQ MoveMessage), else giving it the target's next one.
 Status Store::Impl::MoveMessage(lmdb::Txn& txn, QueueInfo& q, Found& f, const std::string& to_name,
-                                bool keep_lookup, int64_t now) {
+                                bool keep_lookup, int64_t now, bool awaiting_arrival) {
   MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, f.msg, f.size));
   auto to_r = LoadOrCreate(txn, to_name);
   if (!to_r.ok()) return to_r.status();
@@ -374,7 +374,7 @@ Status Store::Impl::MoveMessage(lmdb::Txn& txn, QueueInfo& q, Found& f, const st
   m.move_count++;
   m.last_move_time = now;
   m.visible_time = 0;
-  m.awaiting_arrival = false;
+  m.awaiting_arrival = awaiting_arrival;
   uint64_t lookup = m.lookup_id;
   if (!keep_lookup || txn.Get(messages, MsgKey(to.id, lookup))) lookup = 0;
   MQ_RETURN_IF_ERROR(InsertMessage(txn, to, m, 0, lookup));

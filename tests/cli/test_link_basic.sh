@@ -94,15 +94,27 @@ nack() {  # nack QUEUE BODY [mq-send options]: sends, forwards, prints the NACK'
 [ "$(nack txq x)" = nack_not_transactional_msg ] || fail "non-tx to tx queue: not NACK_NOT_TRANSACTIONAL_MSG"
 expect_rc 0 mq-peek 'system;deadletter' --all --json
 [ "$(jq -r '[.class, .destination_queue] | join(" ")' "$T/out" | tr '\n' ',')" = \
-  "nack_bad_dst_q nosuch,nack_access_denied off,nack_q_exceed_quota small,nack_message_too_large tiny,nack_not_transactional_msg txq," ] ||
+  "nack_bad_dst_q b:nosuch,nack_access_denied b:off,nack_q_exceed_quota b:small,nack_message_too_large b:tiny,nack_not_transactional_msg b:txq," ] ||
   fail "dead letters: $(jq -r '[.class, .destination_queue] | join(" ")' "$T/out" | tr '\n' ',')"
+# A dead letter names its link, and requeue sends it back through it.
+dead=$(jq -r 'select(.destination_queue == "b:nosuch") | .id' "$T/out")
+expect_rc 0 mq-admin --store "$B" create nosuch
+expect_rc 0 mq-admin requeue 'system;deadletter' --id "$dead"
+[ "$(count stat 'out;b')" = 1 ] || fail "a requeued dead letter of out;b is not back in out;b"
+expect_rc 0 mq-peek 'out;b' --json
+[ "$(jq -r --arg id "$dead" '[.destination_queue, .class, .id == $id] | join(" ")' "$T/out")" = "nosuch normal true" ] ||
+  fail "the requeued dead letter in out;b: $(cat "$T/out")"
+expect_rc 0 mq-admin forward b --once
+expect_rc 0 mq-receive --store "$B" nosuch --json
+[ "$(jq -r --arg id "$dead" '[.body, .id == $id] | join(" ")' "$T/out")" = "x true" ] ||
+  fail "the requeued dead letter at the far side: $(cat "$T/out")"
 [ "$(count --store "$B" stat)" = 4 ] || fail "the far store holds $(count --store "$B" stat) messages, expected 4"
 expect_rc 0 mq-send --tx b:txq "in tx"
 expect_rc 0 mq-admin forward b --once
 expect_rc 0 mq-receive --store "$B" txq
 expect_out 'in tx'
 expect_rc 0 mq-admin link stat b --json
-[ "$(jq -c '[.acknowledged, .refused, .backlog, .in_flight]' "$T/out")" = '[13,5,0,0]' ] ||
+[ "$(jq -c '[.acknowledged, .refused, .backlog, .in_flight]' "$T/out")" = '[14,5,0,0]' ] ||
   fail "link stat --json: $(cat "$T/out")"
 
 # --- --ttrq runs in out;LINK: NACK_REACH_QUEUE_TIMEOUT -----------------------------------------------
@@ -133,7 +145,7 @@ expect_rc 0 mq-receive replies --json
 
 # --- prometheus, delete ---------------------------------------------------------------------------
 expect_rc 0 mq-admin link list --format prometheus
-grep -q '^mq_link_acknowledged_total{store=".*",link="b"} 14$' "$T/out" || fail "prometheus: $(cat "$T/out")"
+grep -q '^mq_link_acknowledged_total{store=".*",link="b"} 15$' "$T/out" || fail "prometheus: $(cat "$T/out")"
 expect_rc 0 mq-send b:dest waiting
 expect_rc 5 mq-admin link delete b
 expect_err_match 'messages wait in out;b'
