@@ -148,16 +148,20 @@ class Sender {
       : store_(store), ref_(std::move(ref)), proto_(std::move(proto)), args_(args),
         new_conversation_(args.conversation == "new") {}
 
-  void Add(std::string body) {
-    batch_.push_back(proto_);
-    batch_.back().body = std::move(body);
-    bytes_ += batch_.back().body.size();
+  // The batch's messages stay from one batch to the next (each the prototype with its own
+  // body), so that their bodies' buffers are reused: a long -l send allocates nothing per
+  // message once the first batch is made.
+  void Add(std::string_view body) {
+    if (used_ == batch_.size()) batch_.push_back(proto_);
+    batch_[used_].body.assign(body);
+    bytes_ += body.size();
+    ++used_;
   }
-  bool Full() const { return batch_.size() >= kBatchMessages || bytes_ >= kBatchBytes; }
+  bool Full() const { return used_ >= kBatchMessages || bytes_ >= kBatchBytes; }
 
   Status Commit() {
-    if (batch_.empty()) return {};
-    VectorSource src(batch_);
+    if (used_ == 0) return {};
+    VectorSource src(batch_, used_);
     return Append(src);
   }
 
@@ -186,8 +190,8 @@ class Sender {
                       s.subject());
       return s;
     }
-    sent_ += batch_.size();
-    batch_.clear();
+    sent_ += used_;
+    used_ = 0;
     bytes_ = 0;
     if (new_conversation_) {
       // The new conversation's handle, once it exists: later batches send on it.
@@ -210,6 +214,7 @@ class Sender {
   Message proto_;
   const SendArgs& args_;
   std::vector<Message> batch_;
+  size_t used_ = 0;  // the messages of batch_ in this batch
   std::vector<std::string> ids_;
   std::set<std::string> noted_;  // notes already given (one per admin queue, not per batch)
   size_t bytes_ = 0;
@@ -279,18 +284,27 @@ Status SendRecords(Sender& sender, char sep) {
       return ErrnoStatus(errno, "stdin", "read failed");
     }
     if (n == 0) break;
-    size_t start = 0;
-    for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
-      if (buf[i] != sep) continue;
-      pending.append(buf + start, i - start);
-      sender.Add(std::move(pending));
-      pending.clear();
-      start = i + 1;
+    // memchr finds each separator; a record whole in `buf` goes to the batch from there, one
+    // that spans reads is put together in `pending`.
+    const char* p = buf;
+    const char* end = buf + n;
+    for (;;) {
+      auto* hit = static_cast<const char*>(memchr(p, sep, static_cast<size_t>(end - p)));
+      if (!hit) break;
+      std::string_view rec(p, static_cast<size_t>(hit - p));
+      if (pending.empty()) {
+        sender.Add(rec);
+      } else {
+        pending.append(rec);
+        sender.Add(pending);
+        pending.clear();
+      }
+      p = hit + 1;
       if (sender.Full()) MQ_RETURN_IF_ERROR(sender.Commit());
     }
-    pending.append(buf + start, static_cast<size_t>(n) - start);
+    pending.append(p, static_cast<size_t>(end - p));
   }
-  if (!pending.empty()) sender.Add(std::move(pending));
+  if (!pending.empty()) sender.Add(pending);
   return sender.Commit();
 }
 
@@ -585,7 +599,7 @@ int Run(int argc, char** argv) {
   } else if (a.lines || a.null) {
     s = SendRecords(sender, a.lines ? '\n' : '\0');
   } else {
-    sender.Add(std::move(body));
+    sender.Add(body);
     s = sender.Commit();
   }
   if (!s.ok()) return cli::Fail(s.WithSubject(ref->Full()));

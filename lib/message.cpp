@@ -65,7 +65,16 @@ uint64_t Signed(int64_t v) { return static_cast<uint64_t>(v); }
 }  // namespace
 
 std::string EncodeRecord(const Message& m) {
-  std::string props;
+  std::string out;
+  EncodeRecordInto(m, out);
+  return out;
+}
+
+void EncodeRecordInto(const Message& m, std::string& out) {
+  // The properties are encoded first (the record gives their length before them), into a
+  // buffer each thread keeps.
+  thread_local std::string props;
+  props.clear();
   props.reserve(96 + m.label.size());
   TlvWriter w(props);
   w.BytesIfNotEmpty(kTagId, m.id);
@@ -115,13 +124,12 @@ std::string EncodeRecord(const Message& m) {
   w.UintIfNot(kTagEnqueueTime, Signed(m.message_enqueue_time), 0);
   w.UintIfNot(kTagDeliveryCount, m.delivery_count, 0);
 
-  std::string out;
+  out.clear();
   out.reserve(1 + 5 + props.size() + m.body.size());
   out.push_back(static_cast<char>(kRecordVersion));
   PutVarint(out, props.size());
   out += props;
   out += m.body;
-  return out;
 }
 
 Status DecodeRecord(std::string_view record, Message& m) {

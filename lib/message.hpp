@@ -136,6 +136,9 @@ uint16_t ExpiryClass(const Message& m, bool outgoing);
 // The record value for `m` (everything but lookup_id and queue, which live in the key and the
 // catalog).
 std::string EncodeRecord(const Message& m);
+// The same into `out`, replacing what it held: a caller that encodes many records reuses
+// its buffers (no allocation once they are large enough).
+void EncodeRecordInto(const Message& m, std::string& out);
 // Decodes a record; lookup_id and queue are left as they are in `m`.
 Status DecodeRecord(std::string_view record, Message& m);
 // The size a message is charged against quotas: its whole record.

@@ -45,6 +45,7 @@
 // commits the same way (a lost lock only means a redelivery); ending it is fully synced.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -322,7 +323,8 @@ struct TransferItem {
 };
 
 // Supplies messages to Append. Next() fills `m` and returns false at the end; Rewind()
-// starts over (the transaction is run again after the map grew).
+// starts over (the transaction is run again after the map grew). Next() sets every field of
+// `m`: Append passes the same Message to each call, so that its buffers are reused.
 class MessageSource {
  public:
   virtual ~MessageSource() = default;
@@ -333,9 +335,11 @@ class MessageSource {
 // A MessageSource over prepared messages (mq-send's batches, the bridge's deliveries).
 class VectorSource : public MessageSource {
  public:
-  explicit VectorSource(const std::vector<Message>& v) : v_(v) {}
+  explicit VectorSource(const std::vector<Message>& v) : v_(v), n_(v.size()) {}
+  // The first `n` of `v` only.
+  VectorSource(const std::vector<Message>& v, size_t n) : v_(v), n_(std::min(n, v.size())) {}
   Result<bool> Next(Message& m) override {
-    if (i_ >= v_.size()) return false;
+    if (i_ >= n_) return false;
     m = v_[i_++];
     return true;
   }
@@ -346,6 +350,7 @@ class VectorSource : public MessageSource {
 
  private:
   const std::vector<Message>& v_;
+  size_t n_;
   size_t i_ = 0;
 };
 

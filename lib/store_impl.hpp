@@ -130,6 +130,8 @@ struct Store::Impl {
   // ---- store_open.cpp
   // A new message id from `q`'s id source (QueueInfo::id_guid): the caller saves `q`.
   static std::string NewMessageId(QueueInfo& q);
+  // The same into `id`, reusing its buffer.
+  static void NewMessageIdInto(QueueInfo& q, std::string& id);
   ~Impl();
   Status WriteLight(const std::function<Status(lmdb::Txn&)>& fn, bool rerun_after_commit);
   Status Write(const std::function<Status(lmdb::Txn&)>& fn, bool rerun_after_commit = true);

@@ -323,7 +323,10 @@ Status Store::Impl::InsertMessage(lmdb::Txn& txn, QueueInfo& q, Message& m, uint
   m.lookup_id = lookup ? lookup : q.next_lookup;
   m.queuing_order = m.lookup_id;
   m.queue = q.name;
-  std::string rec = EncodeRecord(m);
+  // Reused from one insert to the next (a batch of sends inserts thousands).
+  thread_local std::string rec;
+  thread_local std::string id_key;
+  EncodeRecordInto(m, rec);
   if (quota && q.bytes + rec.size() > quota)
     return Status(Code::kInsufficientResources,
                   fmt::format("queue quota of {} bytes would be exceeded ({} used, {} more)",
@@ -331,7 +334,9 @@ Status Store::Impl::InsertMessage(lmdb::Txn& txn, QueueInfo& q, Message& m, uint
                   q.name);
   std::string loc = MsgKey(q.id, m.lookup_id);
   // The Seq puts: a batch of sends puts increasing keys in each of these indexes.
-  auto fresh = txn.PutNewSeq(by_id, IdKey(q, m.id), loc);
+  id_key.assign(m.id);
+  if (IsJournalName(q.name)) PutU32BE(id_key, q.id);  // as IdKey
+  auto fresh = txn.PutNewSeq(by_id, id_key, loc);
   if (!fresh.ok()) return fresh.status();
   if (!*fresh)
     return Status(Code::kIllegalPropertyValue,

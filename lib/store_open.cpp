@@ -66,6 +66,15 @@ std::string Store::Impl::NewMessageId(QueueInfo& q) {
   return MakeMessageId(GuidFromBytes(q.id_guid), ++q.id_counter);
 }
 
+void Store::Impl::NewMessageIdInto(QueueInfo& q, std::string& id) {
+  if (q.id_guid.size() != 16 || q.id_counter == UINT32_MAX) {
+    q.id_guid = GuidBytes(NewGuid());
+    q.id_counter = 0;
+  }
+  id.assign(q.id_guid);  // the GUID's 16 bytes, then the counter big-endian (MakeMessageId)
+  PutU32BE(id, ++q.id_counter);
+}
+
 Store::Impl::~Impl() {
   std::lock_guard<std::mutex> lock(g_open_mu);
   g_open_dirs.erase(dir_key);

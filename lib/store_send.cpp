@@ -130,9 +130,10 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
     Message last;
     std::set<Guid> conversations_made;
 
+    // One Message for the whole batch: each Next overwrites all of it, so its strings keep
+    // their buffers from one message to the next.
     Message m;
     for (size_t index = 0;; ++index) {
-      m = Message();
       auto more = source.Next(m);
       if (!more.ok()) return more.status();
       if (!*more) break;
@@ -161,7 +162,7 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
       if (!m.correlation_id.empty() && m.correlation_id.size() != kIdSize)
         return Status(Code::kIllegalPropertyValue, "correlation id must be 20 bytes", q.name);
       if (!options.keep_identity || m.id.size() != kIdSize) {
-        m.id = impl_->NewMessageId(q);
+        impl_->NewMessageIdInto(q, m.id);
       }
       if (!options.keep_identity) {
         m.sent_time = m.sent_time ? m.sent_time : now;

@@ -21,6 +21,17 @@ expect_out $'[x\ny][][z]'
 expect_rc 0 mq-send -l q </dev/null
 [ "$(count q)" = 0 ] || fail "-l with empty stdin sent $(count q) messages"
 
+# Records longer than one read (200,000 bytes: over three 64 KiB reads) and records that
+# arrive a few bytes at a time through a pipe come out whole.
+{ head -c 200000 /dev/zero | tr '\0' a; printf '\nshort\n'; head -c 70000 /dev/zero | tr '\0' b; } >"$T/long"
+expect_rc 0 mq-send -l q <"$T/long"
+[ "$(count q)" = 3 ] || fail "-l long records: 3 records gave $(count q) messages"
+mq-receive q --all -l >"$T/got"
+cmp -s <(cat "$T/long"; echo) "$T/got" || fail "-l long records: bodies differ from what was sent"
+(for i in 1 2 3; do printf 'pie'; sleep 0.05; printf "ce$i\nx"; sleep 0.05; printf "y$i\n"; done) | mq-send -l q
+expect_rc 0 mq-receive q --all --template '[{body}]'
+expect_out '[piece1][xy1][piece2][xy2][piece3][xy3]'
+
 # 100,000 lines, the last one without its newline.
 seq 1 100000 | head -c -1 >"$T/lines"
 expect_rc 0 mq-send -l q <"$T/lines"

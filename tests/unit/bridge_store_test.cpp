@@ -16,6 +16,7 @@ struct Bodies : MessageSource {
   size_t i = 0;
   Result<bool> Next(Message& m) override {
     if (i >= bodies.size()) return false;
+    m = Message();  // Next sets every field (MessageSource)
     m.body = bodies[i++];
     return true;
   }
