@@ -178,6 +178,10 @@ struct AppendOptions {
   // are stored, each key recorded in the same transaction. An empty key: no dedup for that
   // message. Not combined with dedup_key.
   std::vector<std::string> dedup_keys;
+  // How long this append's keys are remembered (ms), instead of the queue's --dedup-window
+  // (bridge in: a broker redelivers an unacknowledged message whenever a consumer next
+  // comes, which may be hours after a crash).
+  std::optional<int64_t> dedup_window;
   // Messages with a conversation_handle: create the conversation (it must not exist) with
   // the first of them; without this an unknown handle is MQ_CONVERSATION_NOT_FOUND.
   bool new_conversation = false;

@@ -81,7 +81,8 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
     };
     // Records `key` for message `id` until the window ends, replacing an expired entry.
     auto remember = [&](const std::string& key, const std::string& id) -> Status {
-      int64_t expiry = now + std::max<int64_t>(q.dedup_window, 1);
+      int64_t window = options.dedup_window.value_or(q.dedup_window);
+      int64_t expiry = now + std::max<int64_t>(window, 1);
       auto old = txn.Get(impl_->dedup, DedupKey(q.id, key));
       if (old && old->size() >= 8) {
         auto r = txn.Del(impl_->dedup_exp,
@@ -104,15 +105,16 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
           return {};  // accepted and dropped: nothing changes
         }
       }
-      // Forget a few expired keys of this queue on the way: the index stays small without
-      // a sweep.
+      // Forget a few expired keys of this queue on the way, twice as many as this append
+      // records: the index stays as small as its window keeps it, without a sweep.
       std::vector<std::string> expired;
+      const size_t forget = std::max<size_t>(16, 2 * options.dedup_keys.size());
       {
         lmdb::Cursor c(txn, impl_->dedup_exp);
         std::string prefix = QueueIdKey(q.id);
         for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix) &&
                                           static_cast<int64_t>(GetU64BE(c.key(), 4)) <= now &&
-                                          expired.size() < 16;
+                                          expired.size() < forget;
              on = c.Next())
           expired.emplace_back(c.key());
       }

@@ -69,6 +69,7 @@ struct BridgeArgs {
   // in
   std::string from;
   uint32_t prefetch = 1000;
+  std::string dedup_window = "7d";
 };
 
 void AddCommonOptions(CLI::App& sub, BridgeArgs& a) {
@@ -129,6 +130,10 @@ class Bridge {
     if (*t <= 0 || *t > INT32_MAX)
       return Status(Code::kInvalidArg, "--timeout must be a positive duration");
     timeout_ms_ = static_cast<int>(*t);
+    auto w = ParseDuration(a_.dedup_window);
+    if (!w.ok()) return w.status();
+    if (*w <= 0) return Status(Code::kInvalidArg, "--dedup-window must be a positive duration");
+    dedup_window_ms_ = *w;
     retry_ms_ = a_.follow ? -1 : 30000;
     if (!a_.retry.empty()) {
       auto r = ParseDuration(a_.retry);
@@ -198,6 +203,7 @@ class Bridge {
   std::unique_ptr<bridge::Link> link_;
   int timeout_ms_ = 30000;
   int64_t retry_ms_ = -1;
+  int64_t dedup_window_ms_ = 0;
   int stop_fd_ = -1;
   bool reconnecting_ = false;
 };
@@ -435,6 +441,7 @@ class BridgeIn : public Bridge {
     AppendOptions o;
     o.keep_identity = true;  // sent time, origin and conversation sequence as they travelled
     o.transactional = queue_.transactional;
+    o.dedup_window = dedup_window_ms_;
     msgs.reserve(batch.size());
     o.dedup_keys.reserve(batch.size());
     for (const auto& d : batch) {
@@ -485,6 +492,10 @@ Command SetupBridge(CLI::App& app, Context&) {
                  "Deliveries the broker may send ahead of acknowledgements (default 1000)")
       ->type_name("N")
       ->check(cli::WholeNumber(1, 65535));
+  in->add_option("--dedup-window", in_args->dedup_window,
+                 "How long each delivery's message_id is remembered, so that a redelivery "
+                 "is stored once (default 7d)")
+      ->type_name("DURATION");
   return {sub, [out, out_args, in_args](Context& ctx) {
             bool is_out = out->parsed();
             const BridgeArgs& a = is_out ? *out_args : *in_args;

@@ -221,6 +221,7 @@ complete -c mq-admin -n '__mq_admin_using bridge' -l exchange -x -d 'bridge out:
 complete -c mq-admin -n '__mq_admin_using bridge' -l routing-key -x -d 'bridge out: routing key'
 complete -c mq-admin -n '__mq_admin_using bridge' -l from -x -d 'bridge in: AMQP queue'
 complete -c mq-admin -n '__mq_admin_using bridge' -l prefetch -x -d 'bridge in: deliveries ahead of acks'
+complete -c mq-admin -n '__mq_admin_using bridge' -l dedup-window -x -d 'bridge in: how long message ids are remembered'
 complete -c mq-admin -n '__mq_admin_using bridge' -l once -d 'Stop when the source is empty'
 complete -c mq-admin -n '__mq_admin_using bridge' -l follow -d 'Keep moving messages until a signal'
 complete -c mq-admin -n '__mq_admin_using bridge' -l declare -d 'Declare the quorum queue, exchange and binding'

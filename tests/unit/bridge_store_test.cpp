@@ -2,6 +2,8 @@
 // key per message (bridge in) and a lease returned untouched (bridge out).
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "store.hpp"
@@ -61,6 +63,43 @@ TEST_CASE("an append with a dedup key per message drops each duplicate alone", "
   std::vector<std::string> problems;
   REQUIRE(ts.store->Check(problems).ok());
   CHECK(problems.empty());
+}
+
+TEST_CASE("an append's own dedup window outlives the queue's", "[store][dedup]") {
+  // bridge in remembers message ids for --dedup-window (7 days by default), not for the
+  // queue's window: a broker redelivers an unacknowledged message whenever a consumer next
+  // comes. Here the queue forgets after 1 ms, the append's keys last an hour.
+  test::TempStore ts;
+  QueueRef q = *ParseQueueRef("in");
+  QueueSettings s;
+  s.dedup_window = 1;
+  REQUIRE(ts.store->CreateQueue(q, s).ok());
+  AppendOptions o;
+  o.dedup_keys = {"amqp:1"};
+  o.dedup_window = 3600 * 1000;
+  Bodies first;
+  first.bodies = {"a"};
+  AppendReport report;
+  REQUIRE(ts.store->Append(q, o, first, nullptr, &report).ok());
+  Bodies plain;  // a key of the queue's own window, which runs out at once
+  plain.bodies = {"p"};
+  AppendOptions short_lived;
+  short_lived.dedup_keys = {"amqp:2"};
+  REQUIRE(ts.store->Append(q, short_lived, plain, nullptr, &report).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  Bodies again;
+  again.bodies = {"a-again"};
+  REQUIRE(ts.store->Append(q, o, again, nullptr, &report).ok());
+  CHECK(report.dropped == 1);
+  Bodies plain_again;
+  plain_again.bodies = {"p-again"};
+  REQUIRE(ts.store->Append(q, short_lived, plain_again, nullptr, &report).ok());
+  CHECK(report.dropped == 0);
+  Selection all;
+  all.limit = 0;
+  Count got;
+  REQUIRE(ts.store->Peek(q, all, {}, got).ok());
+  CHECK(got.bodies == std::vector<std::string>{"a", "p", "p-again"});
 }
 
 TEST_CASE("a released lease returns its messages untouched", "[store][lease]") {
