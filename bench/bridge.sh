@@ -10,7 +10,7 @@
 #
 #   bench/bridge.sh [N] [M]     defaults: N=100000, M=1000
 #
-# Prints messages per second. Needs rabbitmq-server, amqp-tools, librabbitmq-dev
+# Prints messages per second, the ratios and whether each target of issue 16 is met. Needs rabbitmq-server, amqp-tools, librabbitmq-dev
 # (scripts/setup.sh) and built mq tools (MQ_BIN, default build/).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -63,5 +63,13 @@ printf '%-52s %10s\n' "bridge in --once ($N)" "$in_rate"
 printf '%-52s %10s\n' "amqp-publish in a shell loop ($M)" "$pub_rate"
 printf '%-52s %10s\n' "amqp-consume -c 1 in a shell loop ($M)" "$con_rate"
 printf '%-52s %10s\n' "C publisher, confirms every 1000 ($N): ceiling" "$ceiling"
-awk -v o="$out_rate" -v i="$in_rate" -v c="$ceiling" \
-  'BEGIN { printf "bridge out / ceiling: %.2f   bridge in / ceiling: %.2f\n", o / c, i / c }'
+# The targets of issue 16: each direction within 2x of the broker's ceiling, and far ahead
+# (here: at least 10x) of the shell loop doing the same.
+awk -v o="$out_rate" -v i="$in_rate" -v c="$ceiling" -v p="$pub_rate" -v q="$con_rate" '
+  function verdict(ok) { return ok ? "met" : "MISSED" }
+  BEGIN {
+    printf "bridge out / ceiling: %.2f (target >= 0.50: %s)\n", o / c, verdict(o / c >= 0.5)
+    printf "bridge in / ceiling:  %.2f (target >= 0.50: %s)\n", i / c, verdict(i / c >= 0.5)
+    printf "bridge out / amqp-publish loop: %.0fx (target >= 10x: %s)\n", o / p, verdict(o / p >= 10)
+    printf "bridge in / amqp-consume loop:  %.0fx (target >= 10x: %s)\n", i / q, verdict(i / q >= 10)
+  }'

@@ -20,12 +20,17 @@ RABBIT_BIN=/usr/lib/rabbitmq/bin
 RABBIT_DIR=$T/rabbit
 RABBIT_PID=
 
-# A free TCP port on 127.0.0.1, away from those handed out before in this test.
+# A free TCP port on 127.0.0.1, away from those handed out before in this test, and below the
+# kernel's range of ephemeral ports: rabbit_restart binds the same port again, and a port in
+# that range may meanwhile be taken as the local port of any connection on the machine (a CI
+# run saw the restarted node fail with eaddrinuse).
 RABBIT_USED=" "
 free_port() {
-  local p
+  local p lo=32768
+  read -r lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
+  ((lo > 12000)) || lo=32768
   for _ in $(seq 200); do
-    p=$((20000 + RANDOM % 30000))
+    p=$((10000 + RANDOM % (lo - 10000)))
     case $RABBIT_USED in *" $p "*) continue ;; esac
     if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then
       RABBIT_USED="$RABBIT_USED$p "

@@ -25,7 +25,7 @@ start_out() { start mq-admin bridge out src --amqp "$AMQP_URL" --exchange mqx --
 start_in() { start mq-admin -s "$B" bridge in dst --amqp "$AMQP_URL" --from rq --follow --batch 100 --prefetch 200; IN=$PID; }
 start_out
 start_in
-sent=0
+sent=0 landed=0
 for ((trial = 0; trial < TRIALS; trial++)); do
   if [ "$trial" -lt "$CHUNKS" ]; then
     # Properties that tell the chunk: priority, label, app-specific.
@@ -33,13 +33,21 @@ for ((trial = 0; trial < TRIALS; trial++)); do
       mq-send -l src -p $((trial % 8)) -L "chunk $trial" --app "$trial" || fail "send chunk $trial"
     sent=$((sent + CHUNK))
   fi
-  sleep "0.$((RANDOM % 30 + 1))"
+  # 1 to 40 ms: a chunk takes the two bridges some tens of milliseconds, so most kills land
+  # while they move it (longer sleeps let them finish and kill idle bridges).
+  sleep "$(printf '0.%03d' $((RANDOM % 40 + 1)))"
+  # A kill lands mid-transfer when the victim has work at hand: bridge out, messages still in
+  # src (waiting or Locked in its batch); bridge in, messages not yet in dst.
   if ((RANDOM % 2)); then
+    [ "$(mq-admin stat src --json | jq '.messages + .locked')" -gt 0 ] && landed=$((landed + 1))
     killtree "$OUT"; wait "$OUT" 2>/dev/null; start_out
   else
+    [ "$(mq-admin -s "$B" stat dst --json | jq .messages)" -lt "$sent" ] && landed=$((landed + 1))
     killtree "$IN"; wait "$IN" 2>/dev/null; start_in
   fi
 done
+# Kills that all fell on idle bridges would prove nothing.
+((landed * 5 >= TRIALS)) || fail "only $landed of $TRIALS kills landed while the bridge had work"
 
 # Let them finish, then stop them with SIGTERM: they exit 0.
 for ((i = 0; i < 600; i++)); do
@@ -70,5 +78,5 @@ for ((i = 0; i < 50; i++)); do
   sleep 0.2
 done
 grep -Eq '^rq[[:space:]]+0$' "$T/queues" || fail "messages left at the broker: $(cat "$T/queues")"
-echo "trials: $TRIALS, messages: $sent" >&2
+echo "trials: $TRIALS ($landed landed while the bridge had work), messages: $sent" >&2
 finish
