@@ -61,4 +61,15 @@ for c in list cursors locks conversations; do
 done
 check_formats mq-admin "json srmp " mq-admin export q --format ''
 check_formats mq-admin "json srmp " mq-admin import q --format ''
+# mq-admin bridge: each direction's own options once it is named.
+in_opts=$(offers "$COMP/bash/mq-admin" mq-admin bridge in q -- | tr '\n' ' ')
+out_opts=$(offers "$COMP/bash/mq-admin" mq-admin bridge out q -- | tr '\n' ' ')
+for o in --from --prefetch --dedup-window; do
+  [[ " $in_opts" == *" $o "* ]] || fail "bridge in does not offer $o: $in_opts"
+  [[ " $out_opts" == *" $o "* ]] && fail "bridge out offers $o, an option of bridge in"
+done
+for o in --exchange --routing-key; do
+  [[ " $out_opts" == *" $o "* ]] || fail "bridge out does not offer $o: $out_opts"
+  [[ " $in_opts" == *" $o "* ]] && fail "bridge in offers $o, an option of bridge out"
+done
 finish
