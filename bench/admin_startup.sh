@@ -4,7 +4,8 @@
 # list` (a store with one queue) N times each, one process per run as a shell script would,
 # and prints milliseconds per run and the shared libraries the binary needs at start-up;
 # with BASE_BIN, the same for that build (another checkout's, such as one linking
-# librabbitmq) and the ratios.
+# librabbitmq) and the ratios. Without one, the same binary with librabbitmq.so.4 preloaded
+# stands in for a build that links it.
 #
 #   bench/admin_startup.sh [N] [BASE_BIN]     default N=500; MQ_BIN: default build/
 set -euo pipefail
@@ -35,6 +36,19 @@ row() {
 v=$(per_run "$MQ_BIN/mq-admin" --version)
 l=$(per_run "$MQ_BIN/mq-admin" list)
 row "this build" "$v" "$l" "$MQ_BIN"
+# As if mq-admin linked rabbitmq-c: the same binary with the library (and the OpenSSL it
+# needs) loaded at start-up, as the dynamic linker would for a DT_NEEDED entry.
+rabbit_so=$(ldconfig -p | awk '/librabbitmq\.so\.4 /{print $NF; exit}')
+if [ -n "$rabbit_so" ]; then
+  pv=$(per_run env LD_PRELOAD="$rabbit_so" "$MQ_BIN/mq-admin" --version)
+  pl=$(per_run env LD_PRELOAD="$rabbit_so" "$MQ_BIN/mq-admin" list)
+  ev=$(per_run env "$MQ_BIN/mq-admin" --version)  # env's own exec, for a fair ratio
+  el=$(per_run env "$MQ_BIN/mq-admin" list)
+  printf '%-44s %9s %9s\n' "through env (ms/run)" "$ev" "$el"
+  printf '%-44s %9s %9s\n' "through env, librabbitmq loaded (ms/run)" "$pv" "$pl"
+  awk -v v="$pv" -v l="$pl" -v ev="$ev" -v el="$el" \
+    'BEGIN { printf "loading librabbitmq at start-up would cost: version %.2fx, list %.2fx\n", v / ev, l / el }'
+fi
 if [ -n "$BASE_BIN" ]; then
   bv=$(per_run "$BASE_BIN/mq-admin" --version)
   bl=$(per_run "$BASE_BIN/mq-admin" list)
