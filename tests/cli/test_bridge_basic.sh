@@ -110,4 +110,24 @@ expect_rc 0 mq-admin -s "$B" bridge in dst --amqp "amqp://127.0.0.1:$port/%2F" -
 expect_rc 0 mq-receive -s "$B" dst
 expect_out "keep me"
 
+# The broker's URL from MQ_AMQP_URL; bridge in --declare makes its quorum queue.
+mq-send src "by env" || fail "send by env"
+MQ_AMQP_URL=$AMQP_URL expect_rc 0 mq-admin bridge out src --exchange '' --routing-key dq2 --declare
+MQ_AMQP_URL=$AMQP_URL expect_rc 0 mq-admin -s "$B" bridge in dst --from dq3 --declare --once
+rmqctl -q list_queues name type >"$T/queues"
+grep -Eq '^dq3[[:space:]]+quorum' "$T/queues" || fail "bridge in --declare made no quorum queue dq3: $(cat "$T/queues")"
+MQ_AMQP_URL=$AMQP_URL expect_rc 0 mq-admin -s "$B" bridge in dst --from dq2 --once
+expect_rc 0 mq-receive -s "$B" dst
+expect_out "by env"
+# A --declare that conflicts with what the broker has (a classic queue of that name): the
+# broker refuses (exit 5), and nothing moves.
+amqp-declare-queue -u "$AMQP_URL" -q classic -d >/dev/null || fail "amqp-declare-queue"
+mq-send src "stays" || fail "send stays"
+expect_rc 5 mq-admin bridge out src --amqp "$AMQP_URL" --exchange '' --routing-key classic --declare
+expect_err_match 'PRECONDITION_FAILED.*MQ_BROKER_REFUSED'
+expect_rc 5 mq-admin -s "$B" bridge in dst --amqp "$AMQP_URL" --from classic --declare
+expect_err_match 'PRECONDITION_FAILED.*MQ_BROKER_REFUSED'
+expect_rc 0 mq-peek src --json
+jq -e '.body == "stays" and .abort_count == 0' "$T/out" >/dev/null || fail "the refused bridge changed the message: $(cat "$T/out")"
+
 finish
