@@ -38,12 +38,13 @@ TRIALS=${MQ_KILL_TRIALS:-201}
 K=100   # lines per victim send
 expect_rc 0 mq-admin create q --max-retries 0   # kills must never poison anything here
 mkdir "$T/cur"
-: >"$T/sent"; : >"$T/log"; : >"$T/allow"; : >"$T/errors"
+: >"$T/sent"; : >"$T/log"; : >"$T/trace"; : >"$T/allow"; : >"$T/errors"
 # CMD: the body to cur/<mq-receive pid>, sleep 0-90 ms, append the body to the log, exit 0.
 CMD='IFS= read -r b
 printf "%s\n" "$b" >"$0/cur/$PPID"
 sleep "0.0$((MQ_LOOKUP_ID % 10))"
-printf "%s\n" "$b" >>"$0/log"'
+printf "%s\n" "$b" >>"$0/log"
+printf "%s %s %s\n" "$PPID" "$MQ_LOOKUP_ID" "$b" >>"$0/trace"'
 
 # bodies TRIAL SOURCE N: N distinct bodies with 40 hex digits that depend on all three.
 bodies() {
@@ -123,6 +124,7 @@ for ((t = 1; t <= TRIALS; t++)); do
   kill -9 "$victim" 2>/dev/null
   wait "$victim" 2>/dev/null
   vrc=$?
+  echo "trial $t: $kind victim $victim exited $vrc" >>"$T/trace"
   [ "$kind" = R ] && wait_holder_gone "$victim"
   wait "$hs" "$hr"
   ran[$kind]=$((ran[$kind] + 1))
@@ -156,7 +158,8 @@ for ((t = 1; t <= TRIALS; t++)); do
       for (b in inq) if (inq[b] > 1) bad("in the queue " inq[b] " times: " b)
       for (b in n) {
         if (!(b in sent) && !(b in pend)) bad("unknown body (never sent, or half-written): " b)
-        if (n[b] - 1 > allow[b] + 0) bad("delivered " n[b] " times with " allow[b] + 0 " allowance: " b)
+        if (n[b] - 1 > allow[b] + 0)
+          bad("delivered " n[b] " times (" n[b] - inq[b] " in the log, " inq[b] + 0 " in the queue) with " allow[b] + 0 " allowance: " b)
       }
       for (b in sent) if (!(b in n)) bad("lost: " b)
       if (npend) {
@@ -168,7 +171,14 @@ for ((t = 1; t <= TRIALS; t++)); do
         print (got == 0 ? "none" : got == npend ? "all" : "part") > (present ".outcome")
       }
       exit errors ? 1 : 0
-    }' "$T/sent" "$T/allow" "$T/pending" "$T/queue" "$T/log" >"$T/acct" || fail "$(head -n 5 "$T/acct")"
+    }' "$T/sent" "$T/allow" "$T/pending" "$T/queue" "$T/log" >"$T/acct" || {
+    fail "$(head -n 5 "$T/acct")"
+    # Who took a body twice (mq-receive pid, lookup id), for the next one to look at this.
+    for b in $(grep -o 'allowance: .*' "$T/acct" | cut -d' ' -f2 | head -n 3); do
+      echo "trace of $b (pid lookup-id): $(grep -F "$b" "$T/trace" | cut -d' ' -f1,2 | tr '\n' ';')" >&2
+      echo "victims: $(grep '^trial' "$T/trace" | tail -n 6 | tr '\n' ';')" >&2
+    done
+  }
   if [ -s "$T/pending" ]; then
     out=$(cat "$T/present.outcome")
     [ "$vrc" = 137 ] && { [ "$out" = none ] && none[$kind]=$((none[$kind] + 1)); [ "$out" = all ] && all[$kind]=$((all[$kind] + 1)); }
