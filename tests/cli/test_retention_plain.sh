@@ -34,7 +34,7 @@ expect_rc 0 mq-admin stat q --json
 expect_rc 0 mq-admin set q --retention off
 expect_rc 0 mq-send q gone
 expect_rc 0 mq-receive q -l
-expect_rc 1 mq-peek q --all
+expect_rc 1 mq-peek q --all -l
 expect_rc 0 mq-admin check
 expect_out ''
 finish
