@@ -77,6 +77,12 @@ function __mq_admin_using
     set -q words[1]; and contains -- $words[1] $argv
 end
 
+# __mq_admin_help_of GROUP: true when the line is `help GROUP` and a subcommand of GROUP is next.
+function __mq_admin_help_of
+    set -l words (__mq_admin_words)
+    test (count $words) -eq 2; and test "$words[1]" = help; and test "$words[2]" = $argv[1]
+end
+
 function __mq_admin_needs_command
     set -l words (__mq_admin_words)
     not set -q words[1]
@@ -192,7 +198,10 @@ complete -c mq-admin -n '__mq_admin_using message-type' -l format -x -a 'text js
 complete -c mq-admin -n '__mq_admin_using import' -l format -x -a json -d 'Input format'
 complete -c mq-admin -n __mq_admin_needs_command -a bridge -d 'Move messages to and from RabbitMQ, exactly once'
 complete -c mq-admin -n __mq_admin_needs_command -a help -d "Print the overview, or a command's options"
-complete -c mq-admin -n '__mq_admin_using help; and test (count (__mq_admin_words)) -eq 1' -a 'init create set delete list stat purge check backup export import cursors delete-cursor sweep ack nack locks requeue move message-type end-conversation conversations bridge link forward accept' -d 'Command'
+complete -c mq-admin -n '__mq_admin_using help; and test (count (__mq_admin_words)) -eq 1' -a 'init create set delete list stat purge check backup compact export import cursors delete-cursor sweep ack nack locks requeue move message-type end-conversation conversations bridge link forward accept' -d 'Command'
+complete -c mq-admin -n '__mq_admin_help_of bridge' -a 'out in' -d 'Direction'
+complete -c mq-admin -n '__mq_admin_help_of link' -a 'add set delete list stat' -d 'Action'
+complete -c mq-admin -n '__mq_admin_help_of message-type' -a 'create delete list' -d 'Action'
 complete -c mq-admin -n '__mq_admin_using bridge' -f -a 'out in' -d 'Direction'
 complete -c mq-admin -n __mq_admin_needs_command -a link -d 'Links to other stores'
 complete -c mq-admin -n __mq_admin_needs_command -a forward -d 'Move messages waiting for a link to its far store'
