@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "admin/admin.hpp"
+#include "admin/progress.hpp"
 
 namespace mq {
 namespace {
@@ -132,6 +133,7 @@ int Run(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough();
   cli::AddStoreOption(app, ctx.store);
+  admin::AddQuietOption(app, ctx.quiet, true);
   std::vector<admin::Command> commands = {
       admin::SetupInit(app, ctx),   admin::SetupCreate(app, ctx), admin::SetupSet(app, ctx),
       admin::SetupDelete(app, ctx), admin::SetupList(app, ctx),   admin::SetupStat(app, ctx),

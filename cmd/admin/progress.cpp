@@ -12,9 +12,11 @@
 
 namespace mq::admin {
 
-void AddQuietOption(CLI::App& app, bool& quiet) {
+void AddQuietOption(CLI::App& app, bool& quiet, bool common) {
   app.add_flag("-q,--quiet", quiet,
-               "Print no summary line and no progress line on standard error");
+               common ? "Print no summary line and no progress line on standard error (purge, "
+                        "export, import, backup, compact)"
+                      : "Print no summary line and no progress line on standard error");
 }
 
 std::string HumanBytes(uint64_t n) {

@@ -17,7 +17,8 @@
 
 namespace mq::admin {
 
-void AddQuietOption(CLI::App& app, bool& quiet);
+// -q/--quiet, on a long command or (`common`) on mq-admin itself, before any command.
+void AddQuietOption(CLI::App& app, bool& quiet, bool common = false);
 
 class Progress {
  public:

@@ -114,6 +114,7 @@ complete -c mq-admin -f
 complete -c mq-admin -s h -l help -d 'Print help and exit'
 complete -c mq-admin -l version -d 'Print version and exit'
 complete -c mq-admin -s s -l store -x -a '(__fish_complete_directories (commandline -ct))' -d 'Store directory'
+complete -c mq-admin -n __mq_admin_needs_command -s q -l quiet -d 'Print no summary line and no progress line'
 
 complete -c mq-admin -n __mq_admin_needs_command -a init -d 'Create the store'
 complete -c mq-admin -n __mq_admin_needs_command -a create -d 'Create a queue'
