@@ -42,7 +42,7 @@ Command SetupPurge(CLI::App& app, Context& ctx) {
                                  ? before->info.bytes - after->info.bytes
                                  : 0;
             progress.Done(ref->Full(),
-                          fmt::format("purged {} messages, {}", *n, HumanBytes(freed)));
+                          fmt::format("purged {}, {}", Messages(*n), HumanBytes(freed)));
             return 0;
           }};
 }

@@ -261,8 +261,8 @@ Command SetupExport(CLI::App& app, Context& ctx) {
               s = (*store)->Peek(*ref, all, {}, counting);
             }
             if (s.ok() || s.code() == Code::kMessageNotFound) {
-              progress.Done(ref->Full(), fmt::format("exported {} messages, {} of bodies",
-                                                     progress.messages.load(),
+              progress.Done(ref->Full(), fmt::format("exported {}, {} of bodies",
+                                                     Messages(progress.messages.load()),
                                                      HumanBytes(progress.bytes.load())));
               return 0;
             }
@@ -325,8 +325,8 @@ Command SetupImport(CLI::App& app, Context& ctx) {
               s = (*store)->Append(*ref, o, src, nullptr);
             }
             if (!s.ok()) return cli::Fail(s.WithSubject(ref->Full()));
-            progress.Done(ref->Full(), fmt::format("imported {} messages, {} of bodies",
-                                                   progress.messages.load(),
+            progress.Done(ref->Full(), fmt::format("imported {}, {} of bodies",
+                                                   Messages(progress.messages.load()),
                                                    HumanBytes(progress.bytes.load())));
             return 0;
           }};

@@ -48,7 +48,9 @@ class Progress {
   std::thread ticker_;
 };
 
-// "1.2 MiB" style byte counts for the summaries.
+// "1.2 MiB" style byte counts for the summaries ("1 byte", "512 bytes" below 1 KiB).
 std::string HumanBytes(uint64_t n);
+// "1 message", "2 messages".
+std::string Messages(uint64_t n);
 
 }  // namespace mq::admin

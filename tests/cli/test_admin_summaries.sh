@@ -41,6 +41,19 @@ run mq-admin --quiet import q --new-ids <"$T/q.json"
 expect_rc 0 mq-admin -q list
 expect_out $'q\nr\nsystem;deadletter\nsystem;deadxact\nsystem;journal\n'
 
+# Singular for one message.
+expect_rc 0 mq-admin create one
+expect_rc 0 mq-send one x
+expect_rc 0 mq-admin export one
+cp "$T/out" "$T/one.json"
+expect_err_match '^mq-admin: one: exported 1 message, 1 byte of bodies in [0-9]+\.[0-9]{2} s$'
+expect_rc 0 mq-admin purge one
+expect_err_match '^mq-admin: one: purged 1 message, [0-9.]+ (bytes|KiB) in [0-9]+\.[0-9]{2} s$'
+run mq-admin import one <"$T/one.json"
+expect_err_match '^mq-admin: one: imported 1 message, 1 byte of bodies in [0-9]+\.[0-9]{2} s$'
+expect_rc 0 mq-admin purge one
+expect_rc 0 mq-admin purge one
+expect_err_match '^mq-admin: one: purged 0 messages, 0 bytes in [0-9]+\.[0-9]{2} s$'
 
 # A progress line on a terminal: compact waits for a reader that holds the store for ~2 s.
 if command -v script >/dev/null 2>&1; then
