@@ -376,6 +376,13 @@ bool HasOutputOptions(const OutputArgs& a) {
          !a.columns.empty() || a.header || !a.into.empty();
 }
 
+Status CheckSeparated(const SelectArgs& select, const OutputArgs& output) {
+  bool several = select.all || select.count > 1 || select.top > 1;
+  if (!several || HasOutputOptions(output)) return Status();
+  return Status(Code::kInvalidArg,
+                "several bodies would run together: add -l, -0, --json or a --template");
+}
+
 Result<std::unique_ptr<OutputSink>> OutputSink::Make(const OutputArgs& a) {
   std::unique_ptr<OutputSink> sink(new OutputSink());
   std::string format = a.json ? "json" : a.format;

@@ -112,6 +112,9 @@ void AddOutputOptions(CLI::App& app, OutputArgs& args);
 // Whether any option that shapes or redirects output was given (tools that print nothing
 // themselves, such as mq-receive --exec, refuse them).
 bool HasOutputOptions(const OutputArgs& args);
+// Raw bodies carry no separator: a selection of several messages (--all, -n or --top above 1)
+// with no output option would run them together ("12345"). E_INVALIDARG with a hint then.
+Status CheckSeparated(const SelectArgs& select, const OutputArgs& output);
 
 // Writes messages to stdout, or appends them to the --into file, as raw bodies, JSON lines, a
 // template, or rows of Service Broker columns (--columns, --format tsv|csv, columns.hpp).

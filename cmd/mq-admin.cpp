@@ -1,11 +1,13 @@
 // mq-admin: manage a store and its queues. Each subcommand is in cmd/admin/.
 //
 //   mq-admin [--store DIR] COMMAND [options]   (common options may also follow COMMAND)
-//   mq-admin help [COMMAND]                    (the overview, or COMMAND's --help)
+//   mq-admin GROUP SUBCOMMAND [options]        (the groups: bridge, link, message-type)
+//   mq-admin help [COMMAND [SUBCOMMAND]]       (the overview, or that command's --help)
 //
-// The command word is found before CLI11 parses, so that a missing or unknown one is named
-// with the list of commands (CLI11 would only say "A subcommand is required"), and so that
-// `help` needs no parser node of its own.
+// The command word, and a group's subcommand word, are found before CLI11 parses, so that a
+// missing or unknown one is named with the list of that level's commands and a pointer to
+// its help (CLI11 would only say "A subcommand is required (see mq-admin --help)"), and so
+// that `help` needs no parser node of its own.
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -13,38 +15,113 @@
 #include <fmt/format.h>
 
 #include "admin/admin.hpp"
+#include "admin/progress.hpp"
 
 namespace mq {
 namespace {
 
-// The index in argv of the first word that is not an option or an option's argument (the
-// command word), or argc if there is none.
-int CommandWordIndex(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
+// The option of `app` or of one of its parents that `word` (an option word, such as "-s" or
+// "--store") names, or null.
+const CLI::Option* FindOption(const CLI::App* app, const std::string& word) {
+  for (; app; app = app->get_parent())
+    if (const CLI::Option* o = app->get_option_no_throw(word)) return o;
+  return nullptr;
+}
+
+// The index in argv of the first word from `from` on that is not an option or an option's
+// argument (the command word, or a group's subcommand word), or argc if there is none. The
+// options are those `app` (and its parents) define: one that takes a value, written apart
+// from it ("-s DIR", not "-sDIR" or "--store=DIR"), has the next word skipped.
+int OperandIndex(const CLI::App& app, int from, int argc, char** argv) {
+  for (int i = from; i < argc; ++i) {
     const char* a = argv[i];
     if (std::strcmp(a, "--") == 0) return i + 1 < argc ? i + 1 : argc;
-    if (std::strcmp(a, "-s") == 0 || std::strcmp(a, "--store") == 0) {
-      ++i;
-      continue;
-    }
-    if (a[0] == '-' && a[1] != '\0') continue;
-    return i;
+    if (a[0] != '-' || a[1] == '\0') return i;
+    bool attached = std::strchr(a, '=') != nullptr || (a[1] != '-' && a[2] != '\0');
+    const CLI::Option* o = attached ? nullptr : FindOption(&app, a);
+    if (o && o->get_expected_min() > 0) ++i;
   }
   return argc;
 }
 
-// Whether argv asks for --help or --version before any command word: CLI11 answers those.
-bool AsksHelpOrVersion(char** argv, int until) {
-  for (int i = 1; i < until; ++i)
+// Whether argv[from, until) asks for --help or --version: CLI11 answers those.
+bool AsksHelpOrVersion(char** argv, int from, int until) {
+  for (int i = from; i < until; ++i)
     for (const char* f : {"-h", "--help", "--version"})
       if (std::strcmp(argv[i], f) == 0) return true;
   return false;
 }
 
-std::string CommandList(const std::vector<admin::Command>& commands) {
+// The subcommands of `app` (mq-admin's commands, or a group's), as "a, b, c".
+std::string SubcommandList(const CLI::App& app) {
   std::string list;
-  for (const auto& c : commands) list += (list.empty() ? "" : ", ") + c.app->get_name();
+  for (const CLI::App* c : app.get_subcommands({}))
+    list += (list.empty() ? "" : ", ") + c->get_name();
   return list;
+}
+
+// The subcommand of `app` named `word`, or null.
+const CLI::App* FindSubcommand(const CLI::App& app, const char* word) {
+  for (const CLI::App* c : app.get_subcommands({}))
+    if (c->get_name() == word) return c;
+  return nullptr;
+}
+
+// A usage error about the subcommand word of `group` (a command group, or mq-admin itself):
+// `what` happened; the group's subcommands are listed, with where its help is.
+int SubcommandUsage(const CLI::App& group, const std::string& what) {
+  if (!group.get_parent())
+    return cli::Fail(Status(Code::kInvalidArg,
+                            fmt::format("{}; the subcommands are {} (see mq-admin help)", what,
+                                        SubcommandList(group))));
+  const std::string& name = group.get_name();
+  return cli::Fail(Status(Code::kInvalidArg,
+                          fmt::format("{}; the {} subcommands are {} (see mq-admin {} --help)",
+                                      what, name, SubcommandList(group), name)));
+}
+
+// The words of a subcommand of `group` in argv: a missing or unknown one is a usage error
+// (its status returned), unless --help or --version is asked for before it; -1 if fine.
+int CheckSubcommandWord(const CLI::App& group, int from, int argc, char** argv) {
+  std::string level = group.get_parent() ? group.get_name() + " " : "";
+  int word = OperandIndex(group, from, argc, argv);
+  if (AsksHelpOrVersion(argv, from, word)) return -1;
+  if (word == argc)
+    return SubcommandUsage(group, fmt::format("a {}subcommand is required", level));
+  const CLI::App* sub = FindSubcommand(group, argv[word]);
+  if (!sub)
+    return SubcommandUsage(group,
+                           fmt::format("unknown {}subcommand '{}'", level, argv[word]));
+  if (sub->get_subcommands({}).empty()) return -1;
+  return CheckSubcommandWord(*sub, word + 1, argc, argv);
+}
+
+// `mq-admin help WORD...` (argv[from] on): the overview, or the --help of the command the
+// words name (`help link`, `help link add`).
+int Help(CLI::App& app, int from, int argc, char** argv) {
+  if (from >= argc) {
+    std::fputs(app.help().c_str(), stdout);
+    return 0;
+  }
+  std::vector<char*> help_argv = {argv[0]};
+  const CLI::App* level = &app;
+  std::string path;
+  for (int i = from; i < argc; ++i) {
+    if (level->get_subcommands({}).empty())
+      return cli::Fail(Status(Code::kInvalidArg,
+                              fmt::format("help: '{}' has no subcommands (see mq-admin help {})",
+                                          path, path)));
+    const CLI::App* sub = FindSubcommand(*level, argv[i]);
+    if (!sub)
+      return SubcommandUsage(*level, fmt::format("unknown {}subcommand '{}'",
+                                                 path.empty() ? "" : path + " ", argv[i]));
+    help_argv.push_back(argv[i]);
+    path += (path.empty() ? "" : " ") + sub->get_name();
+    level = sub;
+  }
+  char help_flag[] = "--help";
+  help_argv.push_back(help_flag);
+  return cli::Parse(app, static_cast<int>(help_argv.size()), help_argv.data());
 }
 
 int Run(int argc, char** argv) {
@@ -56,6 +133,7 @@ int Run(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough();
   cli::AddStoreOption(app, ctx.store);
+  admin::AddQuietOption(app, ctx.quiet, true);
   std::vector<admin::Command> commands = {
       admin::SetupInit(app, ctx),   admin::SetupCreate(app, ctx), admin::SetupSet(app, ctx),
       admin::SetupDelete(app, ctx), admin::SetupList(app, ctx),   admin::SetupStat(app, ctx),
@@ -71,33 +149,9 @@ int Run(int argc, char** argv) {
   };
   app.footer("Run 'mq-admin help COMMAND' (or 'mq-admin COMMAND --help') for a command's "
              "options; the manual is mq-admin(1).");
-  auto known = [&](const char* word) {
-    for (const auto& c : commands)
-      if (c.app->get_name() == word) return true;
-    return false;
-  };
-  auto usage = [&](const std::string& what) {
-    return cli::Fail(Status(Code::kInvalidArg,
-                            fmt::format("{}; the subcommands are {} (see mq-admin help)", what,
-                                        CommandList(commands))));
-  };
-  int word = CommandWordIndex(argc, argv);
-  if (word == argc) {
-    if (!AsksHelpOrVersion(argv, argc)) return usage("a subcommand is required");
-  } else if (std::strcmp(argv[word], "help") == 0) {
-    if (word + 1 >= argc) {
-      std::fputs(app.help().c_str(), stdout);
-      return 0;
-    }
-    if (word + 2 < argc) return usage("help takes at most one subcommand");
-    if (!known(argv[word + 1]))
-      return usage(fmt::format("unknown subcommand '{}'", argv[word + 1]));
-    char help_flag[] = "--help";
-    char* help_argv[] = {argv[0], argv[word + 1], help_flag};
-    return cli::Parse(app, 3, help_argv);
-  } else if (!known(argv[word]) && !AsksHelpOrVersion(argv, word)) {
-    return usage(fmt::format("unknown subcommand '{}'", argv[word]));
-  }
+  int word = OperandIndex(app, 1, argc, argv);
+  if (word < argc && std::strcmp(argv[word], "help") == 0) return Help(app, word + 1, argc, argv);
+  if (int rc = CheckSubcommandWord(app, 1, argc, argv); rc >= 0) return rc;
   if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
   for (auto& c : commands)
     if (c.app->parsed()) return c.run(ctx);

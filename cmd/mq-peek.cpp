@@ -34,6 +34,7 @@ int Run(int argc, char** argv) {
 
   auto ref = cli::ParseQueueArg(queue);
   if (!ref.ok()) return cli::Fail(ref.status());
+  if (Status sep = cli::CheckSeparated(sel_args, out_args); !sep.ok()) return cli::Fail(sep);
   auto sel = cli::MakeSelection(sel_args);
   if (!sel.ok()) return cli::Fail(sel.status());
   auto sink = cli::OutputSink::Make(out_args);

@@ -267,12 +267,9 @@ int Run(int argc, char** argv) {
   if (exec && cli::HasOutputOptions(shaping))
     return cli::Fail(Status(Code::kInvalidArg,
                             "with --exec the messages go to the command: no output options"));
-  // Raw bodies carry no separator: several of them would run together ("12345").
-  bool several = sel_args.all || sel_args.count > 1 || sel_args.top > 1;
-  if (!exec && several && !cli::HasOutputOptions(out_args))
-    return cli::Fail(Status(Code::kInvalidArg,
-                            "several bodies would run together: add -l, -0, --json or a "
-                            "--template"));
+  // --exec hands each body to its command alone.
+  if (Status sep = cli::CheckSeparated(sel_args, out_args); !exec && !sep.ok())
+    return cli::Fail(sep);
   auto sel = cli::MakeSelection(sel_args);
   if (!sel.ok()) return cli::Fail(sel.status());
   Status where = SetWhere(app, sel_args, conversation, group, *sel);

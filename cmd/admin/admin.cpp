@@ -64,8 +64,8 @@ void AddQueueOptions(CLI::App& app, QueueOptions& o, bool create) {
                  "Maximum bytes of QUEUE;journal; when full, journaling stops (0: no limit)")
       ->type_name("SIZE");
   app.add_option("--retention", o.retention,
-                 "Service Broker RETENTION: on keeps received conversation messages (status 0) "
-                 "until the conversation ends")
+                 "Service Broker RETENTION: on keeps every received message (status 0) until "
+                 "end-conversation, purge or delete removes it")
       ->type_name("on|off")
       ->check(CLI::IsMember({"on", "off"}));
 }

@@ -13,6 +13,9 @@ namespace mq::admin {
 
 struct Context {
   cli::StoreArgs store;
+  // -q/--quiet: no summary or progress line (progress.hpp); a common option, which may stand
+  // before the command too.
+  bool quiet = false;
   // Opens the store once, on first use.
   Result<Store*> Open();
 

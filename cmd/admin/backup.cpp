@@ -10,16 +10,15 @@
 
 namespace mq::admin {
 
-Command SetupBackup(CLI::App& app, Context&) {
+Command SetupBackup(CLI::App& app, Context& ctx) {
   auto dir = std::make_shared<std::string>();
-  auto quiet = std::make_shared<bool>(false);
   auto* sub = app.add_subcommand("backup", "Hot, consistent copy of the store");
   sub->add_option("DIR", *dir, "Target directory (new or empty)")->required();
-  AddQuietOption(*sub, *quiet);
-  return {sub, [dir, quiet](Context& ctx) {
+  AddQuietOption(*sub, ctx.quiet);
+  return {sub, [dir](Context& ctx) {
             auto store = ctx.Open();
             if (!store.ok()) return cli::Fail(store.status());
-            Progress progress("backup to " + *dir, *quiet);
+            Progress progress("backup to " + *dir, ctx.quiet);
             Status s = (*store)->Backup(*dir);
             if (!s.ok()) return cli::Fail(s.WithSubject(*dir));
             struct stat st {};

@@ -17,20 +17,19 @@ namespace mq::admin {
 
 Command SetupCompact(CLI::App& app, Context& ctx) {
   auto wait = std::make_shared<std::string>("10s");
-  auto quiet = std::make_shared<bool>(false);
   auto* sub = app.add_subcommand(
       "compact", "Rewrite the store to its live size (when no other process has it open)");
   sub->add_option("-w,--wait", *wait,
                   "How long to wait for the store's other users to leave (default 10s)")
       ->type_name("DURATION");
-  AddQuietOption(*sub, *quiet);
-  return {sub, [wait, quiet, &ctx](Context&) {
+  AddQuietOption(*sub, ctx.quiet);
+  return {sub, [wait, &ctx](Context&) {
             auto ms = ParseDuration(*wait);
             if (!ms.ok()) return cli::Fail(ms.status());
             OpenOptions o;
             o.dir = ctx.store.dir;
             o.exclusive_wait_ms = *ms < 0 ? INT64_MAX / 2 : *ms;
-            Progress progress("compact", *quiet);
+            Progress progress("compact", ctx.quiet);
             auto store = Store::Open(o);
             if (!store.ok()) return cli::Fail(store.status());
             auto r = (*store)->Compact();

@@ -21,18 +21,17 @@ Command SetupDelete(CLI::App& app, Context&) {
           }};
 }
 
-Command SetupPurge(CLI::App& app, Context&) {
+Command SetupPurge(CLI::App& app, Context& ctx) {
   auto queue = std::make_shared<std::string>();
-  auto quiet = std::make_shared<bool>(false);
   auto* sub = app.add_subcommand("purge", "Remove every message of a queue");
   sub->add_option("QUEUE", *queue, "Queue, subqueue or journal")->required();
-  AddQuietOption(*sub, *quiet);
-  return {sub, [queue, quiet](Context& ctx) {
+  AddQuietOption(*sub, ctx.quiet);
+  return {sub, [queue](Context& ctx) {
             auto ref = cli::ParseQueueArg(*queue);
             if (!ref.ok()) return cli::Fail(ref.status());
             auto store = ctx.Open();
             if (!store.ok()) return cli::Fail(store.status());
-            Progress progress("purge " + ref->Full(), *quiet);
+            Progress progress("purge " + ref->Full(), ctx.quiet);
             // The bytes the purge freed: the queue's before, less what is left (a message
             // sent meanwhile is not counted).
             auto before = (*store)->StatQueue(*ref);
@@ -43,7 +42,7 @@ Command SetupPurge(CLI::App& app, Context&) {
                                  ? before->info.bytes - after->info.bytes
                                  : 0;
             progress.Done(ref->Full(),
-                          fmt::format("purged {} messages, {}", *n, HumanBytes(freed)));
+                          fmt::format("purged {}, {}", Messages(*n), HumanBytes(freed)));
             return 0;
           }};
 }

@@ -225,11 +225,10 @@ class SrmpSink : public MessageSink {
 
 }  // namespace
 
-Command SetupExport(CLI::App& app, Context&) {
+Command SetupExport(CLI::App& app, Context& ctx) {
   struct Args {
     std::string queue;
     std::string format = "json";
-    bool quiet = false;
   };
   auto args = std::make_shared<Args>();
   auto* sub = app.add_subcommand(
@@ -238,7 +237,7 @@ Command SetupExport(CLI::App& app, Context&) {
   sub->add_option("--format", args->format, "Output format: json (default) or srmp")
       ->type_name("NAME")
       ->check(CLI::IsMember({"json", "srmp"}));
-  AddQuietOption(*sub, args->quiet);
+  AddQuietOption(*sub, ctx.quiet);
   return {sub, [args](Context& ctx) {
             auto ref = cli::ParseQueueArg(args->queue);
             if (!ref.ok()) return cli::Fail(ref.status());
@@ -247,7 +246,7 @@ Command SetupExport(CLI::App& app, Context&) {
             Selection all;
             all.anchor = Anchor::kArrival;  // every message, delayed and Locked ones too
             all.limit = 0;
-            Progress progress("export " + ref->Full(), args->quiet);
+            Progress progress("export " + ref->Full(), ctx.quiet);
             Status s;
             if (args->format == "srmp") {
               SrmpSink sink(ref->Full());
@@ -262,8 +261,8 @@ Command SetupExport(CLI::App& app, Context&) {
               s = (*store)->Peek(*ref, all, {}, counting);
             }
             if (s.ok() || s.code() == Code::kMessageNotFound) {
-              progress.Done(ref->Full(), fmt::format("exported {} messages, {} of bodies",
-                                                     progress.messages.load(),
+              progress.Done(ref->Full(), fmt::format("exported {}, {} of bodies",
+                                                     Messages(progress.messages.load()),
                                                      HumanBytes(progress.bytes.load())));
               return 0;
             }
@@ -272,13 +271,12 @@ Command SetupExport(CLI::App& app, Context&) {
           }};
 }
 
-Command SetupImport(CLI::App& app, Context&) {
+Command SetupImport(CLI::App& app, Context& ctx) {
   struct Args {
     std::string queue;
     std::string format = "json";
     bool create = false;
     bool new_ids = false;
-    bool quiet = false;
   };
   auto args = std::make_shared<Args>();
   auto* sub = app.add_subcommand("import",
@@ -289,7 +287,7 @@ Command SetupImport(CLI::App& app, Context&) {
       ->check(CLI::IsMember({"json", "srmp"}));
   sub->add_flag("--create", args->create, "Create the queue if it is missing");
   sub->add_flag("--new-ids", args->new_ids, "Give the messages new ids");
-  AddQuietOption(*sub, args->quiet);
+  AddQuietOption(*sub, ctx.quiet);
   return {sub, [args](Context& ctx) {
             auto ref = cli::ParseQueueArg(args->queue);
             if (!ref.ok()) return cli::Fail(ref.status());
@@ -308,7 +306,7 @@ Command SetupImport(CLI::App& app, Context&) {
               return cli::Fail(ErrnoStatus(errno, "tmpfile", "cannot spool stdin"));
             auto store = ctx.Open();
             if (!store.ok()) return cli::Fail(store.status());
-            Progress progress("import " + ref->Full(), args->quiet);
+            Progress progress("import " + ref->Full(), ctx.quiet);
             AppendOptions o;
             o.create_queue = args->create;
             o.keep_identity = true;
@@ -327,8 +325,8 @@ Command SetupImport(CLI::App& app, Context&) {
               s = (*store)->Append(*ref, o, src, nullptr);
             }
             if (!s.ok()) return cli::Fail(s.WithSubject(ref->Full()));
-            progress.Done(ref->Full(), fmt::format("imported {} messages, {} of bodies",
-                                                   progress.messages.load(),
+            progress.Done(ref->Full(), fmt::format("imported {}, {} of bodies",
+                                                   Messages(progress.messages.load()),
                                                    HumanBytes(progress.bytes.load())));
             return 0;
           }};

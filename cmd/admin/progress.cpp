@@ -12,13 +12,17 @@
 
 namespace mq::admin {
 
-void AddQuietOption(CLI::App& app, bool& quiet) {
+void AddQuietOption(CLI::App& app, bool& quiet, bool common) {
   app.add_flag("-q,--quiet", quiet,
-               "Print no summary line and no progress line on standard error");
+               common ? "Print no summary line and no progress line on standard error (purge, "
+                        "export, import, backup, compact)"
+                      : "Print no summary line and no progress line on standard error");
 }
 
+std::string Messages(uint64_t n) { return fmt::format("{} message{}", n, n == 1 ? "" : "s"); }
+
 std::string HumanBytes(uint64_t n) {
-  if (n < 1024) return fmt::format("{} bytes", n);
+  if (n < 1024) return fmt::format("{} byte{}", n, n == 1 ? "" : "s");
   const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
   double v = static_cast<double>(n);
   int u = -1;
@@ -44,7 +48,7 @@ void Progress::Tick() {
     double secs = static_cast<double>(MonotonicMs() - started_) / 1000;
     uint64_t n = messages.load(), b = bytes.load();
     std::string line = fmt::format("\r\033[K{}: {}: ", cli::Tool(), what_);
-    if (n) line += fmt::format("{} messages, ", n);
+    if (n) line += Messages(n) + ", ";
     if (b) line += HumanBytes(b) + ", ";
     line += fmt::format("{:.0f} s...", secs);
     ssize_t ignored = ::write(2, line.data(), line.size());

@@ -17,7 +17,8 @@
 
 namespace mq::admin {
 
-void AddQuietOption(CLI::App& app, bool& quiet);
+// -q/--quiet, on a long command or (`common`) on mq-admin itself, before any command.
+void AddQuietOption(CLI::App& app, bool& quiet, bool common = false);
 
 class Progress {
  public:
@@ -47,7 +48,9 @@ class Progress {
   std::thread ticker_;
 };
 
-// "1.2 MiB" style byte counts for the summaries.
+// "1.2 MiB" style byte counts for the summaries ("1 byte", "512 bytes" below 1 KiB).
 std::string HumanBytes(uint64_t n);
+// "1 message", "2 messages".
+std::string Messages(uint64_t n);
 
 }  // namespace mq::admin

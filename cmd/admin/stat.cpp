@@ -53,6 +53,11 @@ Command SetupStat(CLI::App& app, Context&) {
       ->type_name("NAME")
       ->check(CLI::IsMember({"json", "prometheus", "text"}))
       ->excludes(json);
+  // The table is 100 columns wide already: the totals, for monitoring, are left to the
+  // machine formats.
+  sub->footer("The messages sent and received since the queue was made are in --json "
+              "(sent_total, received_total) and --format prometheus (mq_queue_sent_total, "
+              "mq_queue_received_total).");
   return {sub, [args](Context& ctx) {
             auto store = ctx.Open();
             if (!store.ok()) return cli::Fail(store.status());

@@ -77,6 +77,12 @@ function __mq_admin_using
     set -q words[1]; and contains -- $words[1] $argv
 end
 
+# __mq_admin_help_of GROUP: true when the line is `help GROUP` and a subcommand of GROUP is next.
+function __mq_admin_help_of
+    set -l words (__mq_admin_words)
+    test (count $words) -eq 2; and test "$words[1]" = help; and test "$words[2]" = $argv[1]
+end
+
 function __mq_admin_needs_command
     set -l words (__mq_admin_words)
     not set -q words[1]
@@ -108,6 +114,7 @@ complete -c mq-admin -f
 complete -c mq-admin -s h -l help -d 'Print help and exit'
 complete -c mq-admin -l version -d 'Print version and exit'
 complete -c mq-admin -s s -l store -x -a '(__fish_complete_directories (commandline -ct))' -d 'Store directory'
+complete -c mq-admin -n __mq_admin_needs_command -s q -l quiet -d 'Print no summary line and no progress line'
 
 complete -c mq-admin -n __mq_admin_needs_command -a init -d 'Create the store'
 complete -c mq-admin -n __mq_admin_needs_command -a create -d 'Create a queue'
@@ -177,8 +184,8 @@ complete -c mq-admin -n '__mq_admin_using requeue' -l id -x -d 'Only this messag
 complete -c mq-admin -n '__mq_admin_using requeue' -l all -d 'Every message (the default)'
 complete -c mq-admin -n '__mq_admin_using requeue' -l ttbr -x -a infinite -d 'New time to be received, from now'
 complete -c mq-admin -n '__mq_admin_using move' -l to -x -a '(__mq_queues)' -d 'The subqueue: NAME or QUEUE;NAME'
-complete -c mq-admin -n '__mq_admin_using create' -l retention -x -a 'on off' -d 'Keep received conversation messages (RETENTION)'
-complete -c mq-admin -n '__mq_admin_using set' -l retention -x -a 'on off' -d 'Keep received conversation messages (RETENTION)'
+complete -c mq-admin -n '__mq_admin_using create' -l retention -x -a 'on off' -d 'Keep received messages, status 0 (RETENTION)'
+complete -c mq-admin -n '__mq_admin_using set' -l retention -x -a 'on off' -d 'Keep received messages, status 0 (RETENTION)'
 complete -c mq-admin -n '__mq_admin_using message-type' -l validation -x -a 'none empty well-formed-xml' -d 'What a body must be'
 complete -c mq-admin -n '__mq_admin_using message-type' -l json -d 'One JSON object per message type'
 complete -c mq-admin -n '__mq_admin_using end-conversation' -l error -x -d 'End with an error: queue the Error message with CODE'
@@ -192,7 +199,10 @@ complete -c mq-admin -n '__mq_admin_using message-type' -l format -x -a 'text js
 complete -c mq-admin -n '__mq_admin_using import' -l format -x -a json -d 'Input format'
 complete -c mq-admin -n __mq_admin_needs_command -a bridge -d 'Move messages to and from RabbitMQ, exactly once'
 complete -c mq-admin -n __mq_admin_needs_command -a help -d "Print the overview, or a command's options"
-complete -c mq-admin -n '__mq_admin_using help; and test (count (__mq_admin_words)) -eq 1' -a 'init create set delete list stat purge check backup export import cursors delete-cursor sweep ack nack locks requeue move message-type end-conversation conversations bridge link forward accept' -d 'Command'
+complete -c mq-admin -n '__mq_admin_using help; and test (count (__mq_admin_words)) -eq 1' -a 'init create set delete list stat purge check backup compact export import cursors delete-cursor sweep ack nack locks requeue move message-type end-conversation conversations bridge link forward accept' -d 'Command'
+complete -c mq-admin -n '__mq_admin_help_of bridge' -a 'out in' -d 'Direction'
+complete -c mq-admin -n '__mq_admin_help_of link' -a 'add set delete list stat' -d 'Action'
+complete -c mq-admin -n '__mq_admin_help_of message-type' -a 'create delete list' -d 'Action'
 complete -c mq-admin -n '__mq_admin_using bridge' -f -a 'out in' -d 'Direction'
 complete -c mq-admin -n __mq_admin_needs_command -a link -d 'Links to other stores'
 complete -c mq-admin -n __mq_admin_needs_command -a forward -d 'Move messages waiting for a link to its far store'

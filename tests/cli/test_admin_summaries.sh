@@ -1,7 +1,8 @@
 #!/bin/bash
 # Long mq-admin operations say what they did (issue 15, section 2): purge, export, import,
 # backup and compact print one summary line on stderr (counts, bytes, seconds); on a terminal,
-# an operation that runs over a second also draws a progress line; --quiet silences both.
+# an operation that runs over a second also draws a progress line; --quiet silences both, after
+# the command or before it (a common option, as --store). One message is "1 message".
 . "$(dirname "$0")/lib.sh"
 
 expect_rc 0 mq-admin create q
@@ -27,6 +28,32 @@ for c in "export r" "purge r" "backup $T/b2" "compact"; do
 done
 run mq-admin import q -q --new-ids <"$T/q.json"
 [ -s "$T/err" ] && fail "import -q printed: $(cat "$T/err")"
+for c in "export r" "purge r" "backup $T/b3" "compact"; do
+  for q in -q --quiet "-s $STORE -q" "-q -s $STORE"; do
+    expect_rc 0 mq-admin $q $c
+    [ -s "$T/err" ] && fail "mq-admin $q $c printed: $(cat "$T/err")"
+    rm -rf "$T/b3"
+  done
+done
+run mq-admin --quiet import q --new-ids <"$T/q.json"
+[ "$RC" = 0 ] && [ ! -s "$T/err" ] || fail "mq-admin --quiet import: exit $RC, $(cat "$T/err")"
+# Other commands take it too, as they take --store, and say what they always say.
+expect_rc 0 mq-admin -q list
+expect_out $'q\nr\nsystem;deadletter\nsystem;deadxact\nsystem;journal\n'
+
+# Singular for one message.
+expect_rc 0 mq-admin create one
+expect_rc 0 mq-send one x
+expect_rc 0 mq-admin export one
+cp "$T/out" "$T/one.json"
+expect_err_match '^mq-admin: one: exported 1 message, 1 byte of bodies in [0-9]+\.[0-9]{2} s$'
+expect_rc 0 mq-admin purge one
+expect_err_match '^mq-admin: one: purged 1 message, [0-9.]+ (bytes|KiB) in [0-9]+\.[0-9]{2} s$'
+run mq-admin import one <"$T/one.json"
+expect_err_match '^mq-admin: one: imported 1 message, 1 byte of bodies in [0-9]+\.[0-9]{2} s$'
+expect_rc 0 mq-admin purge one
+expect_rc 0 mq-admin purge one
+expect_err_match '^mq-admin: one: purged 0 messages, 0 bytes in [0-9]+\.[0-9]{2} s$'
 
 # A progress line on a terminal: compact waits for a reader that holds the store for ~2 s.
 if command -v script >/dev/null 2>&1; then

@@ -1,7 +1,9 @@
 #!/bin/bash
 # Bash completion (issue 15, section 3): paths with spaces complete as one word; cursor names
 # come from the store (`mq-admin cursors`) for mq-peek, mq-receive and mq-watch --cursor; every
-# --format value is offered (and the zsh and fish files name them too).
+# --format value is offered (and the zsh and fish files name them too). Every shell offers the
+# commands `mq-admin --help` lists, after `mq-admin` and after `mq-admin help`, and each command
+# group's subcommands (`mq-admin GROUP --help`) after `mq-admin GROUP` and `mq-admin help GROUP`.
 . "$(dirname "$0")/lib.sh"
 
 COMP=$MQ_SRC/completions
@@ -71,5 +73,43 @@ done
 for o in --exchange --routing-key; do
   [[ " $out_opts" == *" $o "* ]] || fail "bridge out does not offer $o: $out_opts"
   [[ " $in_opts" == *" $o "* ]] && fail "bridge in offers $o, an option of bridge out"
+done
+
+# The subcommand lists. subs [GROUP]: what `mq-admin [GROUP] --help` lists, sorted, on one line.
+subs() { mq-admin "$@" --help | sed -n '/^Subcommands:/,$s/^  \([a-z-]*\) .*/\1/p' | sort | words; }
+words() { grep -E '^[a-z][a-z-]*$' | sort -u | tr '\n' ' '; }
+# offered SHELL WORD...: what SHELL offers for `WORD... ` (an empty word being completed).
+offered() {
+  local shell=$1
+  shift
+  case $shell in
+    bash) offers "$COMP/bash/mq-admin" "$@" '' ;;
+    fish) (cd "$T/work" && fish_offers "$COMP/fish/mq-admin.fish" "$* ") ;;
+    zsh) (cd "$T/work" && zsh_offers "$* " "$COMP/zsh") ;;
+  esac | words
+}
+shells=bash
+command -v fish >/dev/null && shells+=" fish"
+command -v zsh >/dev/null && shells+=" zsh"
+commands=$(subs)
+case $commands in *" compact "*" link "*) ;; *) fail "mq-admin --help lists '$commands'" ;; esac
+all=$( (printf '%s\n' $commands; echo help) | words)
+for sh in $shells; do
+  got=$(offered $sh mq-admin)
+  [ "$got" = "$all" ] || fail "$sh: 'mq-admin ' offers '$got', expected '$all'"
+  got=$(offered $sh mq-admin help)
+  [ "$got" = "$commands" ] || fail "$sh: 'mq-admin help ' offers '$got', expected '$commands'"
+  for g in bridge link message-type; do
+    want=$(subs $g)
+    [ -n "$want" ] || fail "mq-admin $g --help lists no subcommands"
+    got=$(offered $sh mq-admin $g)
+    [ "$got" = "$want" ] || fail "$sh: 'mq-admin $g ' offers '$got', expected '$want'"
+    got=$(offered $sh mq-admin help $g)
+    [ "$got" = "$want" ] || fail "$sh: 'mq-admin help $g ' offers '$got', expected '$want'"
+  done
+done
+# Every command with subcommands is one of those three.
+for c in $commands; do
+  [ -z "$(subs $c)" ] || case $c in bridge | link | message-type) ;; *) fail "new group $c" ;; esac
 done
 finish

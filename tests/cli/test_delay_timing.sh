@@ -63,7 +63,7 @@ due=$((t0 + 2000000))
 before_due "$due" 1 mq-peek q
 [ "$NOW" -ge "$due" ] || grep -q '^mq-peek: q: no message (MQ_ERROR_MESSAGE_NOT_FOUND 0xC00E0088)$' "$T/err" ||
   fail "mq-peek of a delayed message: $(cat "$T/err")"
-before_due "$due" 1 mq-peek q --all
+before_due "$due" 1 mq-peek q --all -l
 before_due "$due" 1 mq-receive q
 before_due "$due" 1 mq-peek q --cursor c --first
 WANT_OUT='^error q MQ_ERROR_MESSAGE_NOT_FOUND 0xC00E0088$' before_due "$due" 1 mq-watch q -t 0

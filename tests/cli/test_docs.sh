@@ -123,58 +123,7 @@ case_arm() {
     on' "$1"
 }
 
-# fish_offers FILE LINE: what fish offers for LINE after sourcing FILE.
-fish_offers() {
-  fish -N -c 'source $argv[1]; complete -C $argv[2]' "$1" "$2" 2>/dev/null | cut -f1
-}
-
-# zsh_offers LINE DIR: what zsh offers for LINE<TAB>, with DIR first in $fpath.
-# It drives an interactive zsh in a pseudo-terminal (zsh/zpty) and
-# replaces compadd with a function that prints the matches.
-zsh_offers() {
-  timeout 30 zsh -f -c '
-    zmodload zsh/zpty || exit 2
-    zpty z zsh -f -i
-    init=$1/zsh-capture-init
-    cat >$init <<EOF
-PROMPT=
-fpath=($2 \$fpath)
-autoload -U compinit
-compinit -u -d $1/zcompdump
-bindkey "^I" complete-word
-null-line() { echo -E - \$'"'"'\0'"'"' }
-compprefuncs=(null-line)
-comppostfuncs=(null-line exit)
-zstyle ":completion:*" list-grouped false
-zstyle ":completion:*" insert-tab false
-compadd() {
-  if [[ \${@[1,(i)(-|--)]} == *-(O|A|D)\ * ]]; then
-    builtin compadd "\$@"
-    return
-  fi
-  local -a __hits
-  builtin compadd -A __hits "\$@"
-  local h
-  for h in \$__hits; do echo -E - "\$IPREFIX\$h"; done
-}
-echo ok
-EOF
-    zpty -w z "source $init"
-    repeat 5; do
-      zpty -r z line
-      [[ $line == ok* ]] && break
-    done
-    [[ $line == ok* ]] || exit 2
-    zpty -w z "$3"$'"'"'\t'"'"'
-    integer tog=0
-    while zpty -r z; do :; done | while IFS= read -r line; do
-      if [[ $line == *$'"'"'\0\r'"'"' ]]; then
-        (( tog++ )) && exit 0 || continue
-      fi
-      (( tog )) && echo -E - ${line%$'"'"'\r'"'"'}
-    done
-  ' zsh "$T" "$2" "$1" 2>/dev/null
-}
+# fish_offers and zsh_offers: lib.sh.
 
 # ---------------------------------------------------------------------------
 # (a) lint

@@ -4,7 +4,8 @@
 # as Debian's fish reads nothing of /usr/local when XDG_DATA_DIRS is unset, and under another
 # prefix share/fish/vendor_completions.d; bash-completion: share/ of an XDG data directory), and the systemd units mq-watch@.service,
 # mq-sweep.service and mq-sweep.timer are installed and pass `systemd-analyze verify` against
-# the installed tools (which it finds through systemd's fixed search path).
+# the installed tools (which it finds through systemd's fixed search path), with the user mq
+# they run as declared in lib/sysusers.d/mq.conf, next to them, and their hardening on.
 . "$(dirname "$0")/lib.sh"
 
 [ -f "$MQ_BIN/cmake_install.cmake" ] || skip "$MQ_BIN is not a configured build directory"
@@ -16,7 +17,7 @@ for f in bin/mq-watch bin/mq-admin \
          share/zsh/site-functions/_mq-send share/zsh/site-functions/_mq-watch \
          share/bash-completion/completions/mq-send \
          lib/systemd/system/mq-watch@.service lib/systemd/system/mq-sweep.service \
-         lib/systemd/system/mq-sweep.timer; do
+         lib/systemd/system/mq-sweep.timer lib/sysusers.d/mq.conf; do
   [ -e "$L/$f" ] || fail "no /usr/local/$f"
 done
 [ -e "$L/share/zsh/vendor-completions" ] && fail "zsh completions in vendor-completions under /usr/local"
@@ -77,6 +78,23 @@ grep -q '^User=mq$' "$L/lib/systemd/system/mq-watch@.service" || fail "mq-watch@
 grep -q '^StateDirectory=mq$' "$L/lib/systemd/system/mq-watch@.service" || fail "no StateDirectory=mq"
 grep -q '^EnvironmentFile=/etc/mq/watch-%i.env$' "$L/lib/systemd/system/mq-watch@.service" ||
   fail "mq-watch@.service reads no environment file per queue"
+for u in mq-watch@.service mq-sweep.service; do
+  for d in User=mq Group=mq StateDirectory=mq NoNewPrivileges=yes ProtectSystem=strict \
+           PrivateTmp=yes PrivateDevices=yes 'ProtectHome=(yes|read-only)' CapabilityBoundingSet=; do
+    grep -Eqx "$d" "$L/lib/systemd/system/$u" || fail "$u has no $d"
+  done
+done
+# The user and group: systemd-sysusers finds mq.conf where it was installed (a root holding
+# /usr/local as installed), and would make the group mq and the user mq, home /var/lib/mq.
+if command -v systemd-sysusers >/dev/null; then
+  sysroot=$T/sysroot
+  mkdir -p "$sysroot/etc" "$sysroot/usr/local/lib"
+  cp -a "$L/lib/sysusers.d" "$sysroot/usr/local/lib/"
+  expect_rc 0 systemd-sysusers --root="$sysroot" mq.conf
+  grep -Eq '^mq:x:[0-9]+:' "$sysroot/etc/group" || fail "sysusers made no group mq"
+  grep -Eq '^mq:x:[0-9]+:[0-9]+:[^:]*:/var/lib/mq:' "$sysroot/etc/passwd" ||
+    fail "sysusers made no user mq with home /var/lib/mq: $(cat "$sysroot/etc/passwd")"
+fi
 # The check is real: without the tool, the same verify fails.
 mv "$L/bin/mq-admin" "$T/mq-admin.moved"
 expect_rc 1 systemd-analyze verify --man=no --root="$root" "${units[0]}"

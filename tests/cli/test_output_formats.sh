@@ -8,9 +8,11 @@ expect_rc 0 mq-send q -L first one
 expect_rc 0 mq-send q -L second $'two\nlines'
 expect_rc 0 mq-send q -L third three
 
-# Raw: bodies back to back; -l ends each with a newline, -0 with a NUL.
-expect_rc 0 mq-peek q --all
-expect_out $'onetwo\nlinesthree'
+# Raw: one body as it is; several need -l (each ends with a newline) or -0 (with a NUL), as
+# back to back they would run together (test_peek_separator).
+expect_rc 0 mq-peek q
+expect_out one
+expect_rc 2 mq-peek q --all
 expect_rc 0 mq-peek q --all -l
 expect_out $'one\ntwo\nlines\nthree\n'
 mq-peek q --all -0 >"$T/z"

@@ -39,10 +39,13 @@ for f in bin/mq-send bin/mq-peek bin/mq-receive bin/mq-watch bin/mq-admin \
          share/fish/vendor_completions.d/mq-send.fish share/fish/vendor_completions.d/mq-admin.fish \
          share/doc/mq/copyright share/doc/mq/changelog.gz \
          lib/systemd/system/mq-watch@.service lib/systemd/system/mq-sweep.service \
-         lib/systemd/system/mq-sweep.timer; do
+         lib/systemd/system/mq-sweep.timer lib/sysusers.d/mq.conf; do
   [ -e "$root/usr/$f" ] || fail "the package has no /usr/$f"
 done
 cmp -s "$root/usr/share/doc/mq/copyright" "$MQ_SRC/LICENSE" || fail "copyright is not LICENSE"
+# Its postinst makes the user mq of the service units (lib/sysusers.d/mq.conf) at once.
+dpkg-deb -I "$deb" postinst 2>/dev/null | grep -q '^ *systemd-sysusers mq.conf$' ||
+  fail "the package has no postinst running systemd-sysusers mq.conf"
 # Nothing outside /usr.
 extra=$(cd "$root" && find . -mindepth 1 -maxdepth 1 ! -name usr)
 [ -z "$extra" ] || fail "the package installs outside /usr: $extra"

@@ -27,4 +27,10 @@ grep -q '^working on 1000$' "$T/out" || fail "the receive loop did not drain job
 grep -q '^4$' "$T/out" || fail "the reply to 2+2 did not come back: $(tail -3 "$T/out")"
 [ -s "$T/run/done.tsv" ] || fail "RECEIVE ... INTO wrote nothing"
 grep -q 'arrived$' "$T/out" || fail "mq-watch --follow reported nothing"
+
+# Its "Available now" list names every mq-admin command, as `mq-admin --help` lists them.
+want=$(mq-admin --help | sed -n '/^Subcommands:/,$s/^  \([a-z-]*\) .*/\1/p' | sort | tr '\n' ' ')
+got=$(awk '/^Available now:/ { on = 1 } on { print } on && /\)/ { exit }' "$MQ_SRC/README.md" |
+  tr '\n' ' ' | sed 's/.*`mq-admin` (\([^)]*\)).*/\1/' | tr -d ' ' | tr , '\n' | sort | tr '\n' ' ')
+[ "$got" = "$want" ] || fail "README's Available now lists '$got'; mq-admin --help lists '$want'"
 finish

@@ -29,7 +29,7 @@ done
 [ "$(cat "$T/rc3")" = 10 ] || fail "receive to a reader leaving midway exited $(cat "$T/rc3")"
 [ "$(count q)" = 2 ] || fail "a partly read message was removed"
 # mq-peek into a closed pipe just stops; it never removes anything.
-(mq-peek q --all 2>"$T/err4"; echo $? >"$T/rc4") | head -c 0
+(mq-peek q --all -0 2>"$T/err4"; echo $? >"$T/rc4") | head -c 0
 [ "$(cat "$T/rc4")" = 0 ] && [ ! -s "$T/err4" ] ||
   fail "peek into a closed pipe: exit $(cat "$T/rc4"), stderr '$(cat "$T/err4")' (expected a quiet 0)"
 [ "$(count q)" = 2 ] || fail "peek into a closed pipe changed the queue"

@@ -1,8 +1,17 @@
 #!/bin/bash
 # RETENTION ON keeps plain messages too (issue 15, section 1; CLI.md: a receive sets status 0
 # and keeps the message): the received message is never received again, mq-peek --all shows
-# it with status 0, stat counts it as retained, check agrees, purge removes it.
+# it with status 0, stat counts it as retained, check agrees, purge removes it. The help of
+# create and set and the completions say "every received message", not only a conversation's.
 . "$(dirname "$0")/lib.sh"
+
+for c in create set; do
+  mq-admin $c --help | grep -A2 -- '--retention' | tr -s ' \n' ' ' >"$T/help"
+  grep -q 'every received message' "$T/help" && ! grep -qi 'conversation messages' "$T/help" ||
+    fail "mq-admin $c --help on --retention: $(cat "$T/help")"
+done
+grep -i 'retention' "$MQ_SRC"/completions/*/*mq-admin* | grep -i 'conversation messages' &&
+  fail "a completion says RETENTION keeps only conversation messages"
 
 expect_rc 0 mq-admin create q --retention on
 expect_rc 0 mq-send q r1
@@ -34,7 +43,7 @@ expect_rc 0 mq-admin stat q --json
 expect_rc 0 mq-admin set q --retention off
 expect_rc 0 mq-send q gone
 expect_rc 0 mq-receive q -l
-expect_rc 1 mq-peek q --all
+expect_rc 1 mq-peek q --all -l
 expect_rc 0 mq-admin check
 expect_out ''
 finish

@@ -1,8 +1,17 @@
 #!/bin/bash
 # mq-admin stat shows what CLI.md promises (issue 15, section 1): the readers waiting (a running
 # mq-receive --wait), the messages sent and received since the queue was made, the store's file
-# size and live size; Prometheus counters are typed counter with _total names.
+# size and live size; Prometheus counters are typed counter with _total names. The text table
+# leaves the totals out (it is 100 columns wide already): `stat --help` and mq-admin(1) say
+# where they are.
 . "$(dirname "$0")/lib.sh"
+
+mq-admin stat --help | tr -s ' \n' ' ' >"$T/help"
+grep -q 'sent and received since the queue was made are in --json (sent_total, received_total) and --format prometheus' "$T/help" ||
+  fail "stat --help does not say where the totals are: $(cat "$T/help")"
+mandoc -T ascii "$MQ_SRC/man/mq-admin.1" 2>/dev/null | sed 's/.\x08//g' | tr -s ' \n' ' ' >"$T/page"
+grep -q 'since it was made are totals for monitoring .* they are in --json (sent_total, received_total) and --format prometheus (mq_queue_sent_total, mq_queue_received_total), not in the table' "$T/page" ||
+  fail "mq-admin(1) does not say where the totals are"
 
 expect_rc 0 mq-admin create q
 for i in 1 2 3; do expect_rc 0 mq-send q "m$i"; done

@@ -120,8 +120,8 @@ bad 5 mq-peek q --cursor c --first --wait
 expect_rc 0 mq-admin set q --status on
 
 # Nothing was sent, no cursor was made, no lock or store file named after a bad argument.
-expect_rc 0 mq-peek q --all
-expect_out keep
+expect_rc 0 mq-peek q --all -l
+expect_out $'keep\n'
 expect_rc 0 mq-admin cursors
 expect_out ''
 if ls -a "$STORE/locks" | grep -q -e '^cursor\.[0-9]*\.\.' -e passwd -e hidden -e ' '; then

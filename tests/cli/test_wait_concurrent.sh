@@ -102,7 +102,7 @@ busy=0
 for r in $(seq 1 $RECEIVERS); do [ -s "$T/recv.$r" ] && busy=$((busy + 1)); done
 [ "$busy" -ge 2 ] || fail "only $busy of $RECEIVERS receivers got any message"
 # Nothing left over.
-expect_rc 1 mq-peek q --all
+expect_rc 1 mq-peek q --all -l
 expect_out ''
 expect_rc 0 mq-admin check
 expect_out ''
