@@ -378,7 +378,11 @@ bool HasOutputOptions(const OutputArgs& a) {
 
 Status CheckSeparated(const SelectArgs& select, const OutputArgs& output) {
   bool several = select.all || select.count > 1 || select.top > 1;
-  if (!several || HasOutputOptions(output)) return Status();
+  // --into and --header only say where and with what heading: the bodies would still run
+  // together, in the file as on stdout.
+  bool separated = output.json || !output.format.empty() || !output.templ.empty() ||
+                   output.lines || output.null || !output.columns.empty();
+  if (!several || separated) return Status();
   return Status(Code::kInvalidArg,
                 "several bodies would run together: add -l, -0, --json or a --template");
 }

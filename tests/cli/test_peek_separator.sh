@@ -2,8 +2,8 @@
 # Several messages in raw mode from mq-peek (issue 15), as from mq-receive
 # (test_receive_separator): `mq-peek q --all` or -n N, --top N above 1, with no separator or
 # format would run the bodies together ("12345"); it is a usage error (exit 2) with the same
-# hint, before the store is touched. -l, -0, --json, --template, --columns, --format and
-# --into each make it fine.
+# hint, before the store is touched. -l, -0, --json, --template, --columns, and --format each
+# make it fine; --into alone does not (the bodies would run together in the file).
 . "$(dirname "$0")/lib.sh"
 
 expect_rc 0 mq-admin create q
@@ -41,8 +41,11 @@ expect_rc 0 mq-peek q --all -0
 printf '1\0002\0003\000' | cmp -s - "$T/out" || fail "--all -0 printed '$(od -c "$T/out")'"
 expect_rc 0 mq-peek q --all --template '{body};'
 expect_out '1;2;3;'
-for opts in "--json" "--columns message_body" "--format tsv" "--format csv" "--into $T/into"; do
+for opts in "--json" "--columns message_body" "--format tsv" "--format csv" "--into $T/into -l"; do
   expect_rc 0 mq-peek q --all $opts
 done
 [ -s "$T/into" ] || fail "--all --into wrote nothing"
+expect_rc 2 mq-peek q --all --into "$T/raw"
+expect_err_match 'several bodies would run together'
+[ ! -s "$T/raw" ] || fail "--all --into with raw bodies wrote '$(cat "$T/raw")'"
 finish

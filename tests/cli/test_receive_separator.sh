@@ -2,7 +2,8 @@
 # Several messages in raw mode (issue 15): `mq-receive q --all` (or -n N, --top N above 1)
 # with no separator or format would run the bodies together ("12345"); it is a usage error
 # (exit 2) with a hint, before the store is touched. -l, -0, --json, --template, --columns,
-# --format and --into each make it fine; so does --exec, which hands each body over alone.
+# and --format each make it fine (--into alone does not: the bodies
+# would run together in the file); so does --exec, which hands each body over alone.
 . "$(dirname "$0")/lib.sh"
 
 expect_rc 0 mq-admin create q
@@ -37,10 +38,15 @@ printf '1\0' | cmp -s - "$T/out" || fail "--all -0 printed '$(od -c "$T/out")'"
 for i in 1 2; do expect_rc 0 mq-send q "$i"; done
 expect_rc 0 mq-receive q --template '{body}'
 expect_out 1
-for opts in "--json" "--template {body};" "--columns message_body" "--format tsv" "--into $T/into"; do
+for opts in "--json" "--template {body};" "--columns message_body" "--format tsv" "--into $T/into -l"; do
   for i in 1 2; do expect_rc 0 mq-send q "$i"; done
   expect_rc 0 mq-receive q --all $opts
 done
+for i in 1 2; do expect_rc 0 mq-send q "$i"; done
+expect_rc 2 mq-receive q --all --into "$T/raw"
+expect_err_match "$hint"
+[ ! -s "$T/raw" ] || fail "--all --into with raw bodies wrote '$(cat "$T/raw")'"
+expect_rc 0 mq-receive q --all -l
 expect_rc 0 mq-send q a
 expect_rc 0 mq-send q b
 expect_rc 0 mq-receive q --all --exec cat
