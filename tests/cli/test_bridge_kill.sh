@@ -36,14 +36,18 @@ for ((trial = 0; trial < TRIALS; trial++)); do
   # 1 to 40 ms: a chunk takes the two bridges some tens of milliseconds, so most kills land
   # while they move it (longer sleeps let them finish and kill idle bridges).
   sleep "$(printf '0.%03d' $((RANDOM % 40 + 1)))"
-  # A kill lands mid-transfer when the victim has work at hand: bridge out, messages still in
-  # src (waiting or Locked in its batch); bridge in, messages not yet in dst.
+  # A kill landed mid-transfer when the victim left work undone, read once it is dead (a
+  # reading before the kill would give it the reading's time to finish, and under the
+  # sanitizers that is long): bridge out, messages still in src (waiting, or Locked in its
+  # batch until the next reader returns them); bridge in, messages not yet in dst.
   if ((RANDOM % 2)); then
+    killtree "$OUT"; wait "$OUT" 2>/dev/null
     [ "$(mq-admin stat src --json | jq '.messages + .locked')" -gt 0 ] && landed=$((landed + 1))
-    killtree "$OUT"; wait "$OUT" 2>/dev/null; start_out
+    start_out
   else
+    killtree "$IN"; wait "$IN" 2>/dev/null
     [ "$(mq-admin -s "$B" stat dst --json | jq .messages)" -lt "$sent" ] && landed=$((landed + 1))
-    killtree "$IN"; wait "$IN" 2>/dev/null; start_in
+    start_in
   fi
 done
 # Kills that all fell on idle bridges would prove nothing.
