@@ -1,7 +1,6 @@
 // transfer.cpp: frames of the forward/accept protocol (transfer.hpp).
 #include "transfer.hpp"
 
-#include <zlib.h>
 #include <zstd.h>
 
 #include <algorithm>
@@ -49,16 +48,6 @@ void PutMagic(std::string& out, uint16_t version) {
 }
 
 }  // namespace
-
-uint32_t Crc32(std::string_view data, uint32_t crc) {
-  uLong c = crc;
-  while (!data.empty()) {
-    auto n = static_cast<uInt>(std::min<size_t>(data.size(), 1u << 30));
-    c = crc32(c, reinterpret_cast<const Bytef*>(data.data()), n);
-    data.remove_prefix(n);
-  }
-  return static_cast<uint32_t>(c);
-}
 
 void PutFrame(std::string& out, Type type, std::string_view payload) {
   PutU32BE(out, static_cast<uint32_t>(payload.size() + 5));

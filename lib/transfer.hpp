@@ -47,6 +47,7 @@
 #include <string_view>
 #include <vector>
 
+#include "crc32.hpp"
 #include "ids.hpp"
 #include "message.hpp"
 #include "srmp.hpp"
@@ -69,9 +70,6 @@ struct Frame {
   Type type = Type::kError;
   std::string payload;
 };
-
-// CRC-32 (IEEE 802.3: zlib's crc32), continuing from `crc` (0 to start).
-uint32_t Crc32(std::string_view data, uint32_t crc = 0);
 
 // Appends a frame to `out`.
 void PutFrame(std::string& out, Type type, std::string_view payload);

@@ -91,6 +91,29 @@ TEST_CASE("a damaged frame is refused") {
   CHECK(Crc32("123456789") == 0xCBF43926u);  // the CRC-32 check value
 }
 
+TEST_CASE("the folded CRC-32 agrees with zlib's at every length, alignment and start") {
+  INFO("PCLMULQDQ folding: " << (Crc32Folds() ? "yes" : "no (zlib only)"));
+  std::string data(5000, '\0');
+  uint32_t x = 12345;
+  for (char& c : data) {
+    x = x * 1103515245 + 12345;
+    c = static_cast<char>(x >> 16);
+  }
+  for (size_t offset : {0, 1, 7, 15}) {
+    for (size_t len = 0; len + offset <= data.size(); len += len < 300 ? 1 : 97) {
+      std::string_view v = std::string_view(data).substr(offset, len);
+      for (uint32_t start : {0u, 0xFFFFFFFFu, 0x12345678u}) {
+        INFO("offset " << offset << ", length " << len << ", start " << start);
+        REQUIRE(Crc32(v, start) == Crc32Zlib(v, start));
+      }
+    }
+  }
+  // Pieces continue one another.
+  CHECK(Crc32(std::string_view(data).substr(100), Crc32(std::string_view(data).substr(0, 100))) ==
+        Crc32Zlib(data));
+  CHECK(Crc32(std::string(100, 'a')) == Crc32Zlib(std::string(100, 'a')));
+}
+
 TEST_CASE("hello, welcome, message and ack payloads round trip") {
   Hello h;
   h.source = NewGuid();
