@@ -296,46 +296,107 @@ std::string Envelope(const Message& m, const SrmpStream* stream) {
 
 // ---- reading: the envelope -------------------------------------------------------------------
 
-struct XmlDocFree {
-  void operator()(xmlDoc* d) const { xmlFreeDoc(d); }
-};
 struct XmlCtxtFree {
   void operator()(xmlParserCtxt* c) const { xmlFreeParserCtxt(c); }
 };
 
-std::string_view Name(const xmlNode* n) { return reinterpret_cast<const char*>(n->name); }
+// The envelope's elements as libxml2's SAX2 parser reports them, in a flat table instead of
+// libxml2's DOM tree (which cost a node, a text node and a namespace search per element to
+// build, and as much again to free): only what the reader below looks at. Every character of
+// element content (text, CDATA, entities and character references as the parser resolved
+// them) goes into one buffer in document order, so that an element's text, descendants
+// included, is one range of it: what xmlNodeGetContent gave.
+struct XmlTree;
+struct XmlNode {
+  const XmlTree* tree = nullptr;
+  std::string_view name;  // local name, from the parser's dictionary (alive while it is)
+  std::string_view ns;    // namespace URI, from the same dictionary; empty for none
+  uint32_t first_child = 0, next = 0, last_child = 0;  // indices into nodes; 0: none
+  uint32_t text_begin = 0, text_end = 0;               // into text
+  std::string encoding;  // the value of an attribute named encoding (any namespace)
+};
+struct XmlTree {
+  std::vector<XmlNode> nodes;  // nodes[0] stands for the document
+  std::vector<uint32_t> open;  // the elements being read, innermost last
+  std::string text;
+  bool dtd = false;  // a document type declaration was met (the parse was stopped there)
 
-bool InNs(const xmlNode* n, const char* ns) {
-  return n->ns && n->ns->href &&
-         std::string_view(reinterpret_cast<const char*>(n->ns->href)) == ns;
+  void Reset() {
+    nodes.clear();
+    nodes.emplace_back();
+    nodes[0].tree = this;
+    open.assign(1, 0);
+    text.clear();
+    dtd = false;
+  }
+  const XmlNode* At(uint32_t i) const { return i ? &nodes[i] : nullptr; }
+};
+
+XmlTree& TreeOf(void* ctx) {
+  return *static_cast<XmlTree*>(static_cast<xmlParserCtxt*>(ctx)->_private);
 }
 
-const xmlNode* FirstElement(const xmlNode* n) {
-  while (n && n->type != XML_ELEMENT_NODE) n = n->next;
-  return n;
+std::string_view View(const xmlChar* s) {
+  return s ? std::string_view(reinterpret_cast<const char*>(s)) : std::string_view();
 }
-const xmlNode* NextElement(const xmlNode* n) { return FirstElement(n ? n->next : nullptr); }
+
+void OnStart(void* ctx, const xmlChar* localname, const xmlChar*, const xmlChar* uri, int,
+             const xmlChar**, int nb_attributes, int, const xmlChar** attributes) {
+  XmlTree& t = TreeOf(ctx);
+  auto index = static_cast<uint32_t>(t.nodes.size());
+  XmlNode& n = t.nodes.emplace_back();
+  n.tree = &t;
+  n.name = View(localname);
+  n.ns = View(uri);
+  n.text_begin = n.text_end = static_cast<uint32_t>(t.text.size());
+  // Five pointers an attribute: local name, prefix, URI, value, end of the value.
+  for (int i = 0; i < nb_attributes; ++i) {
+    const xmlChar** a = attributes + 5 * i;
+    if (View(a[0]) == "encoding") {
+      n.encoding.assign(reinterpret_cast<const char*>(a[3]), static_cast<size_t>(a[4] - a[3]));
+      break;
+    }
+  }
+  XmlNode& parent = t.nodes[t.open.back()];
+  if (parent.last_child)
+    t.nodes[parent.last_child].next = index;
+  else
+    parent.first_child = index;
+  parent.last_child = index;
+  t.open.push_back(index);
+}
+
+void OnEnd(void* ctx, const xmlChar*, const xmlChar*, const xmlChar*) {
+  XmlTree& t = TreeOf(ctx);
+  t.nodes[t.open.back()].text_end = static_cast<uint32_t>(t.text.size());
+  t.open.pop_back();
+}
+
+void OnCharacters(void* ctx, const xmlChar* ch, int len) {
+  TreeOf(ctx).text.append(reinterpret_cast<const char*>(ch), static_cast<size_t>(len));
+}
+
+void OnDoctype(void* ctx, const xmlChar*, const xmlChar*, const xmlChar*) {
+  TreeOf(ctx).dtd = true;
+  xmlStopParser(static_cast<xmlParserCtxt*>(ctx));
+}
+
+std::string_view Name(const XmlNode* n) { return n->name; }
+
+bool InNs(const XmlNode* n, const char* ns) { return n->ns == ns; }
+
+const XmlNode* FirstElement(const XmlNode* parent) {
+  return parent->tree->At(parent->first_child);
+}
+const XmlNode* NextElement(const XmlNode* n) { return n->tree->At(n->next); }
 
 // An element's text; with encoding="base64", decoded. `where()` names the element for an
 // error (made only then: this runs for every element of every message a link carries).
 template <typename Where>
-Result<std::string> TextOf(const xmlNode* n, const Where& where) {
-  std::string text;
-  const xmlNode* c = n->children;
-  if (!c) {
-    // An empty element.
-  } else if (!c->next && (c->type == XML_TEXT_NODE || c->type == XML_CDATA_SECTION_NODE)) {
-    // One text node, the usual case: its text as it is, without a copy made by libxml2.
-    if (c->content) text = reinterpret_cast<const char*>(c->content);
-  } else {
-    xmlChar* raw = xmlNodeGetContent(n);
-    if (raw) text = reinterpret_cast<const char*>(raw);
-    xmlFree(raw);
-  }
-  if (!n->properties) return text;  // no attribute, so no encoding="base64"
-  xmlChar* enc = xmlGetProp(n, X("encoding"));
-  std::string encoding = enc ? reinterpret_cast<const char*>(enc) : "";
-  xmlFree(enc);
+Result<std::string> TextOf(const XmlNode* n, const Where& where) {
+  std::string text(std::string_view(n->tree->text).substr(n->text_begin,
+                                                           n->text_end - n->text_begin));
+  const std::string& encoding = n->encoding;
   if (encoding.empty()) return text;
   if (encoding != "base64")
     return Bad(fmt::format("{}: unknown encoding '{}' (base64 or none)", where(), encoding));
@@ -347,9 +408,9 @@ Result<std::string> TextOf(const xmlNode* n, const Where& where) {
 // The children of one element by local name, each at most once.
 class Children {
  public:
-  Status Load(const xmlNode* parent, std::string where) {
+  Status Load(const XmlNode* parent, std::string where) {
     where_ = std::move(where);
-    for (const xmlNode* c = FirstElement(parent->children); c; c = NextElement(c)) {
+    for (const XmlNode* c = FirstElement(parent); c; c = NextElement(c)) {
       for (const auto& seen : seen_) {
         if (seen.first == Name(c))
           return Bad(fmt::format("{}/<{}>: appears twice", where_, seen.first));
@@ -358,20 +419,20 @@ class Children {
     }
     return {};
   }
-  const xmlNode* Get(std::string_view name) const {
+  const XmlNode* Get(std::string_view name) const {
     for (const auto& seen : seen_)
       if (seen.first == name) return seen.second;
     return nullptr;
   }
   std::string Where(std::string_view name) const { return fmt::format("{}/<{}>", where_, name); }
-  Result<const xmlNode*> Need(std::string_view name) const {
-    const xmlNode* n = Get(name);
+  Result<const XmlNode*> Need(std::string_view name) const {
+    const XmlNode* n = Get(name);
     if (!n) return Bad(fmt::format("{}: missing", Where(name)));
     return n;
   }
   // Optional text: nullopt when the element is absent.
   Result<std::optional<std::string>> Text(std::string_view name) const {
-    const xmlNode* n = Get(name);
+    const XmlNode* n = Get(name);
     if (!n) return std::optional<std::string>();
     auto t = TextOf(n, [&] { return Where(name); });
     if (!t.ok()) return t.status();
@@ -416,7 +477,7 @@ class Children {
 
  private:
   std::string where_;
-  std::vector<std::pair<std::string_view, const xmlNode*>> seen_;
+  std::vector<std::pair<std::string_view, const XmlNode*>> seen_;
 };
 
 // An SRMP address as an MSMQ format name ([MC-MQSRM] 3.1.5.1.1): an http(s) URL is a direct
@@ -442,7 +503,7 @@ Result<std::string> CorrelationOf(std::string_view text, std::string_view where)
                          text));
 }
 
-Status ParsePath(const xmlNode* path, Message& m, std::string& id_text, std::string& to,
+Status ParsePath(const XmlNode* path, Message& m, std::string& id_text, std::string& to,
                  std::string& via) {
   Children c;
   MQ_RETURN_IF_ERROR(c.Load(path, "<path>"));
@@ -462,7 +523,7 @@ Status ParsePath(const xmlNode* path, Message& m, std::string& id_text, std::str
   auto id = TextOf(*id_node, [&] { return c.Where("id"); });
   if (!id.ok()) return id.status();
   id_text = std::string(Trim(*id));
-  if (const xmlNode* rev = c.Get("rev")) {
+  if (const XmlNode* rev = c.Get("rev")) {
     Children r;
     MQ_RETURN_IF_ERROR(r.Load(rev, c.Where("rev")));
     auto v = r.Text("via");
@@ -488,12 +549,12 @@ Status ParseId(std::string_view text, Message& m) {
   return {};
 }
 
-Status ParseServices(const xmlNode* services, Message& m, std::string& send_to) {
+Status ParseServices(const XmlNode* services, Message& m, std::string& send_to) {
   Children c;
   MQ_RETURN_IF_ERROR(c.Load(services, "<services>"));
   m.express = !c.Get("durable");
   for (const char* name : {"deliveryReceiptRequest", "commitmentReceiptRequest"}) {
-    const xmlNode* req = c.Get(name);
+    const XmlNode* req = c.Get(name);
     if (!req) continue;
     Children r;
     MQ_RETURN_IF_ERROR(r.Load(req, c.Where(name)));
@@ -511,7 +572,7 @@ Status ParseServices(const xmlNode* services, Message& m, std::string& send_to) 
   return {};
 }
 
-Status ParseStream(const xmlNode* node, Message& m, SrmpStream* stream) {
+Status ParseStream(const XmlNode* node, Message& m, SrmpStream* stream) {
   Children c;
   MQ_RETURN_IF_ERROR(c.Load(node, "<Stream>"));
   auto id = c.Text("streamId");
@@ -539,7 +600,7 @@ Status ParseStream(const xmlNode* node, Message& m, SrmpStream* stream) {
   return {};
 }
 
-Status ParseMsmq(const xmlNode* node, Message& m, std::string& dest, std::string& admin,
+Status ParseMsmq(const XmlNode* node, Message& m, std::string& dest, std::string& admin,
                  std::string& response, bool& have_dest, bool& have_admin,
                  bool& have_response) {
   Children c;
@@ -559,7 +620,7 @@ Status ParseMsmq(const xmlNode* node, Message& m, std::string& dest, std::string
   MQ_RETURN_IF_ERROR(c.Number("BodyType", m.body_type, UINT32_MAX, true));
   MQ_RETURN_IF_ERROR(c.Number("HashAlgorithm", m.hash_algorithm, UINT32_MAX, false));
   MQ_RETURN_IF_ERROR(c.GuidValue("ConnectorId", m.connector_id, false));
-  if (const xmlNode* eod = c.Get("Eod")) {
+  if (const XmlNode* eod = c.Get("Eod")) {
     Children e;
     MQ_RETURN_IF_ERROR(e.Load(eod, c.Where("Eod")));
     m.eod_first = e.Get("First") != nullptr;
@@ -567,7 +628,7 @@ Status ParseMsmq(const xmlNode* node, Message& m, std::string& dest, std::string
     // [MC-MQSRM] 2.2.6.11 puts <ConnectorId> here; seed 002 beside <Eod>.
     MQ_RETURN_IF_ERROR(e.GuidValue("ConnectorId", m.connector_id, false));
   }
-  if (const xmlNode* prov = c.Get("Provider")) {
+  if (const XmlNode* prov = c.Get("Provider")) {
     Children p;
     MQ_RETURN_IF_ERROR(p.Load(prov, c.Where("Provider")));
     MQ_RETURN_IF_ERROR(p.Number("Type", m.provider_type, UINT32_MAX, true));
@@ -589,7 +650,7 @@ Status ParseMsmq(const xmlNode* node, Message& m, std::string& dest, std::string
   return {};
 }
 
-Status ParseMqExtras(const xmlNode* node, Message& m) {
+Status ParseMqExtras(const XmlNode* node, Message& m) {
   Children c;
   MQ_RETURN_IF_ERROR(c.Load(node, "<Mq>"));
   MQ_RETURN_IF_ERROR(c.Number("Ack", m.ack, 0x0F, false));
@@ -648,19 +709,39 @@ Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream) {
   // One parser for many documents (xmlCtxtReadMemory resets it; its dictionary of names is
   // kept, so that the same element names are not looked up and copied again), made anew
   // every so many documents so that the dictionary stays small whatever names they hold.
+  // It reports to SAX2 handlers that fill an XmlTree, not to libxml2's tree builder.
   thread_local std::unique_ptr<xmlParserCtxt, XmlCtxtFree> cached;
   thread_local unsigned uses = 0;
+  thread_local XmlTree tree;
   if (!cached || ++uses > 1000) {
     cached.reset(xmlNewParserCtxt());
     uses = 0;
+    if (cached) {
+      xmlSAXHandler& sax = *cached->sax;
+      sax = xmlSAXHandler{};
+      sax.initialized = XML_SAX2_MAGIC;
+      sax.startElementNs = OnStart;
+      sax.endElementNs = OnEnd;
+      sax.characters = OnCharacters;
+      sax.ignorableWhitespace = OnCharacters;
+      sax.cdataBlock = OnCharacters;
+      sax.internalSubset = OnDoctype;
+      sax.externalSubset = OnDoctype;
+    }
   }
   if (!cached) return Status(Code::kInsufficientResources, "cannot allocate an XML parser");
   xmlParserCtxt* ctxt = cached.get();
-  // No network, no entity expansion, no DTD loading.
-  std::unique_ptr<xmlDoc, XmlDocFree> doc(
-      xmlCtxtReadMemory(ctxt, text.data(), static_cast<int>(text.size()), nullptr,
-                        nullptr, XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING));
-  if (!doc || !ctxt->wellFormed) {
+  tree.Reset();
+  ctxt->_private = &tree;
+  // No network, no entity expansion, no DTD loading. No document is built: the result is
+  // nullptr whatever happens, and ctxt says whether the XML was well-formed.
+  (void)xmlCtxtReadMemory(ctxt, text.data(), static_cast<int>(text.size()), nullptr, nullptr,
+                          XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+  // SOAP 1.1 (section 3): a SOAP message must not contain a Document Type Declaration. The
+  // parse stops at one, so no entity of one is ever read, let alone expanded.
+  if (tree.dtd)
+    return Bad("<se:Envelope>: a document type declaration (DTD) is not allowed in SOAP");
+  if (!ctxt->wellFormed || tree.open.size() != 1) {
     std::string why = "not well-formed";
     if (const xmlError* err = xmlCtxtGetLastError(ctxt); err && err->message) {
       why = err->message;
@@ -669,18 +750,14 @@ Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream) {
     }
     return Bad(fmt::format("<se:Envelope>: not well-formed XML: {}", why));
   }
-  // SOAP 1.1 (section 3): a SOAP message must not contain a Document Type Declaration. None is
-  // read, so no entity of one is ever expanded.
-  if (doc->intSubset || doc->extSubset)
-    return Bad("<se:Envelope>: a document type declaration (DTD) is not allowed in SOAP");
-  const xmlNode* root = xmlDocGetRootElement(doc.get());
+  const XmlNode* root = FirstElement(&tree.nodes[0]);
   if (!root || Name(root) != "Envelope" || !InNs(root, kSeNs))
     return Bad(fmt::format("<se:Envelope>: the root element is <{}>, not a SOAP 1.1 envelope",
                            root ? Name(root) : ""));
-  const xmlNode* header = FirstElement(root->children);
+  const XmlNode* header = FirstElement(root);
   if (!header || Name(header) != "Header" || !InNs(header, kSeNs))
     return Bad("<se:Header>: missing (it must be the first child of <se:Envelope>)");
-  const xmlNode* body = NextElement(header);
+  const XmlNode* body = NextElement(header);
   if (!body || Name(body) != "Body" || !InNs(body, kSeNs))
     return Bad("<se:Body>: missing (it must follow <se:Header>)");
 
@@ -700,15 +777,15 @@ Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream) {
   MQ_RETURN_IF_ERROR(p.Time("sentAt", m.sent_time, false, false));
 
   m.express = true;  // without <durable/>
-  if (const xmlNode* services = h.Get("services"))
+  if (const XmlNode* services = h.Get("services"))
     MQ_RETURN_IF_ERROR(ParseServices(services, m, send_to));
-  const xmlNode* st = h.Get("Stream");
+  const XmlNode* st = h.Get("Stream");
   if (!st) st = h.Get("stream");  // [MC-MQSRM] 2.2.5.3 spells it so; its samples <Stream>
   if (st) MQ_RETURN_IF_ERROR(ParseStream(st, m, stream));
 
   std::string dest, admin, response;
   bool have_dest = false, have_admin = false, have_response = false;
-  const xmlNode* msmq = h.Get("Msmq");
+  const XmlNode* msmq = h.Get("Msmq");
   if (msmq) {
     MQ_RETURN_IF_ERROR(ParseMsmq(msmq, m, dest, admin, response, have_dest, have_admin,
                                  have_response));
@@ -721,7 +798,7 @@ Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream) {
   m.destination_queue = have_dest ? dest : FormatNameOf(to);
   m.admin_queue = have_admin ? admin : FormatNameOf(send_to);
   m.response_queue = have_response ? response : FormatNameOf(via);
-  if (const xmlNode* mq = h.Get("Mq"); mq && InNs(mq, kMqNs))
+  if (const XmlNode* mq = h.Get("Mq"); mq && InNs(mq, kMqNs))
     MQ_RETURN_IF_ERROR(ParseMqExtras(mq, m));
   return {};
 }
