@@ -733,10 +733,15 @@ Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream) {
   xmlParserCtxt* ctxt = cached.get();
   tree.Reset();
   ctxt->_private = &tree;
-  // No network, no entity expansion, no DTD loading. No document is built: the result is
-  // nullptr whatever happens, and ctxt says whether the XML was well-formed.
-  (void)xmlCtxtReadMemory(ctxt, text.data(), static_cast<int>(text.size()), nullptr, nullptr,
-                          XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+  // No network, no entity expansion, no DTD loading. The whole envelope is one chunk of
+  // libxml2's push parser, the last: it reads it as xmlCtxtReadMemory would, without asking
+  // its input for more at each token of the last 250 bytes (the pull parser's input of a
+  // memory buffer grows itself at each of those asks). No document is built; ctxt says
+  // whether the XML was well-formed.
+  if (xmlCtxtResetPush(ctxt, nullptr, 0, nullptr, nullptr) != 0 ||
+      xmlCtxtUseOptions(ctxt, XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING) != 0)
+    return Status(Code::kInsufficientResources, "cannot reset the XML parser");
+  (void)xmlParseChunk(ctxt, text.data(), static_cast<int>(text.size()), 1);
   // SOAP 1.1 (section 3): a SOAP message must not contain a Document Type Declaration. The
   // parse stops at one, so no entity of one is ever read, let alone expanded.
   if (tree.dtd)
