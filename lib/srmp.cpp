@@ -72,11 +72,34 @@ bool XmlSafe(std::string_view s) {
 
 // ---- writing ---------------------------------------------------------------------------------
 
-// libxml2's text writer into a memory buffer. A failed call can only be an allocation failure.
+// Whether element text needs libxml2's escaping: xmlEncodeSpecialChars changes <, >, &, " and
+// CR (XmlSafe has refused CR already); anything else it writes as it is.
+bool NeedsEscape(std::string_view s) {
+  for (char c : s)
+    if (c == '<' || c == '>' || c == '&' || c == '"' || c == '\r') return true;
+  return false;
+}
+
+// libxml2's text writer into a memory buffer, one per thread for every document it writes
+// (Begin empties the buffer; a document left unfinished by a failure gets a new writer). A
+// failed call can only be an allocation failure. Text that escaping would leave as it is
+// (numbers, dates, GUIDs, most strings: NeedsEscape) goes through xmlTextWriterWriteRawLen,
+// the rest through xmlTextWriterWriteString, which escapes: the writer writes every tag
+// either way, and the bytes are the same as escaping everything.
 class XmlOut {
  public:
+  static XmlOut& Begin() {
+    thread_local std::unique_ptr<XmlOut> out;
+    if (!out || !out->clean_) out = std::make_unique<XmlOut>();
+    out->clean_ = false;
+    xmlBufferEmpty(out->buf_);
+    return *out;
+  }
   XmlOut() : buf_(xmlBufferCreate()), w_(buf_ ? xmlNewTextWriterMemory(buf_, 0) : nullptr) {
-    if (!w_) throw std::bad_alloc();
+    if (!w_) {
+      xmlBufferFree(buf_);
+      throw std::bad_alloc();
+    }
   }
   ~XmlOut() {
     xmlFreeTextWriter(w_);  // frees nothing of buf_
@@ -92,8 +115,11 @@ class XmlOut {
     Start(name);
     Attr(xmlns_attr, ns);
   }
+  // An attribute whose value is one of this file's constants: nothing in it to escape.
   void Attr(const char* name, const char* value) {
-    Check(xmlTextWriterWriteAttribute(w_, X(name), X(value)));
+    Check(xmlTextWriterStartAttribute(w_, X(name)));
+    Check(xmlTextWriterWriteRaw(w_, X(value)));
+    Check(xmlTextWriterEndAttribute(w_));
   }
   void MustUnderstand() { Attr("se:mustUnderstand", "1"); }
   void End() { Check(xmlTextWriterEndElement(w_)); }
@@ -105,30 +131,59 @@ class XmlOut {
   // <name>value</name>; a value XML cannot carry goes base64 with encoding="base64".
   void Text(const char* name, std::string_view value) {
     Start(name);
-    if (XmlSafe(value)) {
-      if (!value.empty()) Check(xmlTextWriterWriteString(w_, X(std::string(value).c_str())));
-    } else {
+    if (!XmlSafe(value)) {
       Attr("encoding", "base64");
-      Check(xmlTextWriterWriteString(w_, X(Base64Encode(value).c_str())));
+      Raw(Base64Encode(value));
+    } else if (NeedsEscape(value)) {
+      Check(xmlTextWriterWriteString(w_, X(std::string(value).c_str())));
+    } else {
+      Raw(value);
     }
     End();
   }
-  void Number(const char* name, uint64_t v) { Text(name, std::to_string(v)); }
-  void Time(const char* name, int64_t ms) { Text(name, FormatSrmpTime(ms)); }
-  void GuidText(const char* name, const Guid& g) { Text(name, FormatGuid(g)); }
+  // <name>prefix value</name>, value as Text has it (XmlSafe).
+  void Text(const char* name, std::string_view prefix, std::string_view value) {
+    if (!XmlSafe(value) || NeedsEscape(value)) return Text(name, std::string(prefix) += value);
+    Start(name);
+    Raw(prefix);
+    Raw(value);
+    End();
+  }
+  // Digits, dates and GUIDs: nothing to escape.
+  void Number(const char* name, uint64_t v) {
+    char buf[24];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    (void)ec;
+    Plain(name, std::string_view(buf, static_cast<size_t>(end - buf)));
+  }
+  void Time(const char* name, int64_t ms) { Plain(name, FormatSrmpTime(ms)); }
+  void GuidText(const char* name, const Guid& g) { Plain(name, FormatGuid(g)); }
 
-  std::string Finish() {
+  // The document written since Begin.
+  std::string_view Finish() {
     Check(xmlTextWriterFlush(w_));
-    return std::string(reinterpret_cast<const char*>(xmlBufferContent(buf_)),
-                       static_cast<size_t>(xmlBufferLength(buf_)));
+    clean_ = true;
+    return std::string_view(reinterpret_cast<const char*>(xmlBufferContent(buf_)),
+                            static_cast<size_t>(xmlBufferLength(buf_)));
   }
 
  private:
   static void Check(int rc) {
     if (rc < 0) throw std::bad_alloc();
   }
+  void Raw(std::string_view text) {
+    if (!text.empty())
+      Check(xmlTextWriterWriteRawLen(w_, reinterpret_cast<const xmlChar*>(text.data()),
+                                     static_cast<int>(text.size())));
+  }
+  void Plain(const char* name, std::string_view text) {
+    Start(name);
+    Raw(text);
+    End();
+  }
   xmlBufferPtr buf_;
   xmlTextWriterPtr w_;
+  bool clean_ = true;  // no document is half written
 };
 
 // A 20-byte id (message, correlation) between mq's layout (the GUID in RFC 4122 byte order, the
@@ -154,28 +209,32 @@ std::string IdText(const Message& m) {
 // The mq properties SRMP has no element for, in <Mq xmlns="urn:x-mq:srmp">, each only when it
 // is not its default. With `tx_always` (a link's <Stream> is in the header) the message's own
 // sequence fields are written even when 0, so that the reader does not take the link's.
-void WriteMqExtras(XmlOut& x, const Message& m, bool tx_always) {
-  bool any = tx_always || (m.ack & kAckNegArrival) || m.arrived_time || m.visible_time ||
-             m.awaiting_arrival ||
+// Without `local_state`, what a store sets anew when a message arrives in it is left out
+// (EncodeSrmp).
+void WriteMqExtras(XmlOut& x, const Message& m, bool tx_always, bool local_state) {
+  static const Message kDefaults;  // for what is left out
+  const Message& l = local_state ? m : kDefaults;
+  bool any = tx_always || (m.ack & kAckNegArrival) || l.arrived_time || m.visible_time ||
+             l.awaiting_arrival ||
              !m.xact_id.empty() || m.tx_sequence_id || m.tx_sequence_number ||
-             m.tx_previous_sequence_number || m.abort_count || m.move_count ||
+             m.tx_previous_sequence_number || l.abort_count || m.move_count ||
              m.last_move_time || !IsNil(m.conversation_handle) ||
              !IsNil(m.conversation_group_id) || m.message_sequence_number ||
              !m.service_name.empty() || !m.service_contract_name.empty() ||
-             !m.message_type_name.empty() || m.validation != 'N' || m.status != 1 ||
-             m.queuing_order || m.message_enqueue_time || m.delivery_count;
+             !m.message_type_name.empty() || m.validation != 'N' || l.status != 1 ||
+             l.queuing_order || l.message_enqueue_time || l.delivery_count;
   if (!any) return;
   x.StartNs("Mq", "xmlns", kMqNs);
   if (m.ack & kAckNegArrival) x.Number("Ack", m.ack);
-  if (m.arrived_time) x.Time("ArrivedTime", m.arrived_time);
+  if (l.arrived_time) x.Time("ArrivedTime", l.arrived_time);
   if (m.visible_time) x.Time("VisibleTime", m.visible_time);
-  if (m.awaiting_arrival) x.Empty("AwaitingArrival");
+  if (l.awaiting_arrival) x.Empty("AwaitingArrival");
   if (!m.xact_id.empty()) x.Text("XactId", HexEncode(m.xact_id));
   if (tx_always || m.tx_sequence_id) x.Number("TxSequenceId", m.tx_sequence_id);
   if (tx_always || m.tx_sequence_number) x.Number("TxSequenceNumber", m.tx_sequence_number);
   if (tx_always || m.tx_previous_sequence_number)
     x.Number("TxPreviousSequenceNumber", m.tx_previous_sequence_number);
-  if (m.abort_count) x.Number("AbortCount", m.abort_count);
+  if (l.abort_count) x.Number("AbortCount", l.abort_count);
   if (m.move_count) x.Number("MoveCount", m.move_count);
   if (m.last_move_time) x.Time("LastMoveTime", m.last_move_time);
   if (!IsNil(m.conversation_handle)) x.GuidText("ConversationHandle", m.conversation_handle);
@@ -185,22 +244,23 @@ void WriteMqExtras(XmlOut& x, const Message& m, bool tx_always) {
   if (!m.service_contract_name.empty()) x.Text("ServiceContractName", m.service_contract_name);
   if (!m.message_type_name.empty()) x.Text("MessageTypeName", m.message_type_name);
   if (m.validation != 'N') x.Text("Validation", std::string(1, m.validation));
-  if (m.status != 1) x.Number("Status", m.status);
-  if (m.queuing_order) x.Number("QueuingOrder", m.queuing_order);
-  if (m.message_enqueue_time) x.Time("MessageEnqueueTime", m.message_enqueue_time);
-  if (m.delivery_count) x.Number("DeliveryCount", m.delivery_count);
+  if (l.status != 1) x.Number("Status", l.status);
+  if (l.queuing_order) x.Number("QueuingOrder", l.queuing_order);
+  if (l.message_enqueue_time) x.Time("MessageEnqueueTime", l.message_enqueue_time);
+  if (l.delivery_count) x.Number("DeliveryCount", l.delivery_count);
   x.End();
 }
 
-std::string Envelope(const Message& m, const SrmpStream* stream) {
-  XmlOut x;
+// The envelope, valid until the next one is written on this thread.
+std::string_view Envelope(const Message& m, const SrmpStream* stream, bool local_state) {
+  XmlOut& x = XmlOut::Begin();
   x.StartNs("se:Envelope", "xmlns:se", kSeNs);
   x.Attr("xmlns", kSrmpNs);
   x.Start("se:Header");
 
   x.StartNs("path", "xmlns", kRpNs);
   x.MustUnderstand();
-  x.Text("action", "MSMQ:" + m.label);
+  x.Text("action", "MSMQ:", m.label);
   x.Text("to", m.destination_queue);
   x.Text("id", IdText(m));
   if (!m.response_queue.empty()) {
@@ -285,7 +345,7 @@ std::string Envelope(const Message& m, const SrmpStream* stream) {
   x.Time("TTrq", m.ttrq ? m.ttrq : kInfiniteMs);
   x.End();
 
-  WriteMqExtras(x, m, link_stream);
+  WriteMqExtras(x, m, link_stream, local_state);
 
   x.End();  // se:Header
   x.Start("se:Body");
@@ -894,8 +954,8 @@ Result<int64_t> ParseSrmpTime(std::string_view text) {
   return t * 1000 + frac_ms;
 }
 
-std::string EncodeSrmp(const Message& m, const SrmpStream* stream) {
-  std::string env = Envelope(m, stream);
+std::string EncodeSrmp(const Message& m, const SrmpStream* stream, bool local_state) {
+  std::string_view env = Envelope(m, stream, local_state);
   // A boundary that occurs in no part, so that a reader that goes by boundaries alone (RFC
   // 2046) finds the same parts as one that goes by Content-Length.
   std::string boundary;
