@@ -389,11 +389,12 @@ Status DecodeAck(std::string_view payload, Ack& a) {
   return {};
 }
 
-// The message document: SRMP ([MC-MQSRM], lib/srmp.hpp), with the link's stream in <Stream>.
+// The message document: SRMP ([MC-MQSRM], lib/srmp.hpp), with the link's stream in <Stream>,
+// without what accept sets anew for a message of its store (AcceptTransfer).
 std::string EncodeTransferDoc(const Message& m, const std::string& stream, uint64_t seq,
                               uint64_t prev) {
   SrmpStream st{stream, seq, prev};
-  return EncodeSrmp(m, &st);
+  return EncodeSrmp(m, &st, false);
 }
 
 Status DecodeTransferDoc(std::string_view doc, Message& m, SrmpStream* stream) {

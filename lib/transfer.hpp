@@ -210,7 +210,9 @@ Status DecodeAck(std::string_view payload, Ack& a);
 
 // One message as it travels (the document of an 'M' frame): an SRMP document (srmp.hpp) whose
 // <Stream> is the link's stream (streamId `stream`, current `seq`, previous `prev`); the frame
-// header carries the same numbers, and a document that disagrees with it is refused.
+// header carries the same numbers, and a document that disagrees with it is refused. What the
+// far store sets anew for each message it stores (arrival and enqueue times, queuing order,
+// status, receive history: EncodeSrmp's local_state) is left out.
 std::string EncodeTransferDoc(const Message& m, const std::string& stream, uint64_t seq,
                               uint64_t prev);
 Status DecodeTransferDoc(std::string_view doc, Message& m, SrmpStream* stream);

@@ -681,12 +681,18 @@ class Forwarder {
     Batch b;
     b.lease = std::move(*lease);
     uint64_t framed_before = out_.framed();
+    Message qualified;
     for (const Message& m : b.lease->messages()) {
-      Message t = m;
-      if (!link_.return_link.empty()) {
-        for (std::string* q : {&t.response_queue, &t.admin_queue})
-          if (!q->empty() && q->find(':') == std::string::npos)
-            *q = link_.return_link + ":" + *q;
+      // Queues here named through the return link, in a copy: most messages need none.
+      const Message* t = &m;
+      auto local = [](const std::string& q) {
+        return !q.empty() && q.find(':') == std::string::npos;
+      };
+      if (!link_.return_link.empty() && (local(m.response_queue) || local(m.admin_queue))) {
+        qualified = m;
+        for (std::string* q : {&qualified.response_queue, &qualified.admin_queue})
+          if (local(*q)) *q = link_.return_link + ":" + *q;
+        t = &qualified;
       }
       transfer::MessageHeader h;
       h.seq = m.lookup_id;
@@ -695,7 +701,7 @@ class Forwarder {
       h.recoverable_seq = m.express ? recoverable_sent_ : ++recoverable_sent_;
       h.window = a_.window;
       payload_ = transfer::EncodeMessageHeader(h);
-      payload_ += transfer::EncodeTransferDoc(t, stream_, h.seq, h.prev);
+      payload_ += transfer::EncodeTransferDoc(*t, stream_, h.seq, h.prev);
       out_.Put(Type::kMessage, payload_);
       // What the pipe takes now, so that the far side works while this side encodes. A
       // failure shows again at the session's own write.
