@@ -885,10 +885,15 @@ class Forwarder {
         if (!wake.ok()) return Fail(child, wake.status(), true);
         continue;
       }
+      // With room to send more (this turn's batch, or the link took what waited and the
+      // window is open), only look: waiting here would leave the far side waiting too, for
+      // messages or a flush (until the timeout, a second).
+      bool more_room = !said_bye && !stopping && !empty && out_.Size() < kOutgoingBytes &&
+                       (inflight_count_ < a_.window || mid_tx_);
       pollfd p[3] = {{child.from(), POLLIN, 0},
                      {out_.Empty() ? -1 : child.to(), POLLOUT, 0},
                      {stopping ? -1 : stop_fd_, POLLIN, 0}};
-      ::poll(p, 3, sent ? 0 : 1000);  // with room to send more, only look
+      ::poll(p, 3, sent || more_room ? 0 : 1000);
       Status ps = Pump(child, eof);
       if (!ps.ok()) return Fail(child, ps);
       if (eof) return Fail(child, LinkError("the link's command ended", a_.link));
