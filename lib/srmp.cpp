@@ -202,8 +202,11 @@ std::string SwapObjectId(std::string_view id) {
 
 std::string IdText(const Message& m) {
   if (m.id.size() != kIdSize) return {};
-  return fmt::format("uuid:{}@{}", GetU32BE(m.id, 16),
-                     FormatGuid(GuidFromBytes(std::string_view(m.id).substr(0, 16))));
+  std::string out = "uuid:";
+  out += std::to_string(GetU32BE(m.id, 16));
+  out += '@';
+  out += FormatGuid(GuidFromBytes(std::string_view(m.id).substr(0, 16)));
+  return out;
 }
 
 // The mq properties SRMP has no element for, in <Mq xmlns="urn:x-mq:srmp">, each only when it
@@ -955,27 +958,36 @@ Result<int64_t> ParseSrmpTime(std::string_view text) {
 }
 
 std::string EncodeSrmp(const Message& m, const SrmpStream* stream, bool local_state) {
+  std::string out;
+  AppendSrmp(out, m, stream, local_state);
+  return out;
+}
+
+void AppendSrmp(std::string& out, const Message& m, const SrmpStream* stream,
+                bool local_state) {
   std::string_view env = Envelope(m, stream, local_state);
   // A boundary that occurs in no part, so that a reader that goes by boundaries alone (RFC
   // 2046) finds the same parts as one that goes by Content-Length.
   std::string boundary;
   for (uint64_t n = 1;; ++n) {
-    boundary = fmt::format("MSMQ - SOAP boundary, {}", n);
+    boundary = "MSMQ - SOAP boundary, ";
+    boundary += std::to_string(n);
     std::string delim = "--" + boundary;
     if (!Contains(env, delim) && !Contains(m.body, delim) && !Contains(m.extension, delim))
       break;
   }
   std::string guid = FormatGuid(m.source_qm_guid);
-  std::string out;
-  out.reserve(env.size() + m.body.size() + m.extension.size() + 512);
-  out += fmt::format("Content-Type: multipart/related; boundary=\"{}\"; type=text/xml\r\n\r\n",
-                     boundary);
+  out.reserve(out.size() + env.size() + m.body.size() + m.extension.size() + 512);
+  out += "Content-Type: multipart/related; boundary=\"";
+  out += boundary;
+  out += "\"; type=text/xml\r\n\r\n";
   AppendPart(out, boundary, "text/xml; charset=UTF-8", {}, env);
   AppendPart(out, boundary, "application/octet-stream", "body@" + guid, m.body);
   if (!m.extension.empty())
     AppendPart(out, boundary, "application/octet-stream", "extension@" + guid, m.extension);
-  out += "--" + boundary + "--\r\n";
-  return out;
+  out += "--";
+  out += boundary;
+  out += "--\r\n";
 }
 
 Status DecodeSrmp(std::string_view doc, Message& m, SrmpStream* stream) {

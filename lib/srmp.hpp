@@ -87,6 +87,9 @@ struct SrmpStream {
 // (a link's documents: accept stores each as a new message of its store).
 std::string EncodeSrmp(const Message& m, const SrmpStream* stream = nullptr,
                        bool local_state = true);
+// The same document, appended to `out`.
+void AppendSrmp(std::string& out, const Message& m, const SrmpStream* stream = nullptr,
+                bool local_state = true);
 
 // Parses one document (with or without an HTTP request line and headers in front). On failure
 // the Status (E_INVALIDARG) message names the element (and the caller adds which document).

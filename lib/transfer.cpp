@@ -326,13 +326,17 @@ Status DecodeWelcome(std::string_view payload, Welcome& w) {
 std::string EncodeMessageHeader(const MessageHeader& h) {
   std::string out;
   out.reserve(kMessageHeaderSize);
+  AppendMessageHeader(out, h);
+  return out;
+}
+
+void AppendMessageHeader(std::string& out, const MessageHeader& h) {
   PutU64BE(out, h.seq);
   PutU64BE(out, h.prev);
   PutU32BE(out, h.user_msg_seq);
   PutU32BE(out, h.recoverable_seq);
   PutU32BE(out, h.ack_seq);
   PutU32BE(out, h.window);
-  return out;
 }
 
 Status DecodeMessage(std::string_view payload, MessageHeader& h, Message& m) {
@@ -395,6 +399,13 @@ std::string EncodeTransferDoc(const Message& m, const std::string& stream, uint6
                               uint64_t prev) {
   SrmpStream st{stream, seq, prev};
   return EncodeSrmp(m, &st, false);
+}
+
+void AppendMessage(std::string& out, const MessageHeader& h, const Message& m,
+                   const std::string& stream) {
+  AppendMessageHeader(out, h);
+  SrmpStream st{stream, h.seq, h.prev};
+  AppendSrmp(out, m, &st, false);
 }
 
 Status DecodeTransferDoc(std::string_view doc, Message& m, SrmpStream* stream) {

@@ -197,6 +197,7 @@ struct MessageHeader {
 };
 inline constexpr size_t kMessageHeaderSize = 8 + 8 + 4 * 4;
 std::string EncodeMessageHeader(const MessageHeader& h);
+void AppendMessageHeader(std::string& out, const MessageHeader& h);
 Status DecodeMessage(std::string_view payload, MessageHeader& h, Message& m);
 
 struct Ack {
@@ -215,6 +216,9 @@ Status DecodeAck(std::string_view payload, Ack& a);
 // status, receive history: EncodeSrmp's local_state) is left out.
 std::string EncodeTransferDoc(const Message& m, const std::string& stream, uint64_t seq,
                               uint64_t prev);
+// The message header and document of an 'M' frame's payload, appended to `out`.
+void AppendMessage(std::string& out, const MessageHeader& h, const Message& m,
+                   const std::string& stream);
 Status DecodeTransferDoc(std::string_view doc, Message& m, SrmpStream* stream);
 
 }  // namespace mq::transfer

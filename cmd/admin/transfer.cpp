@@ -700,8 +700,8 @@ class Forwarder {
       h.user_msg_seq = ++session_sent_;
       h.recoverable_seq = m.express ? recoverable_sent_ : ++recoverable_sent_;
       h.window = a_.window;
-      payload_ = transfer::EncodeMessageHeader(h);
-      payload_ += transfer::EncodeTransferDoc(*t, stream_, h.seq, h.prev);
+      payload_.clear();
+      transfer::AppendMessage(payload_, h, *t, stream_);
       out_.Put(Type::kMessage, payload_);
       // What the pipe takes now, so that the far side works while this side encodes. A
       // failure shows again at the session's own write.

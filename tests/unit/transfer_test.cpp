@@ -155,6 +155,10 @@ TEST_CASE("hello, welcome, message and ack payloads round trip") {
   CHECK(mh2.seq == 10);
   CHECK(mh2.prev == 9);
   CHECK(m2 == m);
+  // Appended in place, after what the buffer holds: the same bytes.
+  std::string appended = "prefix";
+  AppendMessage(appended, mh, m, stream);
+  CHECK(appended == "prefix" + payload);
   mh.prev = 10;  // a predecessor at or after the message itself
   CHECK(!DecodeMessage(EncodeMessageHeader(mh), mh2, m2).ok());
 
