@@ -468,24 +468,44 @@ Result<std::string> TextOf(const XmlNode* n, const Where& where) {
   return *d;
 }
 
-// The children of one element by local name, each at most once.
+// An element's text as a view: into the tree's text, or (encoding="base64") into `scratch`.
+template <typename Where>
+Result<std::string_view> TextView(const XmlNode* n, const Where& where, std::string& scratch) {
+  if (n->encoding.empty())
+    return std::string_view(n->tree->text).substr(n->text_begin, n->text_end - n->text_begin);
+  auto t = TextOf(n, where);
+  if (!t.ok()) return t.status();
+  scratch = std::move(*t);
+  return std::string_view(scratch);
+}
+
+// The children of one element by local name, each at most once. They are looked up in the
+// tree's list of them, which no allocation is made for (a dozen elements at most, as a rule).
 class Children {
  public:
   Status Load(const XmlNode* parent, std::string where) {
     where_ = std::move(where);
+    parent_ = parent;
     for (const XmlNode* c = FirstElement(parent); c; c = NextElement(c)) {
-      for (const auto& seen : seen_) {
-        if (seen.first == Name(c))
-          return Bad(fmt::format("{}/<{}>: appears twice", where_, seen.first));
+      for (const XmlNode* seen = FirstElement(parent); seen != c; seen = NextElement(seen)) {
+        if (Name(seen) == Name(c))
+          return Bad(fmt::format("{}/<{}>: appears twice", where_, Name(c)));
       }
-      seen_.emplace_back(Name(c), c);  // the name lives as long as the document
     }
     return {};
   }
   const XmlNode* Get(std::string_view name) const {
-    for (const auto& seen : seen_)
-      if (seen.first == name) return seen.second;
+    for (const XmlNode* c = FirstElement(parent_); c; c = NextElement(c))
+      if (Name(c) == name) return c;
     return nullptr;
+  }
+  // Optional text as a view (valid until the next call): nullopt when the element is absent.
+  Result<std::optional<std::string_view>> View(std::string_view name) const {
+    const XmlNode* n = Get(name);
+    if (!n) return std::optional<std::string_view>();
+    auto t = TextView(n, [&] { return Where(name); }, scratch_);
+    if (!t.ok()) return t.status();
+    return std::optional<std::string_view>(*t);
   }
   std::string Where(std::string_view name) const { return fmt::format("{}/<{}>", where_, name); }
   Result<const XmlNode*> Need(std::string_view name) const {
@@ -503,7 +523,7 @@ class Children {
   }
   template <typename T>
   Status Number(std::string_view name, T& out, uint64_t max, bool required) const {
-    auto t = Text(name);
+    auto t = View(name);
     if (!t.ok()) return t.status();
     if (!*t) return required ? Bad(fmt::format("{}: missing", Where(name))) : Status();
     auto v = ParseUnsigned<uint64_t>(**t);
@@ -514,7 +534,7 @@ class Children {
     return {};
   }
   Status Time(std::string_view name, int64_t& out, bool required, bool infinite_is_none) const {
-    auto t = Text(name);
+    auto t = View(name);
     if (!t.ok()) return t.status();
     if (!*t) return required ? Bad(fmt::format("{}: missing", Where(name))) : Status();
     auto ms = ParseSrmpTime(**t);
@@ -523,7 +543,7 @@ class Children {
     return {};
   }
   Status GuidValue(std::string_view name, Guid& out, bool required) const {
-    auto t = Text(name);
+    auto t = View(name);
     if (!t.ok()) return t.status();
     if (!*t) return required ? Bad(fmt::format("{}: missing", Where(name))) : Status();
     auto g = ParseGuid(Trim(**t));
@@ -540,7 +560,8 @@ class Children {
 
  private:
   std::string where_;
-  std::vector<std::pair<std::string_view, const XmlNode*>> seen_;
+  const XmlNode* parent_ = nullptr;
+  mutable std::string scratch_;  // a decoded text View returns
 };
 
 // An SRMP address as an MSMQ format name ([MC-MQSRM] 3.1.5.1.1): an http(s) URL is a direct
