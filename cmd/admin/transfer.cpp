@@ -18,7 +18,8 @@
 //    session, and keeps at most --window messages unacknowledged (a transaction is never
 //    cut: the window stretches to its last message).
 //  - accept stores what it has read whenever a flush comes (forward sends one when its
-//    window is full or the queue empty) or what it holds is large (4000 messages), in one
+//    window is full or the queue empty), what it holds is large (4000 messages) or the
+//    first of it has waited 200 ms (the ack timer), in one
 //    LMDB transaction that also records the stream's last sequence number (a transaction's
 //    messages always in the same one). A message at or below that number is a
 //    replay: answered again as before, never stored twice. A refused message (no such queue,
@@ -65,6 +66,10 @@ constexpr int64_t kBackoffMaxMs = 10000;
 constexpr uint32_t kDefaultWindow = 10000;
 constexpr size_t kAcceptBatchCount = 4000;
 constexpr size_t kAcceptBatchBytes = 8 << 20;
+// accept stores and acknowledges what it holds once the first of it has waited this long
+// with no flush and no full batch (a slow link would otherwise hear of nothing for 4000
+// messages, and resend them all after a crash).
+constexpr int64_t kAckTimerMs = 200;
 // forward encodes more only while less than this waits to be written: enough to keep the
 // pipe full, little enough that acknowledgements are read between batches.
 constexpr size_t kOutgoingBytes = 1 << 20;
@@ -107,10 +112,24 @@ class Acceptor {
   }
 
  private:
-  // Reads more input; false at the end of the stream.
+  // Reads more input; false at the end of the stream. While messages wait to be stored,
+  // it waits for input at most until kAckTimerMs after the first of them came, then stores
+  // and acknowledges them (Commit) and waits again.
   Result<bool> Fill() {
     char buf[1 << 16];
     for (;;) {
+      if (!pending_.empty()) {
+        int64_t left = pending_since_ + kAckTimerMs - MonotonicMs();
+        if (left <= 0) {
+          MQ_RETURN_IF_ERROR(Commit(false));
+          pending_since_ = MonotonicMs();  // what is left: an unfinished transaction
+          continue;
+        }
+        pollfd p{0, POLLIN, 0};
+        int r = ::poll(&p, 1, static_cast<int>(left));
+        if (r < 0 && errno != EINTR) return ErrnoStatus(errno, "stdin", "poll failed");
+        if (r <= 0) continue;
+      }
       ssize_t n = ::read(0, buf, sizeof buf);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return ErrnoStatus(errno, "stdin", "read failed");
@@ -208,6 +227,7 @@ class Acceptor {
                                       "last here is {}): the stream has a gap",
                                       h.seq, h.prev, known));
           if (!forget_below_) forget_below_ = h.seq;
+          if (pending_.empty()) pending_since_ = MonotonicMs();
           pending_bytes_ += it.msg.body.size();
           it.seq = h.seq;
           pending_.push_back(std::move(it));
@@ -275,6 +295,7 @@ class Acceptor {
   uint32_t processed_ = 0;
   std::vector<TransferItem> pending_;
   size_t pending_bytes_ = 0;
+  int64_t pending_since_ = 0;  // when the first of pending_ came
   bool eof_ = false;
 };
 
