@@ -264,6 +264,7 @@ std::string EncodeHello(const Hello& h) {
   w.Bytes(3, h.link);
   w.Uint(4, h.window);
   w.BytesIfNotEmpty(5, h.compression);
+  if (h.reports_errors) w.Uint(6, 1);
   return out;
 }
 
@@ -284,6 +285,7 @@ Status DecodeHello(std::string_view payload, Hello& h) {
       case 3: h.link = rd.bytes(); break;
       case 4: h.window = static_cast<uint32_t>(rd.uint()); break;
       case 5: h.compression = rd.bytes(); break;
+      case 6: h.reports_errors = rd.uint() == 1; break;
       default: break;
     }
   }

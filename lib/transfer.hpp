@@ -11,7 +11,9 @@
 // forward -> accept
 //   'H' hello     "MQXFER" u16 BE version, then TLV: 1 source store GUID (16 bytes),
 //                 2 stream id, 3 link name, 4 window size, 5 compression methods the sender
-//                 offers (names separated by ','; "zstd"); absent: none
+//                 offers (names separated by ','; "zstd"); absent: none; 6 the sender
+//                 reports the errors accept sends it ('E') to its own user (1): accept then
+//                 writes such an error to its stderr only when it cannot send it
 //   'M' message   u64 TxSequenceNumber, u64 PreviousTxSequenceNumber (0: the first of this
 //                 session, not checked), session header: u32 UserMsgSequenceNumber,
 //                 u32 RecoverableMsgSeqNumber, u32 AckSequenceNumber, u32 WindowSize;
@@ -171,6 +173,7 @@ struct Hello {
   std::string link;
   uint32_t window = 0;
   std::string compression;  // offered: "zstd", or empty
+  bool reports_errors = false;  // field 6
 };
 std::string EncodeHello(const Hello& h);
 Status DecodeHello(std::string_view payload, Hello& h);

@@ -102,10 +102,12 @@ class Acceptor {
     ::signal(SIGPIPE, SIG_IGN);
     Status s = Serve();
     if (!s.ok()) {
-      // Tell the forward, then the operator.
+      // Tell the forward, then the operator, unless the forward tells its own (its hello
+      // says so): then the error is shown once, by forward, with the link's name.
       std::string out;
       transfer::PutFrame(out, Type::kError, s.text());
-      (void)WriteAll(1, out, "stdout");
+      Status told = WriteAll(1, out, "stdout");
+      if (told.ok() && sender_reports_) return ExitCode(s);
       return cli::Fail(s);
     }
     return 0;
@@ -179,6 +181,7 @@ class Acceptor {
                                        "side mq-admin forward?)");
     transfer::Hello hello;
     MQ_RETURN_IF_ERROR(transfer::DecodeHello(hf->payload, hello));
+    sender_reports_ = hello.reports_errors;
     if (hello.version != transfer::kVersion)
       return Status(Code::kLinkProtocol,
                     fmt::format("unsupported transfer protocol version {} (this mq-admin accept "
@@ -296,6 +299,7 @@ class Acceptor {
   std::vector<TransferItem> pending_;
   size_t pending_bytes_ = 0;
   int64_t pending_since_ = 0;  // when the first of pending_ came
+  bool sender_reports_ = false;  // the hello's field 6
   bool eof_ = false;
 };
 
@@ -760,6 +764,7 @@ class Forwarder {
     h.link = a_.link;
     h.window = a_.window;
     if (a_.compress != "never") h.compression = std::string(transfer::kZstd);
+    h.reports_errors = true;  // "the far side refused: ...", "the far side reported: ..."
     out_.Put(Type::kHello, transfer::EncodeHello(h));
 
     // Hello and welcome.

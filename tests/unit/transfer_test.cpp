@@ -125,6 +125,10 @@ TEST_CASE("hello, welcome, message and ack payloads round trip") {
   CHECK(h2.source == h.source);
   CHECK(h2.stream == h.stream);
   CHECK(h2.window == 64);
+  CHECK(!h2.reports_errors);
+  h.reports_errors = true;
+  REQUIRE(DecodeHello(EncodeHello(h), h2).ok());
+  CHECK(h2.reports_errors);
   h.version = 2;
   REQUIRE(DecodeHello(EncodeHello(h), h2).ok());
   CHECK(h2.version == 2);  // the caller reports another version
