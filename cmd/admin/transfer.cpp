@@ -606,8 +606,14 @@ class Forwarder {
  private:
   struct Batch {
     std::unique_ptr<Lease> lease;
-    uint64_t max_seq = 0;
+    uint64_t max_seq = 0;  // of its last message
+    size_t encoded = 0;    // its first messages framed so far
   };
+  // Whether the last batch Locked has messages not yet framed.
+  bool Unencoded() const {
+    return !inflight_.empty() &&
+           inflight_.back().encoded < inflight_.back().lease->messages().size();
+  }
 
   bool SleepOrStop(int64_t ms) { return cli::SleepUnlessStopped(stop_fd_, ms); }
 
@@ -660,54 +666,76 @@ class Forwarder {
       MQ_RETURN_IF_ERROR(transfer::DecodeAck(fr.payload, ack));
       for (auto [seq, cls] : ack.nacks) nacks_[seq] = cls;
       last_ack_time_ = MonotonicMs();
-      while (!inflight_.empty() && inflight_.front().max_seq <= ack.last) {
-        Batch& b = inflight_.front();
-        std::vector<uint16_t> outcomes;
-        outcomes.reserve(b.lease->messages().size());
-        for (const Message& m : b.lease->messages()) {
+      // Every batch this acknowledgement covers ends in one transaction.
+      std::vector<Lease*> done;
+      std::vector<std::vector<uint16_t>> outcomes;
+      for (size_t i = 0; i < inflight_.size() && inflight_[i].max_seq <= ack.last; ++i) {
+        Lease& lease = *inflight_[i].lease;
+        done.push_back(&lease);
+        std::vector<uint16_t>& o = outcomes.emplace_back();
+        o.reserve(lease.messages().size());
+        for (const Message& m : lease.messages()) {
           auto it = nacks_.find(m.lookup_id);
-          outcomes.push_back(it == nacks_.end() ? 0 : it->second);
+          o.push_back(it == nacks_.end() ? 0 : it->second);
           if (it != nacks_.end()) nacks_.erase(it);
         }
-        Status s = store_.FinishForwarded(*b.lease, outcomes, a_.link);
+      }
+      if (!done.empty()) {
+        Status s = store_.FinishForwarded(done, outcomes, a_.link);
         if (!s.ok()) return s;
         progressed_ = true;
-        inflight_count_ -= b.lease->messages().size();
-        inflight_.pop_front();
+        for (size_t i = 0; i < done.size(); ++i) {
+          inflight_count_ -= inflight_.front().lease->messages().size();
+          inflight_.pop_front();
+        }
       }
     }
     return {};
   }
 
-  // Locks the next batch and frames it; false if the queue had nothing.
-  Result<bool> SendBatch(Child& child) {
-    Selection sel;
-    uint64_t room = a_.window > inflight_count_ ? a_.window - inflight_count_ : 0;
-    // Batches of up to a quarter of the window (each a Lock and a removal here; accept
-    // commits at each flush or when it holds 4000 messages), so that acknowledgements of one
-    // come back while the next are on their way; of 1000 at most, so that the first messages
-    // of a batch are on their way while the last are encoded.
-    uint64_t per = std::max<uint64_t>(1, std::min<uint64_t>(a_.window / 4, 1000));
-    // And about what fits below kOutgoingBytes (by the last batch's bytes per message): what
-    // waits to be written is what a change of compression waits for.
+  // Frames more of the last batch Locked, or Locks the next (unless `lock_more` is false) and
+  // frames its first messages; false if there was nothing to frame.
+  Result<bool> SendBatch(Child& child, bool lock_more) {
+    if (!Unencoded()) {
+      if (!lock_more) return false;
+      Selection sel;
+      uint64_t room = a_.window > inflight_count_ ? a_.window - inflight_count_ : 0;
+      // Batches of up to a quarter of the window (each a Lock and a removal here; accept
+      // commits at each flush or when it holds 4000 messages), so that acknowledgements of
+      // one come back while the next are on their way; of 1000 at most.
+      uint64_t per = std::max<uint64_t>(1, std::min<uint64_t>(a_.window / 4, 1000));
+      sel.limit = std::max<uint64_t>(1, std::min(room, per));
+      if (mid_tx_) sel.limit = per;  // a transaction is never cut by the window
+      LockOptions lo;
+      lo.count_delivery = false;  // a mover is not a reader
+      auto lease = store_.Lock(out_ref_, sel, ReadOptions{}, lo, nullptr);
+      if (!lease.ok()) {
+        if (lease.status().code() == Code::kMessageNotFound) return false;
+        return lease.status();
+      }
+      Batch b;
+      b.lease = std::move(*lease);
+      if (!b.lease->messages().empty()) b.max_seq = b.lease->messages().back().lookup_id;
+      inflight_count_ += b.lease->messages().size();
+      inflight_.push_back(std::move(b));
+    }
+    // Framed a part at a time: about what fits below kOutgoingBytes (by the bytes per
+    // message of the last part), as what waits to be written is what a change of
+    // compression waits for, and so that acknowledgements are read between parts; the first
+    // messages of a batch are on their way while the next are framed.
+    Batch& b = inflight_.back();
+    const std::vector<Message>& msgs = b.lease->messages();
+    size_t part = 1000;
     if (frame_bytes_ > 0) {
       size_t room = kOutgoingBytes - std::min(out_.Size(), kOutgoingBytes);
-      per = std::min<uint64_t>(per, std::max<uint64_t>(16, room / frame_bytes_ + 1));
+      part = std::min<size_t>(part, std::max<size_t>(16, room / frame_bytes_ + 1));
     }
-    sel.limit = std::max<uint64_t>(1, std::min(room, per));
-    if (mid_tx_) sel.limit = per;  // a transaction is never cut by the window
-    LockOptions lo;
-    lo.count_delivery = false;  // a mover is not a reader
-    auto lease = store_.Lock(out_ref_, sel, ReadOptions{}, lo, nullptr);
-    if (!lease.ok()) {
-      if (lease.status().code() == Code::kMessageNotFound) return false;
-      return lease.status();
-    }
-    Batch b;
-    b.lease = std::move(*lease);
+    size_t end = std::min(msgs.size(), b.encoded + part);
     uint64_t framed_before = out_.framed();
+    size_t first = b.encoded;
     Message qualified;
-    for (const Message& m : b.lease->messages()) {
+    for (; b.encoded < end; ++b.encoded) {
+      const Message& m = msgs[b.encoded];
       // Queues here named through the return link, in a copy: most messages need none.
       const Message* t = &m;
       auto local = [](const std::string& q) {
@@ -737,13 +765,9 @@ class Forwarder {
         if (out_.blocked()) tuner_.Backlogged(MonotonicMs());
       }
       prev_ = m.lookup_id;
-      b.max_seq = m.lookup_id;
       mid_tx_ = !m.xact_id.empty() && !m.eod_last;
     }
-    inflight_count_ += b.lease->messages().size();
-    size_t n = b.lease->messages().size();
-    if (n) frame_bytes_ = (out_.framed() - framed_before) / n;
-    inflight_.push_back(std::move(b));
+    if (end > first) frame_bytes_ = (out_.framed() - framed_before) / (end - first);
     return true;
   }
 
@@ -850,10 +874,14 @@ class Forwarder {
       bool stopping = cli::Stopping();
       // One batch per turn, so that writing, acknowledgements and encoding overlap.
       bool sent = false, empty = false;
-      bool window_full = inflight_count_ >= a_.window && !mid_tx_;
-      if (!said_bye && !stopping && out_.Size() < kOutgoingBytes && !window_full) {
+      // Messages Locked and not yet framed are in the window already, and are sent even
+      // when stopping: their batch ends only once all of it is acknowledged.
+      bool unencoded = Unencoded();
+      bool window_full = inflight_count_ >= a_.window && !mid_tx_ && !unencoded;
+      if (!said_bye && out_.Size() < kOutgoingBytes &&
+          (unencoded || (!stopping && !window_full))) {
         out_.SetCompress(tuner_.Compress(MonotonicMs()));
-        auto more = SendBatch(child);
+        auto more = SendBatch(child, !stopping);
         if (!more.ok()) return Fail(child, more.status(), true);
         sent = *more;
         empty = !*more;
@@ -914,8 +942,8 @@ class Forwarder {
       // With room to send more (this turn's batch, or the link took what waited and the
       // window is open), only look: waiting here would leave the far side waiting too, for
       // messages or a flush (until the timeout, a second).
-      bool more_room = !said_bye && !stopping && !empty && out_.Size() < kOutgoingBytes &&
-                       (inflight_count_ < a_.window || mid_tx_);
+      bool more_room = !said_bye && !empty && out_.Size() < kOutgoingBytes &&
+                       (Unencoded() || (!stopping && (inflight_count_ < a_.window || mid_tx_)));
       pollfd p[3] = {{child.from(), POLLIN, 0},
                      {out_.Empty() ? -1 : child.to(), POLLOUT, 0},
                      {stopping ? -1 : stop_fd_, POLLIN, 0}};
