@@ -72,11 +72,34 @@ bool XmlSafe(std::string_view s) {
 
 // ---- writing ---------------------------------------------------------------------------------
 
-// libxml2's text writer into a memory buffer. A failed call can only be an allocation failure.
+// Whether element text needs libxml2's escaping: xmlEncodeSpecialChars changes <, >, &, " and
+// CR (XmlSafe has refused CR already); anything else it writes as it is.
+bool NeedsEscape(std::string_view s) {
+  for (char c : s)
+    if (c == '<' || c == '>' || c == '&' || c == '"' || c == '\r') return true;
+  return false;
+}
+
+// libxml2's text writer into a memory buffer, one per thread for every document it writes
+// (Begin empties the buffer; a document left unfinished by a failure gets a new writer). A
+// failed call can only be an allocation failure. Text that escaping would leave as it is
+// (numbers, dates, GUIDs, most strings: NeedsEscape) goes through xmlTextWriterWriteRawLen,
+// the rest through xmlTextWriterWriteString, which escapes: the writer writes every tag
+// either way, and the bytes are the same as escaping everything.
 class XmlOut {
  public:
+  static XmlOut& Begin() {
+    thread_local std::unique_ptr<XmlOut> out;
+    if (!out || !out->clean_) out = std::make_unique<XmlOut>();
+    out->clean_ = false;
+    xmlBufferEmpty(out->buf_);
+    return *out;
+  }
   XmlOut() : buf_(xmlBufferCreate()), w_(buf_ ? xmlNewTextWriterMemory(buf_, 0) : nullptr) {
-    if (!w_) throw std::bad_alloc();
+    if (!w_) {
+      xmlBufferFree(buf_);
+      throw std::bad_alloc();
+    }
   }
   ~XmlOut() {
     xmlFreeTextWriter(w_);  // frees nothing of buf_
@@ -92,8 +115,11 @@ class XmlOut {
     Start(name);
     Attr(xmlns_attr, ns);
   }
+  // An attribute whose value is one of this file's constants: nothing in it to escape.
   void Attr(const char* name, const char* value) {
-    Check(xmlTextWriterWriteAttribute(w_, X(name), X(value)));
+    Check(xmlTextWriterStartAttribute(w_, X(name)));
+    Check(xmlTextWriterWriteRaw(w_, X(value)));
+    Check(xmlTextWriterEndAttribute(w_));
   }
   void MustUnderstand() { Attr("se:mustUnderstand", "1"); }
   void End() { Check(xmlTextWriterEndElement(w_)); }
@@ -105,30 +131,59 @@ class XmlOut {
   // <name>value</name>; a value XML cannot carry goes base64 with encoding="base64".
   void Text(const char* name, std::string_view value) {
     Start(name);
-    if (XmlSafe(value)) {
-      if (!value.empty()) Check(xmlTextWriterWriteString(w_, X(std::string(value).c_str())));
-    } else {
+    if (!XmlSafe(value)) {
       Attr("encoding", "base64");
-      Check(xmlTextWriterWriteString(w_, X(Base64Encode(value).c_str())));
+      Raw(Base64Encode(value));
+    } else if (NeedsEscape(value)) {
+      Check(xmlTextWriterWriteString(w_, X(std::string(value).c_str())));
+    } else {
+      Raw(value);
     }
     End();
   }
-  void Number(const char* name, uint64_t v) { Text(name, std::to_string(v)); }
-  void Time(const char* name, int64_t ms) { Text(name, FormatSrmpTime(ms)); }
-  void GuidText(const char* name, const Guid& g) { Text(name, FormatGuid(g)); }
+  // <name>prefix value</name>, value as Text has it (XmlSafe).
+  void Text(const char* name, std::string_view prefix, std::string_view value) {
+    if (!XmlSafe(value) || NeedsEscape(value)) return Text(name, std::string(prefix) += value);
+    Start(name);
+    Raw(prefix);
+    Raw(value);
+    End();
+  }
+  // Digits, dates and GUIDs: nothing to escape.
+  void Number(const char* name, uint64_t v) {
+    char buf[24];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    (void)ec;
+    Plain(name, std::string_view(buf, static_cast<size_t>(end - buf)));
+  }
+  void Time(const char* name, int64_t ms) { Plain(name, FormatSrmpTime(ms)); }
+  void GuidText(const char* name, const Guid& g) { Plain(name, FormatGuid(g)); }
 
-  std::string Finish() {
+  // The document written since Begin.
+  std::string_view Finish() {
     Check(xmlTextWriterFlush(w_));
-    return std::string(reinterpret_cast<const char*>(xmlBufferContent(buf_)),
-                       static_cast<size_t>(xmlBufferLength(buf_)));
+    clean_ = true;
+    return std::string_view(reinterpret_cast<const char*>(xmlBufferContent(buf_)),
+                            static_cast<size_t>(xmlBufferLength(buf_)));
   }
 
  private:
   static void Check(int rc) {
     if (rc < 0) throw std::bad_alloc();
   }
+  void Raw(std::string_view text) {
+    if (!text.empty())
+      Check(xmlTextWriterWriteRawLen(w_, reinterpret_cast<const xmlChar*>(text.data()),
+                                     static_cast<int>(text.size())));
+  }
+  void Plain(const char* name, std::string_view text) {
+    Start(name);
+    Raw(text);
+    End();
+  }
   xmlBufferPtr buf_;
   xmlTextWriterPtr w_;
+  bool clean_ = true;  // no document is half written
 };
 
 // A 20-byte id (message, correlation) between mq's layout (the GUID in RFC 4122 byte order, the
@@ -147,35 +202,42 @@ std::string SwapObjectId(std::string_view id) {
 
 std::string IdText(const Message& m) {
   if (m.id.size() != kIdSize) return {};
-  return fmt::format("uuid:{}@{}", GetU32BE(m.id, 16),
-                     FormatGuid(GuidFromBytes(std::string_view(m.id).substr(0, 16))));
+  std::string out = "uuid:";
+  out += std::to_string(GetU32BE(m.id, 16));
+  out += '@';
+  out += FormatGuid(GuidFromBytes(std::string_view(m.id).substr(0, 16)));
+  return out;
 }
 
 // The mq properties SRMP has no element for, in <Mq xmlns="urn:x-mq:srmp">, each only when it
 // is not its default. With `tx_always` (a link's <Stream> is in the header) the message's own
 // sequence fields are written even when 0, so that the reader does not take the link's.
-void WriteMqExtras(XmlOut& x, const Message& m, bool tx_always) {
-  bool any = tx_always || (m.ack & kAckNegArrival) || m.arrived_time || m.visible_time ||
-             m.awaiting_arrival ||
+// Without `local_state`, what a store sets anew when a message arrives in it is left out
+// (EncodeSrmp).
+void WriteMqExtras(XmlOut& x, const Message& m, bool tx_always, bool local_state) {
+  static const Message kDefaults;  // for what is left out
+  const Message& l = local_state ? m : kDefaults;
+  bool any = tx_always || (m.ack & kAckNegArrival) || l.arrived_time || m.visible_time ||
+             l.awaiting_arrival ||
              !m.xact_id.empty() || m.tx_sequence_id || m.tx_sequence_number ||
-             m.tx_previous_sequence_number || m.abort_count || m.move_count ||
+             m.tx_previous_sequence_number || l.abort_count || m.move_count ||
              m.last_move_time || !IsNil(m.conversation_handle) ||
              !IsNil(m.conversation_group_id) || m.message_sequence_number ||
              !m.service_name.empty() || !m.service_contract_name.empty() ||
-             !m.message_type_name.empty() || m.validation != 'N' || m.status != 1 ||
-             m.queuing_order || m.message_enqueue_time || m.delivery_count;
+             !m.message_type_name.empty() || m.validation != 'N' || l.status != 1 ||
+             l.queuing_order || l.message_enqueue_time || l.delivery_count;
   if (!any) return;
   x.StartNs("Mq", "xmlns", kMqNs);
   if (m.ack & kAckNegArrival) x.Number("Ack", m.ack);
-  if (m.arrived_time) x.Time("ArrivedTime", m.arrived_time);
+  if (l.arrived_time) x.Time("ArrivedTime", l.arrived_time);
   if (m.visible_time) x.Time("VisibleTime", m.visible_time);
-  if (m.awaiting_arrival) x.Empty("AwaitingArrival");
+  if (l.awaiting_arrival) x.Empty("AwaitingArrival");
   if (!m.xact_id.empty()) x.Text("XactId", HexEncode(m.xact_id));
   if (tx_always || m.tx_sequence_id) x.Number("TxSequenceId", m.tx_sequence_id);
   if (tx_always || m.tx_sequence_number) x.Number("TxSequenceNumber", m.tx_sequence_number);
   if (tx_always || m.tx_previous_sequence_number)
     x.Number("TxPreviousSequenceNumber", m.tx_previous_sequence_number);
-  if (m.abort_count) x.Number("AbortCount", m.abort_count);
+  if (l.abort_count) x.Number("AbortCount", l.abort_count);
   if (m.move_count) x.Number("MoveCount", m.move_count);
   if (m.last_move_time) x.Time("LastMoveTime", m.last_move_time);
   if (!IsNil(m.conversation_handle)) x.GuidText("ConversationHandle", m.conversation_handle);
@@ -185,22 +247,23 @@ void WriteMqExtras(XmlOut& x, const Message& m, bool tx_always) {
   if (!m.service_contract_name.empty()) x.Text("ServiceContractName", m.service_contract_name);
   if (!m.message_type_name.empty()) x.Text("MessageTypeName", m.message_type_name);
   if (m.validation != 'N') x.Text("Validation", std::string(1, m.validation));
-  if (m.status != 1) x.Number("Status", m.status);
-  if (m.queuing_order) x.Number("QueuingOrder", m.queuing_order);
-  if (m.message_enqueue_time) x.Time("MessageEnqueueTime", m.message_enqueue_time);
-  if (m.delivery_count) x.Number("DeliveryCount", m.delivery_count);
+  if (l.status != 1) x.Number("Status", l.status);
+  if (l.queuing_order) x.Number("QueuingOrder", l.queuing_order);
+  if (l.message_enqueue_time) x.Time("MessageEnqueueTime", l.message_enqueue_time);
+  if (l.delivery_count) x.Number("DeliveryCount", l.delivery_count);
   x.End();
 }
 
-std::string Envelope(const Message& m, const SrmpStream* stream) {
-  XmlOut x;
+// The envelope, valid until the next one is written on this thread.
+std::string_view Envelope(const Message& m, const SrmpStream* stream, bool local_state) {
+  XmlOut& x = XmlOut::Begin();
   x.StartNs("se:Envelope", "xmlns:se", kSeNs);
   x.Attr("xmlns", kSrmpNs);
   x.Start("se:Header");
 
   x.StartNs("path", "xmlns", kRpNs);
   x.MustUnderstand();
-  x.Text("action", "MSMQ:" + m.label);
+  x.Text("action", "MSMQ:", m.label);
   x.Text("to", m.destination_queue);
   x.Text("id", IdText(m));
   if (!m.response_queue.empty()) {
@@ -285,7 +348,7 @@ std::string Envelope(const Message& m, const SrmpStream* stream) {
   x.Time("TTrq", m.ttrq ? m.ttrq : kInfiniteMs);
   x.End();
 
-  WriteMqExtras(x, m, link_stream);
+  WriteMqExtras(x, m, link_stream, local_state);
 
   x.End();  // se:Header
   x.Start("se:Body");
@@ -296,46 +359,107 @@ std::string Envelope(const Message& m, const SrmpStream* stream) {
 
 // ---- reading: the envelope -------------------------------------------------------------------
 
-struct XmlDocFree {
-  void operator()(xmlDoc* d) const { xmlFreeDoc(d); }
-};
 struct XmlCtxtFree {
   void operator()(xmlParserCtxt* c) const { xmlFreeParserCtxt(c); }
 };
 
-std::string_view Name(const xmlNode* n) { return reinterpret_cast<const char*>(n->name); }
+// The envelope's elements as libxml2's SAX2 parser reports them, in a flat table instead of
+// libxml2's DOM tree (which cost a node, a text node and a namespace search per element to
+// build, and as much again to free): only what the reader below looks at. Every character of
+// element content (text, CDATA, entities and character references as the parser resolved
+// them) goes into one buffer in document order, so that an element's text, descendants
+// included, is one range of it: what xmlNodeGetContent gave.
+struct XmlTree;
+struct XmlNode {
+  const XmlTree* tree = nullptr;
+  std::string_view name;  // local name, from the parser's dictionary (alive while it is)
+  std::string_view ns;    // namespace URI, from the same dictionary; empty for none
+  uint32_t first_child = 0, next = 0, last_child = 0;  // indices into nodes; 0: none
+  uint32_t text_begin = 0, text_end = 0;               // into text
+  std::string encoding;  // the value of an attribute named encoding (any namespace)
+};
+struct XmlTree {
+  std::vector<XmlNode> nodes;  // nodes[0] stands for the document
+  std::vector<uint32_t> open;  // the elements being read, innermost last
+  std::string text;
+  bool dtd = false;  // a document type declaration was met (the parse was stopped there)
 
-bool InNs(const xmlNode* n, const char* ns) {
-  return n->ns && n->ns->href &&
-         std::string_view(reinterpret_cast<const char*>(n->ns->href)) == ns;
+  void Reset() {
+    nodes.clear();
+    nodes.emplace_back();
+    nodes[0].tree = this;
+    open.assign(1, 0);
+    text.clear();
+    dtd = false;
+  }
+  const XmlNode* At(uint32_t i) const { return i ? &nodes[i] : nullptr; }
+};
+
+XmlTree& TreeOf(void* ctx) {
+  return *static_cast<XmlTree*>(static_cast<xmlParserCtxt*>(ctx)->_private);
 }
 
-const xmlNode* FirstElement(const xmlNode* n) {
-  while (n && n->type != XML_ELEMENT_NODE) n = n->next;
-  return n;
+std::string_view View(const xmlChar* s) {
+  return s ? std::string_view(reinterpret_cast<const char*>(s)) : std::string_view();
 }
-const xmlNode* NextElement(const xmlNode* n) { return FirstElement(n ? n->next : nullptr); }
+
+void OnStart(void* ctx, const xmlChar* localname, const xmlChar*, const xmlChar* uri, int,
+             const xmlChar**, int nb_attributes, int, const xmlChar** attributes) {
+  XmlTree& t = TreeOf(ctx);
+  auto index = static_cast<uint32_t>(t.nodes.size());
+  XmlNode& n = t.nodes.emplace_back();
+  n.tree = &t;
+  n.name = View(localname);
+  n.ns = View(uri);
+  n.text_begin = n.text_end = static_cast<uint32_t>(t.text.size());
+  // Five pointers an attribute: local name, prefix, URI, value, end of the value.
+  for (int i = 0; i < nb_attributes; ++i) {
+    const xmlChar** a = attributes + 5 * i;
+    if (View(a[0]) == "encoding") {
+      n.encoding.assign(reinterpret_cast<const char*>(a[3]), static_cast<size_t>(a[4] - a[3]));
+      break;
+    }
+  }
+  XmlNode& parent = t.nodes[t.open.back()];
+  if (parent.last_child)
+    t.nodes[parent.last_child].next = index;
+  else
+    parent.first_child = index;
+  parent.last_child = index;
+  t.open.push_back(index);
+}
+
+void OnEnd(void* ctx, const xmlChar*, const xmlChar*, const xmlChar*) {
+  XmlTree& t = TreeOf(ctx);
+  t.nodes[t.open.back()].text_end = static_cast<uint32_t>(t.text.size());
+  t.open.pop_back();
+}
+
+void OnCharacters(void* ctx, const xmlChar* ch, int len) {
+  TreeOf(ctx).text.append(reinterpret_cast<const char*>(ch), static_cast<size_t>(len));
+}
+
+void OnDoctype(void* ctx, const xmlChar*, const xmlChar*, const xmlChar*) {
+  TreeOf(ctx).dtd = true;
+  xmlStopParser(static_cast<xmlParserCtxt*>(ctx));
+}
+
+std::string_view Name(const XmlNode* n) { return n->name; }
+
+bool InNs(const XmlNode* n, const char* ns) { return n->ns == ns; }
+
+const XmlNode* FirstElement(const XmlNode* parent) {
+  return parent->tree->At(parent->first_child);
+}
+const XmlNode* NextElement(const XmlNode* n) { return n->tree->At(n->next); }
 
 // An element's text; with encoding="base64", decoded. `where()` names the element for an
 // error (made only then: this runs for every element of every message a link carries).
 template <typename Where>
-Result<std::string> TextOf(const xmlNode* n, const Where& where) {
-  std::string text;
-  const xmlNode* c = n->children;
-  if (!c) {
-    // An empty element.
-  } else if (!c->next && (c->type == XML_TEXT_NODE || c->type == XML_CDATA_SECTION_NODE)) {
-    // One text node, the usual case: its text as it is, without a copy made by libxml2.
-    if (c->content) text = reinterpret_cast<const char*>(c->content);
-  } else {
-    xmlChar* raw = xmlNodeGetContent(n);
-    if (raw) text = reinterpret_cast<const char*>(raw);
-    xmlFree(raw);
-  }
-  if (!n->properties) return text;  // no attribute, so no encoding="base64"
-  xmlChar* enc = xmlGetProp(n, X("encoding"));
-  std::string encoding = enc ? reinterpret_cast<const char*>(enc) : "";
-  xmlFree(enc);
+Result<std::string> TextOf(const XmlNode* n, const Where& where) {
+  std::string text(std::string_view(n->tree->text).substr(n->text_begin,
+                                                           n->text_end - n->text_begin));
+  const std::string& encoding = n->encoding;
   if (encoding.empty()) return text;
   if (encoding != "base64")
     return Bad(fmt::format("{}: unknown encoding '{}' (base64 or none)", where(), encoding));
@@ -344,34 +468,54 @@ Result<std::string> TextOf(const xmlNode* n, const Where& where) {
   return *d;
 }
 
-// The children of one element by local name, each at most once.
+// An element's text as a view: into the tree's text, or (encoding="base64") into `scratch`.
+template <typename Where>
+Result<std::string_view> TextView(const XmlNode* n, const Where& where, std::string& scratch) {
+  if (n->encoding.empty())
+    return std::string_view(n->tree->text).substr(n->text_begin, n->text_end - n->text_begin);
+  auto t = TextOf(n, where);
+  if (!t.ok()) return t.status();
+  scratch = std::move(*t);
+  return std::string_view(scratch);
+}
+
+// The children of one element by local name, each at most once. They are looked up in the
+// tree's list of them, which no allocation is made for (a dozen elements at most, as a rule).
 class Children {
  public:
-  Status Load(const xmlNode* parent, std::string where) {
+  Status Load(const XmlNode* parent, std::string where) {
     where_ = std::move(where);
-    for (const xmlNode* c = FirstElement(parent->children); c; c = NextElement(c)) {
-      for (const auto& seen : seen_) {
-        if (seen.first == Name(c))
-          return Bad(fmt::format("{}/<{}>: appears twice", where_, seen.first));
+    parent_ = parent;
+    for (const XmlNode* c = FirstElement(parent); c; c = NextElement(c)) {
+      for (const XmlNode* seen = FirstElement(parent); seen != c; seen = NextElement(seen)) {
+        if (Name(seen) == Name(c))
+          return Bad(fmt::format("{}/<{}>: appears twice", where_, Name(c)));
       }
-      seen_.emplace_back(Name(c), c);  // the name lives as long as the document
     }
     return {};
   }
-  const xmlNode* Get(std::string_view name) const {
-    for (const auto& seen : seen_)
-      if (seen.first == name) return seen.second;
+  const XmlNode* Get(std::string_view name) const {
+    for (const XmlNode* c = FirstElement(parent_); c; c = NextElement(c))
+      if (Name(c) == name) return c;
     return nullptr;
   }
+  // Optional text as a view (valid until the next call): nullopt when the element is absent.
+  Result<std::optional<std::string_view>> View(std::string_view name) const {
+    const XmlNode* n = Get(name);
+    if (!n) return std::optional<std::string_view>();
+    auto t = TextView(n, [&] { return Where(name); }, scratch_);
+    if (!t.ok()) return t.status();
+    return std::optional<std::string_view>(*t);
+  }
   std::string Where(std::string_view name) const { return fmt::format("{}/<{}>", where_, name); }
-  Result<const xmlNode*> Need(std::string_view name) const {
-    const xmlNode* n = Get(name);
+  Result<const XmlNode*> Need(std::string_view name) const {
+    const XmlNode* n = Get(name);
     if (!n) return Bad(fmt::format("{}: missing", Where(name)));
     return n;
   }
   // Optional text: nullopt when the element is absent.
   Result<std::optional<std::string>> Text(std::string_view name) const {
-    const xmlNode* n = Get(name);
+    const XmlNode* n = Get(name);
     if (!n) return std::optional<std::string>();
     auto t = TextOf(n, [&] { return Where(name); });
     if (!t.ok()) return t.status();
@@ -379,7 +523,7 @@ class Children {
   }
   template <typename T>
   Status Number(std::string_view name, T& out, uint64_t max, bool required) const {
-    auto t = Text(name);
+    auto t = View(name);
     if (!t.ok()) return t.status();
     if (!*t) return required ? Bad(fmt::format("{}: missing", Where(name))) : Status();
     auto v = ParseUnsigned<uint64_t>(**t);
@@ -390,7 +534,7 @@ class Children {
     return {};
   }
   Status Time(std::string_view name, int64_t& out, bool required, bool infinite_is_none) const {
-    auto t = Text(name);
+    auto t = View(name);
     if (!t.ok()) return t.status();
     if (!*t) return required ? Bad(fmt::format("{}: missing", Where(name))) : Status();
     auto ms = ParseSrmpTime(**t);
@@ -399,7 +543,7 @@ class Children {
     return {};
   }
   Status GuidValue(std::string_view name, Guid& out, bool required) const {
-    auto t = Text(name);
+    auto t = View(name);
     if (!t.ok()) return t.status();
     if (!*t) return required ? Bad(fmt::format("{}: missing", Where(name))) : Status();
     auto g = ParseGuid(Trim(**t));
@@ -416,7 +560,8 @@ class Children {
 
  private:
   std::string where_;
-  std::vector<std::pair<std::string_view, const xmlNode*>> seen_;
+  const XmlNode* parent_ = nullptr;
+  mutable std::string scratch_;  // a decoded text View returns
 };
 
 // An SRMP address as an MSMQ format name ([MC-MQSRM] 3.1.5.1.1): an http(s) URL is a direct
@@ -442,7 +587,7 @@ Result<std::string> CorrelationOf(std::string_view text, std::string_view where)
                          text));
 }
 
-Status ParsePath(const xmlNode* path, Message& m, std::string& id_text, std::string& to,
+Status ParsePath(const XmlNode* path, Message& m, std::string& id_text, std::string& to,
                  std::string& via) {
   Children c;
   MQ_RETURN_IF_ERROR(c.Load(path, "<path>"));
@@ -462,7 +607,7 @@ Status ParsePath(const xmlNode* path, Message& m, std::string& id_text, std::str
   auto id = TextOf(*id_node, [&] { return c.Where("id"); });
   if (!id.ok()) return id.status();
   id_text = std::string(Trim(*id));
-  if (const xmlNode* rev = c.Get("rev")) {
+  if (const XmlNode* rev = c.Get("rev")) {
     Children r;
     MQ_RETURN_IF_ERROR(r.Load(rev, c.Where("rev")));
     auto v = r.Text("via");
@@ -488,12 +633,12 @@ Status ParseId(std::string_view text, Message& m) {
   return {};
 }
 
-Status ParseServices(const xmlNode* services, Message& m, std::string& send_to) {
+Status ParseServices(const XmlNode* services, Message& m, std::string& send_to) {
   Children c;
   MQ_RETURN_IF_ERROR(c.Load(services, "<services>"));
   m.express = !c.Get("durable");
   for (const char* name : {"deliveryReceiptRequest", "commitmentReceiptRequest"}) {
-    const xmlNode* req = c.Get(name);
+    const XmlNode* req = c.Get(name);
     if (!req) continue;
     Children r;
     MQ_RETURN_IF_ERROR(r.Load(req, c.Where(name)));
@@ -511,7 +656,7 @@ Status ParseServices(const xmlNode* services, Message& m, std::string& send_to) 
   return {};
 }
 
-Status ParseStream(const xmlNode* node, Message& m, SrmpStream* stream) {
+Status ParseStream(const XmlNode* node, Message& m, SrmpStream* stream) {
   Children c;
   MQ_RETURN_IF_ERROR(c.Load(node, "<Stream>"));
   auto id = c.Text("streamId");
@@ -539,7 +684,7 @@ Status ParseStream(const xmlNode* node, Message& m, SrmpStream* stream) {
   return {};
 }
 
-Status ParseMsmq(const xmlNode* node, Message& m, std::string& dest, std::string& admin,
+Status ParseMsmq(const XmlNode* node, Message& m, std::string& dest, std::string& admin,
                  std::string& response, bool& have_dest, bool& have_admin,
                  bool& have_response) {
   Children c;
@@ -559,7 +704,7 @@ Status ParseMsmq(const xmlNode* node, Message& m, std::string& dest, std::string
   MQ_RETURN_IF_ERROR(c.Number("BodyType", m.body_type, UINT32_MAX, true));
   MQ_RETURN_IF_ERROR(c.Number("HashAlgorithm", m.hash_algorithm, UINT32_MAX, false));
   MQ_RETURN_IF_ERROR(c.GuidValue("ConnectorId", m.connector_id, false));
-  if (const xmlNode* eod = c.Get("Eod")) {
+  if (const XmlNode* eod = c.Get("Eod")) {
     Children e;
     MQ_RETURN_IF_ERROR(e.Load(eod, c.Where("Eod")));
     m.eod_first = e.Get("First") != nullptr;
@@ -567,7 +712,7 @@ Status ParseMsmq(const xmlNode* node, Message& m, std::string& dest, std::string
     // [MC-MQSRM] 2.2.6.11 puts <ConnectorId> here; seed 002 beside <Eod>.
     MQ_RETURN_IF_ERROR(e.GuidValue("ConnectorId", m.connector_id, false));
   }
-  if (const xmlNode* prov = c.Get("Provider")) {
+  if (const XmlNode* prov = c.Get("Provider")) {
     Children p;
     MQ_RETURN_IF_ERROR(p.Load(prov, c.Where("Provider")));
     MQ_RETURN_IF_ERROR(p.Number("Type", m.provider_type, UINT32_MAX, true));
@@ -589,7 +734,7 @@ Status ParseMsmq(const xmlNode* node, Message& m, std::string& dest, std::string
   return {};
 }
 
-Status ParseMqExtras(const xmlNode* node, Message& m) {
+Status ParseMqExtras(const XmlNode* node, Message& m) {
   Children c;
   MQ_RETURN_IF_ERROR(c.Load(node, "<Mq>"));
   MQ_RETURN_IF_ERROR(c.Number("Ack", m.ack, 0x0F, false));
@@ -648,19 +793,44 @@ Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream) {
   // One parser for many documents (xmlCtxtReadMemory resets it; its dictionary of names is
   // kept, so that the same element names are not looked up and copied again), made anew
   // every so many documents so that the dictionary stays small whatever names they hold.
+  // It reports to SAX2 handlers that fill an XmlTree, not to libxml2's tree builder.
   thread_local std::unique_ptr<xmlParserCtxt, XmlCtxtFree> cached;
   thread_local unsigned uses = 0;
+  thread_local XmlTree tree;
   if (!cached || ++uses > 1000) {
     cached.reset(xmlNewParserCtxt());
     uses = 0;
+    if (cached) {
+      xmlSAXHandler& sax = *cached->sax;
+      sax = xmlSAXHandler{};
+      sax.initialized = XML_SAX2_MAGIC;
+      sax.startElementNs = OnStart;
+      sax.endElementNs = OnEnd;
+      sax.characters = OnCharacters;
+      sax.ignorableWhitespace = OnCharacters;
+      sax.cdataBlock = OnCharacters;
+      sax.internalSubset = OnDoctype;
+      sax.externalSubset = OnDoctype;
+    }
   }
   if (!cached) return Status(Code::kInsufficientResources, "cannot allocate an XML parser");
   xmlParserCtxt* ctxt = cached.get();
-  // No network, no entity expansion, no DTD loading.
-  std::unique_ptr<xmlDoc, XmlDocFree> doc(
-      xmlCtxtReadMemory(ctxt, text.data(), static_cast<int>(text.size()), nullptr,
-                        nullptr, XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING));
-  if (!doc || !ctxt->wellFormed) {
+  tree.Reset();
+  ctxt->_private = &tree;
+  // No network, no entity expansion, no DTD loading. The whole envelope is one chunk of
+  // libxml2's push parser, the last: it reads it as xmlCtxtReadMemory would, without asking
+  // its input for more at each token of the last 250 bytes (the pull parser's input of a
+  // memory buffer grows itself at each of those asks). No document is built; ctxt says
+  // whether the XML was well-formed.
+  if (xmlCtxtResetPush(ctxt, nullptr, 0, nullptr, nullptr) != 0 ||
+      xmlCtxtUseOptions(ctxt, XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING) != 0)
+    return Status(Code::kInsufficientResources, "cannot reset the XML parser");
+  (void)xmlParseChunk(ctxt, text.data(), static_cast<int>(text.size()), 1);
+  // SOAP 1.1 (section 3): a SOAP message must not contain a Document Type Declaration. The
+  // parse stops at one, so no entity of one is ever read, let alone expanded.
+  if (tree.dtd)
+    return Bad("<se:Envelope>: a document type declaration (DTD) is not allowed in SOAP");
+  if (!ctxt->wellFormed || tree.open.size() != 1) {
     std::string why = "not well-formed";
     if (const xmlError* err = xmlCtxtGetLastError(ctxt); err && err->message) {
       why = err->message;
@@ -669,18 +839,14 @@ Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream) {
     }
     return Bad(fmt::format("<se:Envelope>: not well-formed XML: {}", why));
   }
-  // SOAP 1.1 (section 3): a SOAP message must not contain a Document Type Declaration. None is
-  // read, so no entity of one is ever expanded.
-  if (doc->intSubset || doc->extSubset)
-    return Bad("<se:Envelope>: a document type declaration (DTD) is not allowed in SOAP");
-  const xmlNode* root = xmlDocGetRootElement(doc.get());
+  const XmlNode* root = FirstElement(&tree.nodes[0]);
   if (!root || Name(root) != "Envelope" || !InNs(root, kSeNs))
     return Bad(fmt::format("<se:Envelope>: the root element is <{}>, not a SOAP 1.1 envelope",
                            root ? Name(root) : ""));
-  const xmlNode* header = FirstElement(root->children);
+  const XmlNode* header = FirstElement(root);
   if (!header || Name(header) != "Header" || !InNs(header, kSeNs))
     return Bad("<se:Header>: missing (it must be the first child of <se:Envelope>)");
-  const xmlNode* body = NextElement(header);
+  const XmlNode* body = NextElement(header);
   if (!body || Name(body) != "Body" || !InNs(body, kSeNs))
     return Bad("<se:Body>: missing (it must follow <se:Header>)");
 
@@ -700,15 +866,15 @@ Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream) {
   MQ_RETURN_IF_ERROR(p.Time("sentAt", m.sent_time, false, false));
 
   m.express = true;  // without <durable/>
-  if (const xmlNode* services = h.Get("services"))
+  if (const XmlNode* services = h.Get("services"))
     MQ_RETURN_IF_ERROR(ParseServices(services, m, send_to));
-  const xmlNode* st = h.Get("Stream");
+  const XmlNode* st = h.Get("Stream");
   if (!st) st = h.Get("stream");  // [MC-MQSRM] 2.2.5.3 spells it so; its samples <Stream>
   if (st) MQ_RETURN_IF_ERROR(ParseStream(st, m, stream));
 
   std::string dest, admin, response;
   bool have_dest = false, have_admin = false, have_response = false;
-  const xmlNode* msmq = h.Get("Msmq");
+  const XmlNode* msmq = h.Get("Msmq");
   if (msmq) {
     MQ_RETURN_IF_ERROR(ParseMsmq(msmq, m, dest, admin, response, have_dest, have_admin,
                                  have_response));
@@ -721,7 +887,7 @@ Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream) {
   m.destination_queue = have_dest ? dest : FormatNameOf(to);
   m.admin_queue = have_admin ? admin : FormatNameOf(send_to);
   m.response_queue = have_response ? response : FormatNameOf(via);
-  if (const xmlNode* mq = h.Get("Mq"); mq && InNs(mq, kMqNs))
+  if (const XmlNode* mq = h.Get("Mq"); mq && InNs(mq, kMqNs))
     MQ_RETURN_IF_ERROR(ParseMqExtras(mq, m));
   return {};
 }
@@ -812,28 +978,37 @@ Result<int64_t> ParseSrmpTime(std::string_view text) {
   return t * 1000 + frac_ms;
 }
 
-std::string EncodeSrmp(const Message& m, const SrmpStream* stream) {
-  std::string env = Envelope(m, stream);
+std::string EncodeSrmp(const Message& m, const SrmpStream* stream, bool local_state) {
+  std::string out;
+  AppendSrmp(out, m, stream, local_state);
+  return out;
+}
+
+void AppendSrmp(std::string& out, const Message& m, const SrmpStream* stream,
+                bool local_state) {
+  std::string_view env = Envelope(m, stream, local_state);
   // A boundary that occurs in no part, so that a reader that goes by boundaries alone (RFC
   // 2046) finds the same parts as one that goes by Content-Length.
   std::string boundary;
   for (uint64_t n = 1;; ++n) {
-    boundary = fmt::format("MSMQ - SOAP boundary, {}", n);
+    boundary = "MSMQ - SOAP boundary, ";
+    boundary += std::to_string(n);
     std::string delim = "--" + boundary;
     if (!Contains(env, delim) && !Contains(m.body, delim) && !Contains(m.extension, delim))
       break;
   }
   std::string guid = FormatGuid(m.source_qm_guid);
-  std::string out;
-  out.reserve(env.size() + m.body.size() + m.extension.size() + 512);
-  out += fmt::format("Content-Type: multipart/related; boundary=\"{}\"; type=text/xml\r\n\r\n",
-                     boundary);
+  out.reserve(out.size() + env.size() + m.body.size() + m.extension.size() + 512);
+  out += "Content-Type: multipart/related; boundary=\"";
+  out += boundary;
+  out += "\"; type=text/xml\r\n\r\n";
   AppendPart(out, boundary, "text/xml; charset=UTF-8", {}, env);
   AppendPart(out, boundary, "application/octet-stream", "body@" + guid, m.body);
   if (!m.extension.empty())
     AppendPart(out, boundary, "application/octet-stream", "extension@" + guid, m.extension);
-  out += "--" + boundary + "--\r\n";
-  return out;
+  out += "--";
+  out += boundary;
+  out += "--\r\n";
 }
 
 Status DecodeSrmp(std::string_view doc, Message& m, SrmpStream* stream) {

@@ -81,7 +81,15 @@ struct SrmpStream {
 // own fields (uid:SOURCE-QM-GUID\TX_SEQUENCE_ID, current, previous). The message's own tx_*
 // fields travel in <Mq> too (with a `stream`, even when 0), so a link's stream never replaces
 // them when the document is read back.
-std::string EncodeSrmp(const Message& m, const SrmpStream* stream = nullptr);
+// Without `local_state`, what belongs to this store's copy of the message and what any store
+// sets anew when the message arrives in it is left out of <Mq>: arrived_time,
+// message_enqueue_time, queuing_order, status, delivery_count, abort_count, awaiting_arrival
+// (a link's documents: accept stores each as a new message of its store).
+std::string EncodeSrmp(const Message& m, const SrmpStream* stream = nullptr,
+                       bool local_state = true);
+// The same document, appended to `out`.
+void AppendSrmp(std::string& out, const Message& m, const SrmpStream* stream = nullptr,
+                bool local_state = true);
 
 // Parses one document (with or without an HTTP request line and headers in front). On failure
 // the Status (E_INVALIDARG) message names the element (and the caller adds which document).

@@ -1,6 +1,8 @@
 // srmp_mime.cpp: the MIME framing of SRMP documents (srmp_mime.hpp).
 #include "srmp_mime.hpp"
 
+#include <charconv>
+
 #include <fmt/format.h>
 
 namespace mq::srmp_mime {
@@ -38,7 +40,12 @@ void AppendPart(std::string& out, std::string_view boundary, std::string_view ty
   out += boundary;
   out += "\r\nContent-Type: ";
   out += type;
-  out += fmt::format("\r\nContent-Length: {}\r\n", content.size());
+  out += "\r\nContent-Length: ";
+  char digits[24];
+  auto [end, ec] = std::to_chars(digits, digits + sizeof digits, content.size());
+  (void)ec;
+  out.append(digits, end);
+  out += "\r\n";
   if (!content_id.empty()) {
     out += "Content-Id: ";
     out += content_id;

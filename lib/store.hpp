@@ -550,6 +550,11 @@ class Store {
   // undo it: the messages are sent again and the far side answers the replay as before).
   Status FinishForwarded(Lease& lease, const std::vector<uint16_t>& outcomes,
                          const std::string& link);
+  // The same for several leases of one queue (outcomes[i] for leases[i]), in one
+  // transaction: what one acknowledgement covers.
+  Status FinishForwarded(const std::vector<Lease*>& leases,
+                         const std::vector<std::vector<uint16_t>>& outcomes,
+                         const std::string& link);
   // mq-admin accept: stores the messages of an incoming stream, in one transaction that also
   // records the stream's last accepted sequence number, so a replay is recognised (marked
   // duplicate, answered as before) and never stored twice. A message the store refuses (no

@@ -365,43 +365,63 @@ Status Store::NoteLink(const std::string& name, const LinkEvent& event) {
 
 Status Store::FinishForwarded(Lease& lease, const std::vector<uint16_t>& outcomes,
                               const std::string& link) {
-  if (lease.finished_) return Status(Code::kTransactionUsage, "lease already ended", lease.queue_);
-  if (outcomes.size() != lease.messages_.size())
-    return Status(Code::kInvalidArg, "one outcome per message", lease.queue_);
+  return FinishForwarded(std::vector<Lease*>{&lease},
+                         std::vector<std::vector<uint16_t>>{outcomes}, link);
+}
+
+Status Store::FinishForwarded(const std::vector<Lease*>& leases,
+                              const std::vector<std::vector<uint16_t>>& outcomes,
+                              const std::string& link) {
+  if (leases.empty()) return {};
+  if (outcomes.size() != leases.size())
+    return Status(Code::kInvalidArg, "one list of outcomes per lease", leases[0]->queue_);
+  for (size_t l = 0; l < leases.size(); ++l) {
+    const Lease& lease = *leases[l];
+    if (lease.finished_)
+      return Status(Code::kTransactionUsage, "lease already ended", lease.queue_);
+    if (outcomes[l].size() != lease.messages_.size())
+      return Status(Code::kInvalidArg, "one outcome per message", lease.queue_);
+    if (lease.queue_ != leases[0]->queue_)
+      return Status(Code::kInvalidArg, "leases of one queue only", lease.queue_);
+  }
   // Without the meta sync, as a receive's removal: a power loss may undo it, and the far side
   // then answers the replay as before (stored, or the same refusal).
   Status s = impl_->WriteLight([&](lmdb::Txn& txn) -> Status {
-    auto q = impl_->LoadQueue(txn, lease.queue_);
+    auto q = impl_->LoadQueue(txn, leases[0]->queue_);
     if (!q.ok()) return q.status();
-    if (!*q || (*q)->id != lease.qid_) return {};  // the queue was deleted: nothing to do
-    auto v = txn.Get(impl_->leases, LeaseKey(lease.qid_, lease.lease_id_));
-    LeaseRecord rec;
-    if (!v || !DecodeLease(*v, rec))
-      return Status(Code::kTransactionUsage, "the lease is gone (expired or returned)",
-                    lease.queue_);
-    if (rec.keys.size() != lease.messages_.size())
-      return Status(Code::kCorrupted, "the lease does not match its record", lease.queue_);
+    if (!*q) return {};  // the queue was deleted: nothing to do
     QueueInfo& oq = **q;
     int64_t now = NowMs();
     uint64_t acked = 0, refused = 0;
-    for (size_t i = 0; i < rec.keys.size(); ++i) {
-      auto holder = txn.Get(impl_->locked, rec.keys[i]);
-      if (!holder || holder->size() != 8 || GetU64BE(*holder, 0) != lease.lease_id_) continue;
-      Store::Impl::Found f;
-      f.msg = lease.messages_[i];
-      f.size = lease.sizes_[i];
-      ++acked;
-      if (outcomes[i] == 0) {
-        // It reached its queue: ACK_REACH_QUEUE and source journaling, as an arrival here.
-        MQ_RETURN_IF_ERROR(impl_->Arrived(txn, oq, f.msg, now));
-        MQ_RETURN_IF_ERROR(impl_->RemoveMessage(txn, oq, f.msg, f.size, Impl::Held::kLocked));
-      } else {
-        ++refused;
-        MQ_RETURN_IF_ERROR(impl_->DeadLetterOrDrop(txn, oq, f, outcomes[i], now));
+    for (size_t l = 0; l < leases.size(); ++l) {
+      Lease& lease = *leases[l];
+      if (oq.id != lease.qid_) continue;  // deleted and made anew: nothing of it is here
+      auto v = txn.Get(impl_->leases, LeaseKey(lease.qid_, lease.lease_id_));
+      LeaseRecord rec;
+      if (!v || !DecodeLease(*v, rec))
+        return Status(Code::kTransactionUsage, "the lease is gone (expired or returned)",
+                      lease.queue_);
+      if (rec.keys.size() != lease.messages_.size())
+        return Status(Code::kCorrupted, "the lease does not match its record", lease.queue_);
+      for (size_t i = 0; i < rec.keys.size(); ++i) {
+        auto holder = txn.Get(impl_->locked, rec.keys[i]);
+        if (!holder || holder->size() != 8 || GetU64BE(*holder, 0) != lease.lease_id_) continue;
+        Store::Impl::Found f;
+        f.msg = lease.messages_[i];
+        f.size = lease.sizes_[i];
+        ++acked;
+        if (outcomes[l][i] == 0) {
+          // It reached its queue: ACK_REACH_QUEUE and source journaling, as an arrival here.
+          MQ_RETURN_IF_ERROR(impl_->Arrived(txn, oq, f.msg, now));
+          MQ_RETURN_IF_ERROR(impl_->RemoveMessage(txn, oq, f.msg, f.size, Impl::Held::kLocked));
+        } else {
+          ++refused;
+          MQ_RETURN_IF_ERROR(impl_->DeadLetterOrDrop(txn, oq, f, outcomes[l][i], now));
+        }
       }
+      auto r = txn.Del(impl_->leases, LeaseKey(oq.id, lease.lease_id_));
+      if (!r.ok()) return r.status();
     }
-    auto r = txn.Del(impl_->leases, LeaseKey(oq.id, lease.lease_id_));
-    if (!r.ok()) return r.status();
     MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, oq));
     auto lv = txn.Get(impl_->meta, LinkKey(link));
     if (!lv) return {};
@@ -412,7 +432,12 @@ Status Store::FinishForwarded(Lease& lease, const std::vector<uint16_t>& outcome
     lr.last_ack = now;
     return txn.Put(impl_->meta, LinkKey(link), EncodeLink(lr));
   }, true);
-  return impl_->CloseLease(lease, s);
+  Status closed = s;
+  for (Lease* lease : leases) {
+    Status c = impl_->CloseLease(*lease, s);
+    if (closed.ok()) closed = c;
+  }
+  return closed;
 }
 
 Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<TransferItem>& items,

@@ -1,7 +1,6 @@
 // transfer.cpp: frames of the forward/accept protocol (transfer.hpp).
 #include "transfer.hpp"
 
-#include <zlib.h>
 #include <zstd.h>
 
 #include <algorithm>
@@ -49,16 +48,6 @@ void PutMagic(std::string& out, uint16_t version) {
 }
 
 }  // namespace
-
-uint32_t Crc32(std::string_view data, uint32_t crc) {
-  uLong c = crc;
-  while (!data.empty()) {
-    auto n = static_cast<uInt>(std::min<size_t>(data.size(), 1u << 30));
-    c = crc32(c, reinterpret_cast<const Bytef*>(data.data()), n);
-    data.remove_prefix(n);
-  }
-  return static_cast<uint32_t>(c);
-}
 
 void PutFrame(std::string& out, Type type, std::string_view payload) {
   PutU32BE(out, static_cast<uint32_t>(payload.size() + 5));
@@ -275,6 +264,7 @@ std::string EncodeHello(const Hello& h) {
   w.Bytes(3, h.link);
   w.Uint(4, h.window);
   w.BytesIfNotEmpty(5, h.compression);
+  if (h.reports_errors) w.Uint(6, 1);
   return out;
 }
 
@@ -295,6 +285,7 @@ Status DecodeHello(std::string_view payload, Hello& h) {
       case 3: h.link = rd.bytes(); break;
       case 4: h.window = static_cast<uint32_t>(rd.uint()); break;
       case 5: h.compression = rd.bytes(); break;
+      case 6: h.reports_errors = rd.uint() == 1; break;
       default: break;
     }
   }
@@ -337,13 +328,17 @@ Status DecodeWelcome(std::string_view payload, Welcome& w) {
 std::string EncodeMessageHeader(const MessageHeader& h) {
   std::string out;
   out.reserve(kMessageHeaderSize);
+  AppendMessageHeader(out, h);
+  return out;
+}
+
+void AppendMessageHeader(std::string& out, const MessageHeader& h) {
   PutU64BE(out, h.seq);
   PutU64BE(out, h.prev);
   PutU32BE(out, h.user_msg_seq);
   PutU32BE(out, h.recoverable_seq);
   PutU32BE(out, h.ack_seq);
   PutU32BE(out, h.window);
-  return out;
 }
 
 Status DecodeMessage(std::string_view payload, MessageHeader& h, Message& m) {
@@ -400,11 +395,19 @@ Status DecodeAck(std::string_view payload, Ack& a) {
   return {};
 }
 
-// The message document: SRMP ([MC-MQSRM], lib/srmp.hpp), with the link's stream in <Stream>.
+// The message document: SRMP ([MC-MQSRM], lib/srmp.hpp), with the link's stream in <Stream>,
+// without what accept sets anew for a message of its store (AcceptTransfer).
 std::string EncodeTransferDoc(const Message& m, const std::string& stream, uint64_t seq,
                               uint64_t prev) {
   SrmpStream st{stream, seq, prev};
-  return EncodeSrmp(m, &st);
+  return EncodeSrmp(m, &st, false);
+}
+
+void AppendMessage(std::string& out, const MessageHeader& h, const Message& m,
+                   const std::string& stream) {
+  AppendMessageHeader(out, h);
+  SrmpStream st{stream, h.seq, h.prev};
+  AppendSrmp(out, m, &st, false);
 }
 
 Status DecodeTransferDoc(std::string_view doc, Message& m, SrmpStream* stream) {

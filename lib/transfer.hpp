@@ -11,7 +11,9 @@
 // forward -> accept
 //   'H' hello     "MQXFER" u16 BE version, then TLV: 1 source store GUID (16 bytes),
 //                 2 stream id, 3 link name, 4 window size, 5 compression methods the sender
-//                 offers (names separated by ','; "zstd"); absent: none
+//                 offers (names separated by ','; "zstd"); absent: none; 6 the sender
+//                 reports the errors accept sends it ('E') to its own user (1): accept then
+//                 writes such an error to its stderr only when it cannot send it
 //   'M' message   u64 TxSequenceNumber, u64 PreviousTxSequenceNumber (0: the first of this
 //                 session, not checked), session header: u32 UserMsgSequenceNumber,
 //                 u32 RecoverableMsgSeqNumber, u32 AckSequenceNumber, u32 WindowSize;
@@ -47,6 +49,7 @@
 #include <string_view>
 #include <vector>
 
+#include "crc32.hpp"
 #include "ids.hpp"
 #include "message.hpp"
 #include "srmp.hpp"
@@ -69,9 +72,6 @@ struct Frame {
   Type type = Type::kError;
   std::string payload;
 };
-
-// CRC-32 (IEEE 802.3: zlib's crc32), continuing from `crc` (0 to start).
-uint32_t Crc32(std::string_view data, uint32_t crc = 0);
 
 // Appends a frame to `out`.
 void PutFrame(std::string& out, Type type, std::string_view payload);
@@ -173,6 +173,7 @@ struct Hello {
   std::string link;
   uint32_t window = 0;
   std::string compression;  // offered: "zstd", or empty
+  bool reports_errors = false;  // field 6
 };
 std::string EncodeHello(const Hello& h);
 Status DecodeHello(std::string_view payload, Hello& h);
@@ -199,6 +200,7 @@ struct MessageHeader {
 };
 inline constexpr size_t kMessageHeaderSize = 8 + 8 + 4 * 4;
 std::string EncodeMessageHeader(const MessageHeader& h);
+void AppendMessageHeader(std::string& out, const MessageHeader& h);
 Status DecodeMessage(std::string_view payload, MessageHeader& h, Message& m);
 
 struct Ack {
@@ -212,9 +214,14 @@ Status DecodeAck(std::string_view payload, Ack& a);
 
 // One message as it travels (the document of an 'M' frame): an SRMP document (srmp.hpp) whose
 // <Stream> is the link's stream (streamId `stream`, current `seq`, previous `prev`); the frame
-// header carries the same numbers, and a document that disagrees with it is refused.
+// header carries the same numbers, and a document that disagrees with it is refused. What the
+// far store sets anew for each message it stores (arrival and enqueue times, queuing order,
+// status, receive history: EncodeSrmp's local_state) is left out.
 std::string EncodeTransferDoc(const Message& m, const std::string& stream, uint64_t seq,
                               uint64_t prev);
+// The message header and document of an 'M' frame's payload, appended to `out`.
+void AppendMessage(std::string& out, const MessageHeader& h, const Message& m,
+                   const std::string& stream);
 Status DecodeTransferDoc(std::string_view doc, Message& m, SrmpStream* stream);
 
 }  // namespace mq::transfer

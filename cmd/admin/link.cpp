@@ -61,6 +61,7 @@ int Print(Store& store, const std::vector<LinkInfo>& links, const std::string& f
       const char* name;
       const char* help;
       std::function<std::string(const LinkInfo&)> v;
+      const char* type = "gauge";
     };
     std::vector<M> ms = {
         {"mq_link_backlog_messages", "Messages waiting in the link's outgoing queue.",
@@ -70,9 +71,9 @@ int Print(Store& store, const std::vector<LinkInfo>& links, const std::string& f
         {"mq_link_in_flight_messages", "Messages sent and not yet acknowledged.",
          [](const LinkInfo& l) { return std::to_string(l.in_flight); }},
         {"mq_link_acknowledged_total", "Messages the far side has answered (stored or refused).",
-         [](const LinkInfo& l) { return std::to_string(l.acked); }},
+         [](const LinkInfo& l) { return std::to_string(l.acked); }, "counter"},
         {"mq_link_refused_total", "Messages the far side refused (NACKed here).",
-         [](const LinkInfo& l) { return std::to_string(l.refused); }},
+         [](const LinkInfo& l) { return std::to_string(l.refused); }, "counter"},
         {"mq_link_connected", "1 while a forward is connected.",
          [](const LinkInfo& l) { return std::string(l.connected_since ? "1" : "0"); }},
         {"mq_link_last_ack_timestamp_seconds", "When the far side last acknowledged; 0: never.",
@@ -81,7 +82,8 @@ int Print(Store& store, const std::vector<LinkInfo>& links, const std::string& f
          [](const LinkInfo& l) { return fmt::format("{:.3f}", l.last_error_time / 1000.0); }},
     };
     for (const M& m : ms) {
-      out.Append(fmt::format("# HELP {} {}\n# TYPE {} gauge\n", m.name, m.help, m.name));
+      out.Append(
+          fmt::format("# HELP {} {}\n# TYPE {} {}\n", m.name, m.help, m.name, m.type));
       for (const LinkInfo& l : links)
         out.Append(fmt::format("{}{{store=\"{}\",link=\"{}\"}} {}\n", m.name,
                                PromEscape(store.dir()), PromEscape(l.name), m.v(l)));

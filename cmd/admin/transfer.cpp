@@ -18,7 +18,8 @@
 //    session, and keeps at most --window messages unacknowledged (a transaction is never
 //    cut: the window stretches to its last message).
 //  - accept stores what it has read whenever a flush comes (forward sends one when its
-//    window is full or the queue empty) or what it holds is large (4000 messages), in one
+//    window is full or the queue empty), what it holds is large (4000 messages) or the
+//    first of it has waited 200 ms (the ack timer), in one
 //    LMDB transaction that also records the stream's last sequence number (a transaction's
 //    messages always in the same one). A message at or below that number is a
 //    replay: answered again as before, never stored twice. A refused message (no such queue,
@@ -65,6 +66,10 @@ constexpr int64_t kBackoffMaxMs = 10000;
 constexpr uint32_t kDefaultWindow = 10000;
 constexpr size_t kAcceptBatchCount = 4000;
 constexpr size_t kAcceptBatchBytes = 8 << 20;
+// accept stores and acknowledges what it holds once the first of it has waited this long
+// with no flush and no full batch (a slow link would otherwise hear of nothing for 4000
+// messages, and resend them all after a crash).
+constexpr int64_t kAckTimerMs = 200;
 // forward encodes more only while less than this waits to be written: enough to keep the
 // pipe full, little enough that acknowledgements are read between batches.
 constexpr size_t kOutgoingBytes = 1 << 20;
@@ -97,20 +102,36 @@ class Acceptor {
     ::signal(SIGPIPE, SIG_IGN);
     Status s = Serve();
     if (!s.ok()) {
-      // Tell the forward, then the operator.
+      // Tell the forward, then the operator, unless the forward tells its own (its hello
+      // says so): then the error is shown once, by forward, with the link's name.
       std::string out;
       transfer::PutFrame(out, Type::kError, s.text());
-      (void)WriteAll(1, out, "stdout");
+      Status told = WriteAll(1, out, "stdout");
+      if (told.ok() && sender_reports_) return ExitCode(s);
       return cli::Fail(s);
     }
     return 0;
   }
 
  private:
-  // Reads more input; false at the end of the stream.
+  // Reads more input; false at the end of the stream. While messages wait to be stored,
+  // it waits for input at most until kAckTimerMs after the first of them came, then stores
+  // and acknowledges them (Commit) and waits again.
   Result<bool> Fill() {
     char buf[1 << 16];
     for (;;) {
+      if (!pending_.empty()) {
+        int64_t left = pending_since_ + kAckTimerMs - MonotonicMs();
+        if (left <= 0) {
+          MQ_RETURN_IF_ERROR(Commit(false));
+          pending_since_ = MonotonicMs();  // what is left: an unfinished transaction
+          continue;
+        }
+        pollfd p{0, POLLIN, 0};
+        int r = ::poll(&p, 1, static_cast<int>(left));
+        if (r < 0 && errno != EINTR) return ErrnoStatus(errno, "stdin", "poll failed");
+        if (r <= 0) continue;
+      }
       ssize_t n = ::read(0, buf, sizeof buf);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return ErrnoStatus(errno, "stdin", "read failed");
@@ -160,6 +181,7 @@ class Acceptor {
                                        "side mq-admin forward?)");
     transfer::Hello hello;
     MQ_RETURN_IF_ERROR(transfer::DecodeHello(hf->payload, hello));
+    sender_reports_ = hello.reports_errors;
     if (hello.version != transfer::kVersion)
       return Status(Code::kLinkProtocol,
                     fmt::format("unsupported transfer protocol version {} (this mq-admin accept "
@@ -208,6 +230,7 @@ class Acceptor {
                                       "last here is {}): the stream has a gap",
                                       h.seq, h.prev, known));
           if (!forget_below_) forget_below_ = h.seq;
+          if (pending_.empty()) pending_since_ = MonotonicMs();
           pending_bytes_ += it.msg.body.size();
           it.seq = h.seq;
           pending_.push_back(std::move(it));
@@ -275,6 +298,8 @@ class Acceptor {
   uint32_t processed_ = 0;
   std::vector<TransferItem> pending_;
   size_t pending_bytes_ = 0;
+  int64_t pending_since_ = 0;  // when the first of pending_ came
+  bool sender_reports_ = false;  // the hello's field 6
   bool eof_ = false;
 };
 
@@ -581,8 +606,14 @@ class Forwarder {
  private:
   struct Batch {
     std::unique_ptr<Lease> lease;
-    uint64_t max_seq = 0;
+    uint64_t max_seq = 0;  // of its last message
+    size_t encoded = 0;    // its first messages framed so far
   };
+  // Whether the last batch Locked has messages not yet framed.
+  bool Unencoded() const {
+    return !inflight_.empty() &&
+           inflight_.back().encoded < inflight_.back().lease->messages().size();
+  }
 
   bool SleepOrStop(int64_t ms) { return cli::SleepUnlessStopped(stop_fd_, ms); }
 
@@ -635,58 +666,86 @@ class Forwarder {
       MQ_RETURN_IF_ERROR(transfer::DecodeAck(fr.payload, ack));
       for (auto [seq, cls] : ack.nacks) nacks_[seq] = cls;
       last_ack_time_ = MonotonicMs();
-      while (!inflight_.empty() && inflight_.front().max_seq <= ack.last) {
-        Batch& b = inflight_.front();
-        std::vector<uint16_t> outcomes;
-        outcomes.reserve(b.lease->messages().size());
-        for (const Message& m : b.lease->messages()) {
+      // Every batch this acknowledgement covers ends in one transaction.
+      std::vector<Lease*> done;
+      std::vector<std::vector<uint16_t>> outcomes;
+      for (size_t i = 0; i < inflight_.size() && inflight_[i].max_seq <= ack.last; ++i) {
+        Lease& lease = *inflight_[i].lease;
+        done.push_back(&lease);
+        std::vector<uint16_t>& o = outcomes.emplace_back();
+        o.reserve(lease.messages().size());
+        for (const Message& m : lease.messages()) {
           auto it = nacks_.find(m.lookup_id);
-          outcomes.push_back(it == nacks_.end() ? 0 : it->second);
+          o.push_back(it == nacks_.end() ? 0 : it->second);
           if (it != nacks_.end()) nacks_.erase(it);
         }
-        Status s = store_.FinishForwarded(*b.lease, outcomes, a_.link);
+      }
+      if (!done.empty()) {
+        Status s = store_.FinishForwarded(done, outcomes, a_.link);
         if (!s.ok()) return s;
         progressed_ = true;
-        inflight_count_ -= b.lease->messages().size();
-        inflight_.pop_front();
+        for (size_t i = 0; i < done.size(); ++i) {
+          inflight_count_ -= inflight_.front().lease->messages().size();
+          inflight_.pop_front();
+        }
       }
     }
     return {};
   }
 
-  // Locks the next batch and frames it; false if the queue had nothing.
-  Result<bool> SendBatch(Child& child) {
-    Selection sel;
-    uint64_t room = a_.window > inflight_count_ ? a_.window - inflight_count_ : 0;
-    // Batches of up to a quarter of the window (each a Lock and a removal here; accept
-    // commits at each flush or when it holds 4000 messages), so that acknowledgements of one
-    // come back while the next are on their way; of 1000 at most, so that the first messages
-    // of a batch are on their way while the last are encoded.
-    uint64_t per = std::max<uint64_t>(1, std::min<uint64_t>(a_.window / 4, 1000));
-    // And about what fits below kOutgoingBytes (by the last batch's bytes per message): what
-    // waits to be written is what a change of compression waits for.
+  // Frames more of the last batch Locked, or Locks the next (unless `lock_more` is false) and
+  // frames its first messages; false if there was nothing to frame.
+  Result<bool> SendBatch(Child& child, bool lock_more) {
+    if (!Unencoded()) {
+      if (!lock_more) return false;
+      Selection sel;
+      uint64_t room = a_.window > inflight_count_ ? a_.window - inflight_count_ : 0;
+      // Batches of up to a quarter of the window (each a Lock and a removal here; accept
+      // commits at each flush or when it holds 4000 messages), so that acknowledgements of
+      // one come back while the next are on their way; of 1000 at most.
+      uint64_t per = std::max<uint64_t>(1, std::min<uint64_t>(a_.window / 4, 1000));
+      sel.limit = std::max<uint64_t>(1, std::min(room, per));
+      if (mid_tx_) sel.limit = per;  // a transaction is never cut by the window
+      LockOptions lo;
+      lo.count_delivery = false;  // a mover is not a reader
+      auto lease = store_.Lock(out_ref_, sel, ReadOptions{}, lo, nullptr);
+      if (!lease.ok()) {
+        if (lease.status().code() == Code::kMessageNotFound) return false;
+        return lease.status();
+      }
+      Batch b;
+      b.lease = std::move(*lease);
+      if (!b.lease->messages().empty()) b.max_seq = b.lease->messages().back().lookup_id;
+      inflight_count_ += b.lease->messages().size();
+      inflight_.push_back(std::move(b));
+    }
+    // Framed a part at a time: about what fits below kOutgoingBytes (by the bytes per
+    // message of the last part), as what waits to be written is what a change of
+    // compression waits for, and so that acknowledgements are read between parts; the first
+    // messages of a batch are on their way while the next are framed.
+    Batch& b = inflight_.back();
+    const std::vector<Message>& msgs = b.lease->messages();
+    size_t part = 1000;
     if (frame_bytes_ > 0) {
       size_t room = kOutgoingBytes - std::min(out_.Size(), kOutgoingBytes);
-      per = std::min<uint64_t>(per, std::max<uint64_t>(16, room / frame_bytes_ + 1));
+      part = std::min<size_t>(part, std::max<size_t>(16, room / frame_bytes_ + 1));
     }
-    sel.limit = std::max<uint64_t>(1, std::min(room, per));
-    if (mid_tx_) sel.limit = per;  // a transaction is never cut by the window
-    LockOptions lo;
-    lo.count_delivery = false;  // a mover is not a reader
-    auto lease = store_.Lock(out_ref_, sel, ReadOptions{}, lo, nullptr);
-    if (!lease.ok()) {
-      if (lease.status().code() == Code::kMessageNotFound) return false;
-      return lease.status();
-    }
-    Batch b;
-    b.lease = std::move(*lease);
+    size_t end = std::min(msgs.size(), b.encoded + part);
     uint64_t framed_before = out_.framed();
-    for (const Message& m : b.lease->messages()) {
-      Message t = m;
-      if (!link_.return_link.empty()) {
-        for (std::string* q : {&t.response_queue, &t.admin_queue})
-          if (!q->empty() && q->find(':') == std::string::npos)
-            *q = link_.return_link + ":" + *q;
+    size_t first = b.encoded;
+    Message qualified;
+    for (; b.encoded < end; ++b.encoded) {
+      const Message& m = msgs[b.encoded];
+      // Queues here named through the return link, in a copy: most messages need none.
+      const Message* t = &m;
+      auto local = [](const std::string& q) {
+        return !q.empty() && q.find(':') == std::string::npos;
+      };
+      if (!link_.return_link.empty() && (local(m.response_queue) || local(m.admin_queue))) {
+        qualified = m;
+        for (std::string* q : {&qualified.response_queue, &qualified.admin_queue})
+          if (local(*q)) *q = link_.return_link + ":" + *q;
+        t = &qualified;
       }
       transfer::MessageHeader h;
       h.seq = m.lookup_id;
@@ -694,8 +753,8 @@ class Forwarder {
       h.user_msg_seq = ++session_sent_;
       h.recoverable_seq = m.express ? recoverable_sent_ : ++recoverable_sent_;
       h.window = a_.window;
-      payload_ = transfer::EncodeMessageHeader(h);
-      payload_ += transfer::EncodeTransferDoc(t, stream_, h.seq, h.prev);
+      payload_.clear();
+      transfer::AppendMessage(payload_, h, *t, stream_);
       out_.Put(Type::kMessage, payload_);
       // What the pipe takes now, so that the far side works while this side encodes. A
       // failure shows again at the session's own write.
@@ -706,13 +765,9 @@ class Forwarder {
         if (out_.blocked()) tuner_.Backlogged(MonotonicMs());
       }
       prev_ = m.lookup_id;
-      b.max_seq = m.lookup_id;
       mid_tx_ = !m.xact_id.empty() && !m.eod_last;
     }
-    inflight_count_ += b.lease->messages().size();
-    size_t n = b.lease->messages().size();
-    if (n) frame_bytes_ = (out_.framed() - framed_before) / n;
-    inflight_.push_back(std::move(b));
+    if (end > first) frame_bytes_ = (out_.framed() - framed_before) / (end - first);
     return true;
   }
 
@@ -733,6 +788,7 @@ class Forwarder {
     h.link = a_.link;
     h.window = a_.window;
     if (a_.compress != "never") h.compression = std::string(transfer::kZstd);
+    h.reports_errors = true;  // "the far side refused: ...", "the far side reported: ..."
     out_.Put(Type::kHello, transfer::EncodeHello(h));
 
     // Hello and welcome.
@@ -818,10 +874,14 @@ class Forwarder {
       bool stopping = cli::Stopping();
       // One batch per turn, so that writing, acknowledgements and encoding overlap.
       bool sent = false, empty = false;
-      bool window_full = inflight_count_ >= a_.window && !mid_tx_;
-      if (!said_bye && !stopping && out_.Size() < kOutgoingBytes && !window_full) {
+      // Messages Locked and not yet framed are in the window already, and are sent even
+      // when stopping: their batch ends only once all of it is acknowledged.
+      bool unencoded = Unencoded();
+      bool window_full = inflight_count_ >= a_.window && !mid_tx_ && !unencoded;
+      if (!said_bye && out_.Size() < kOutgoingBytes &&
+          (unencoded || (!stopping && !window_full))) {
         out_.SetCompress(tuner_.Compress(MonotonicMs()));
-        auto more = SendBatch(child);
+        auto more = SendBatch(child, !stopping);
         if (!more.ok()) return Fail(child, more.status(), true);
         sent = *more;
         empty = !*more;
@@ -879,10 +939,15 @@ class Forwarder {
         if (!wake.ok()) return Fail(child, wake.status(), true);
         continue;
       }
+      // With room to send more (this turn's batch, or the link took what waited and the
+      // window is open), only look: waiting here would leave the far side waiting too, for
+      // messages or a flush (until the timeout, a second).
+      bool more_room = !said_bye && !empty && out_.Size() < kOutgoingBytes &&
+                       (Unencoded() || (!stopping && (inflight_count_ < a_.window || mid_tx_)));
       pollfd p[3] = {{child.from(), POLLIN, 0},
                      {out_.Empty() ? -1 : child.to(), POLLOUT, 0},
                      {stopping ? -1 : stop_fd_, POLLIN, 0}};
-      ::poll(p, 3, sent ? 0 : 1000);  // with room to send more, only look
+      ::poll(p, 3, sent || more_room ? 0 : 1000);
       Status ps = Pump(child, eof);
       if (!ps.ok()) return Fail(child, ps);
       if (eof) return Fail(child, LinkError("the link's command ended", a_.link));

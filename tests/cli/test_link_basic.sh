@@ -146,6 +146,9 @@ expect_rc 0 mq-receive replies --json
 # --- prometheus, delete ---------------------------------------------------------------------------
 expect_rc 0 mq-admin link list --format prometheus
 grep -q '^mq_link_acknowledged_total{store=".*",link="b"} 15$' "$T/out" || fail "prometheus: $(cat "$T/out")"
+grep -q '^# TYPE mq_link_acknowledged_total counter$' "$T/out" || fail "prometheus type: $(cat "$T/out")"
+grep -q '^# TYPE mq_link_refused_total counter$' "$T/out" || fail "prometheus type: $(cat "$T/out")"
+grep -q '^# TYPE mq_link_backlog_messages gauge$' "$T/out" || fail "prometheus type: $(cat "$T/out")"
 expect_rc 0 mq-send b:dest waiting
 expect_rc 5 mq-admin link delete b
 expect_err_match 'messages wait in out;b'

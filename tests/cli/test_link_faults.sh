@@ -47,6 +47,9 @@ expect_rc 0 mq-admin link set b --via "mq-admin --store '$STORE' accept"
 expect_rc 10 mq-admin forward b --once --retry 10s
 grep -q "mq-admin: b: the far side refused: the link leads back to the same store" "$T/err" ||
   fail "same store: $(cat "$T/err")"
+# Once: accept, whose hello says forward reports it, does not print it too.
+[ "$(grep -c 'leads back to the same store' "$T/err")" = 1 ] ||
+  fail "same store: the error is not shown once: $(cat "$T/err")"
 expect_rc 0 mq-admin link set b --via "cat"
 expect_rc 10 mq-admin forward b --once --retry 10s
 expect_err_match 'did not answer as mq-admin accept does'

@@ -471,6 +471,51 @@ TEST_CASE("delayed messages stay invisible until due, then arrive with new looku
   CHECK(problems.empty());
 }
 
+TEST_CASE("FinishForwarded ends several leases of out;LINK in one transaction",
+          "[store][link]") {
+  TempDir t;
+  auto st = OpenNew(t.path);
+  LinkSettings ls;
+  ls.via = "true";
+  REQUIRE(st->AddLink("b", ls).ok());
+  Vec src;
+  for (int i = 0; i < 30; ++i) {
+    Message m;
+    m.body = "m" + std::to_string(i);
+    src.v.push_back(m);
+  }
+  AppendOptions o;
+  o.remote_queue = "dest";  // what mq-send b:dest does: into out;b
+  REQUIRE(st->Append(QueueRef{"out", "b"}, o, src, nullptr).ok());
+  Selection ten;
+  ten.limit = 10;
+  LockOptions lo;
+  lo.count_delivery = false;
+  auto a = st->Lock(Q("out;b"), ten, {}, lo, nullptr);
+  auto b = st->Lock(Q("out;b"), ten, {}, lo, nullptr);
+  auto c = st->Lock(Q("out;b"), ten, {}, lo, nullptr);
+  REQUIRE((a.ok() && b.ok() && c.ok()));
+  std::vector<uint16_t> stored(10, 0), one_refused(10, 0);
+  one_refused[4] = kClassNackBadDstQ;
+  REQUIRE(st->FinishForwarded({a->get(), b->get()}, {stored, one_refused}, "b").ok());
+  auto q = st->StatQueue(Q("out;b"));
+  REQUIRE(q.ok());
+  CHECK(q->info.count == 10);  // c's, still Locked
+  CHECK(q->info.locked == 10);
+  auto link = st->GetLink("b");
+  REQUIRE(link.ok());
+  CHECK(link->acked == 20);
+  CHECK(link->refused == 1);
+  // Ended: neither can end again; c ends alone.
+  CHECK(!st->FinishForwarded(**a, stored, "b").ok());
+  REQUIRE(st->FinishForwarded(**c, stored, "b").ok());
+  CHECK(st->StatQueue(Q("out;b"))->info.count == 0);
+  CHECK(st->GetLink("b")->acked == 30);
+  std::vector<std::string> problems;
+  REQUIRE(st->Check(problems).ok());
+  CHECK(problems.empty());
+}
+
 TEST_CASE("committing one of several leases leaves the others Locked", "[store][lease]") {
   // A lone drain's commit empties `locked` in one drop; with other leases (of this queue or
   // another) it must remove only its own keys.

@@ -91,6 +91,29 @@ TEST_CASE("a damaged frame is refused") {
   CHECK(Crc32("123456789") == 0xCBF43926u);  // the CRC-32 check value
 }
 
+TEST_CASE("the folded CRC-32 agrees with zlib's at every length, alignment and start") {
+  INFO("PCLMULQDQ folding: " << (Crc32Folds() ? "yes" : "no (zlib only)"));
+  std::string data(5000, '\0');
+  uint32_t x = 12345;
+  for (char& c : data) {
+    x = x * 1103515245 + 12345;
+    c = static_cast<char>(x >> 16);
+  }
+  for (size_t offset : {0, 1, 7, 15}) {
+    for (size_t len = 0; len + offset <= data.size(); len += len < 300 ? 1 : 97) {
+      std::string_view v = std::string_view(data).substr(offset, len);
+      for (uint32_t start : {0u, 0xFFFFFFFFu, 0x12345678u}) {
+        INFO("offset " << offset << ", length " << len << ", start " << start);
+        REQUIRE(Crc32(v, start) == Crc32Zlib(v, start));
+      }
+    }
+  }
+  // Pieces continue one another.
+  CHECK(Crc32(std::string_view(data).substr(100), Crc32(std::string_view(data).substr(0, 100))) ==
+        Crc32Zlib(data));
+  CHECK(Crc32(std::string(100, 'a')) == Crc32Zlib(std::string(100, 'a')));
+}
+
 TEST_CASE("hello, welcome, message and ack payloads round trip") {
   Hello h;
   h.source = NewGuid();
@@ -102,6 +125,10 @@ TEST_CASE("hello, welcome, message and ack payloads round trip") {
   CHECK(h2.source == h.source);
   CHECK(h2.stream == h.stream);
   CHECK(h2.window == 64);
+  CHECK(!h2.reports_errors);
+  h.reports_errors = true;
+  REQUIRE(DecodeHello(EncodeHello(h), h2).ok());
+  CHECK(h2.reports_errors);
   h.version = 2;
   REQUIRE(DecodeHello(EncodeHello(h), h2).ok());
   CHECK(h2.version == 2);  // the caller reports another version
@@ -132,6 +159,10 @@ TEST_CASE("hello, welcome, message and ack payloads round trip") {
   CHECK(mh2.seq == 10);
   CHECK(mh2.prev == 9);
   CHECK(m2 == m);
+  // Appended in place, after what the buffer holds: the same bytes.
+  std::string appended = "prefix";
+  AppendMessage(appended, mh, m, stream);
+  CHECK(appended == "prefix" + payload);
   mh.prev = 10;  // a predecessor at or after the message itself
   CHECK(!DecodeMessage(EncodeMessageHeader(mh), mh2, m2).ok());
 
