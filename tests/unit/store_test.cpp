@@ -471,7 +471,7 @@ TEST_CASE("delayed messages stay invisible until due, then arrive with new looku
   CHECK(problems.empty());
 }
 
-TEST_CASE("FinishForwarded ends several leases of out;LINK in one transaction",
+TEST_CASE("FinishForwarded ends several leases of a link's outgoing queue in one transaction",
           "[store][link]") {
   TempDir t;
   auto st = OpenNew(t.path);
