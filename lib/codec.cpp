@@ -206,29 +206,29 @@ bool IsValidUtf8(std::string_view s) {
   return true;
 }
 
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
 std::string HexEncode(std::string_view in) {
-  static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(in.size() * 2);
   for (char ch : in) {
     auto c = static_cast<uint8_t>(ch);
-    out += kHex[c >> 4];
-    out += kHex[c & 15];
+    out += kHexDigits[c >> 4];
+    out += kHexDigits[c & 15];
   }
   return out;
 }
 
 std::optional<std::string> HexDecode(std::string_view in) {
   if (in.size() % 2) return std::nullopt;
-  auto val = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
   std::string out;
   for (size_t i = 0; i < in.size(); i += 2) {
-    int h = val(in[i]), l = val(in[i + 1]);
+    int h = HexValue(in[i]), l = HexValue(in[i + 1]);
     if (h < 0 || l < 0) return std::nullopt;
     out += static_cast<char>(h * 16 + l);
   }

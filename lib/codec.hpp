@@ -66,6 +66,9 @@ class TlvReader {
 std::string Base64Encode(std::string_view in);
 std::optional<std::string> Base64Decode(std::string_view in);
 bool IsValidUtf8(std::string_view s);
+// Lower-case hex digits, and the value of one digit of either case (-1: not a hex digit).
+inline constexpr char kHexDigits[] = "0123456789abcdef";
+int HexValue(char c);
 std::string HexEncode(std::string_view in);
 std::optional<std::string> HexDecode(std::string_view in);
 

@@ -23,25 +23,17 @@ namespace {
 // Where the 32 hex digits of a GUID's text go: 8-4-4-4-12, dashes between.
 constexpr bool IsDash(size_t i) { return i == 8 || i == 13 || i == 18 || i == 23; }
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 }  // namespace
 
 // By hand rather than by uuid_unparse_lower and uuid_parse (the same text, both ways): an SRMP
 // document has three or four GUIDs, and libuuid's strtoul calls were 5% of accept's work.
 std::string FormatGuid(const Guid& g) {
-  static constexpr char kHex[] = "0123456789abcdef";
   std::string out(36, '-');
   size_t at = 0;
   for (uint8_t b : g) {
     if (IsDash(at)) ++at;
-    out[at++] = kHex[b >> 4];
-    out[at++] = kHex[b & 15];
+    out[at++] = kHexDigits[b >> 4];
+    out[at++] = kHexDigits[b & 15];
   }
   return out;
 }
