@@ -107,7 +107,14 @@ expect_rc 0 mq-admin create gone
 timeout --foreground 60 mq-watch gone --exec true 2>"$T/watch.err" &
 watch=$!
 BG+=("$watch")
-sleep 0.2
+# Deleted once mq-watch waits on it (sleeps in poll, after it found the queue), not after a
+# fixed sleep: a mq-watch that starts after the delete finds no queue (3).
+waiting() {
+  local c
+  c=$(cat /proc/"$watch"/task/*/children 2>/dev/null)
+  [ -n "$c" ] && grep -qs poll "/proc/${c%% *}/wchan"
+}
+until_true 10 waiting || fail "mq-watch never waited on the queue 'gone'"
 expect_rc 0 mq-admin delete gone
 wait "$watch"
 rc=$?

@@ -27,10 +27,13 @@ expect_rc 2 mq-admin move q 1 --to 'system;deadletter'
 expect_rc 3 mq-admin move nosuch 1 --to retry
 expect_rc 0 mq-send q --delay 1h delayed
 dl=$(mq-peek q --all --json | jq 'select(.body=="delayed")' | jq .lookup_id 2>/dev/null)
-( mq-receive q --exec sh -c 'sleep 2; cat >/dev/null' ) &
-sleep 0.5
+# The receive's command holds message 1 Locked from when it starts until $T/go exists.
+( timeout 60 mq-receive q --exec sh -c \
+    ': >"$0/locked"; while [ ! -e "$0/go" ]; do sleep 0.02; done; cat >/dev/null' "$T" ) &
+until_true 20 test -e "$T/locked" || fail "the receive's command did not start"
 expect_rc 5 mq-admin move q 1 --to retry
 expect_err_match "MQ_ERROR_MESSAGE_LOCKED_UNDER_TRANSACTION"
+touch "$T/go"
 wait
 [ "$(field q '.body')" = '"c"' ] || fail "q: $(field q '.body')"
 expect_rc 0 mq-admin check

@@ -13,9 +13,12 @@ has() { [ -s "$1" ]; }
 # --- kill -9 of mq-receive while a pipeline of its command still runs -----------------------
 expect_rc 0 mq-admin create q
 expect_rc 0 mq-send q m1
-start mq-receive q --exec sh -c 'echo $$ >"$0/sh.pid"; sleep 2 | cat; echo done >>"$0/log"' "$T"
+# The pipeline's sleep is 3 s so that the checks of the Locked message (two tools after the
+# kill) run while it still does, even under the sanitizers on a loaded machine; checked.
+start mq-receive q --exec sh -c 'echo $$ >"$0/sh.pid"; sleep 3 | cat; echo done >>"$0/log"' "$T"
 recv=$(tool_pid "$PID")
 until_true 10 has "$T/sh.pid" || fail "the command did not start"
+t_started=$(date +%s%3N)
 sleep 0.2
 kill -9 "$recv"
 t_kill=$(date +%s%3N)
@@ -24,12 +27,16 @@ sleep 0.3
 expect_rc 1 mq-receive q
 expect_rc 0 mq-admin stat q --json
 [ "$(jq .locked "$T/out")" = 1 ] || fail "the message is not Locked while the command's pipeline runs: $(cat "$T/out")"
+t_checked=$(date +%s%3N)
+((t_checked - t_started < 2900)) ||
+  fail "the checks while the pipeline runs ended $((t_checked - t_started)) ms after it started"
 # Once the pipeline is gone, the message comes back (a rollback: abort count 1).
 expect_rc 0 mq-receive q -w 10s --format json
 t_back=$(date +%s%3N)
 [ "$(jq -r .body "$T/out")" = m1 ] || fail "got $(cat "$T/out")"
 [ "$(jq -c '[.delivery_count, .abort_count]' "$T/out")" = '[1,1]' ] || fail "counts: $(cat "$T/out")"
-((t_back - t_kill >= 1300)) || fail "the message came back $((t_back - t_kill)) ms after the kill, while the command's sleep 2 still ran"
+((t_back - t_kill >= 2000)) ||
+  fail "the message came back $((t_back - t_kill)) ms after the kill, while the sleep 3 still ran"
 [ ! -e "$T/log" ] || fail "the command's shell outlived mq-receive: $(cat "$T/log")"
 
 # --- a command that leaves a background process: it is killed before the commit ----------------

@@ -18,14 +18,20 @@ expect_rc 0 mq-peek q --all -l
 expect_out $'bad\nbad2\n'
 expect_rc 2 mq-receive q --keep-going -l
 
-# --retry-delay: a rolled-back message waits before it is visible again.
-expect_rc 0 mq-admin create r --retry-delay 1s
+# --retry-delay: a rolled-back message waits before it is visible again. 2 s, so that the
+# peek and stat after the rollback run inside it even under the sanitizers on a loaded
+# machine; checked.
+expect_rc 0 mq-admin create r --retry-delay 2s
 expect_rc 0 mq-admin list --json
-[ "$(jq -r 'select(.queue == "r") | .retry_delay_ms' "$T/out")" = 1000 ] || fail "list: retry_delay_ms"
+[ "$(jq -r 'select(.queue == "r") | .retry_delay_ms' "$T/out")" = 2000 ] ||
+  fail "list: retry_delay_ms"
 expect_rc 0 mq-send r x
+t0=$(date +%s%3N)
 expect_rc 8 mq-receive r --exec false
 expect_rc 1 mq-peek r
 expect_rc 0 mq-admin stat r --json
+t1=$(date +%s%3N)
+((t1 - t0 < 2000)) || fail "the checks after the rollback took $((t1 - t0)) ms, not inside the 2 s"
 [ "$(jq .delayed "$T/out")" = 1 ] || fail "the rolled-back message is not delayed: $(cat "$T/out")"
 expect_rc 0 mq-peek r -w 5s -l
 expect_out $'x\n'

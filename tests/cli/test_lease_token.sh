@@ -65,27 +65,34 @@ expect_rc 0 mq-admin nack "$tok"
 [ "$(bodies)" = 'b:2:2 c:0:0 ' ] || fail "after the 2nd nack: $(bodies)"
 
 # --- nack --delay D: invisible for D --------------------------------------------------------------
+# D is 2 s so that the three tools after the nack run inside it even under the sanitizers on a
+# loaded machine; they are checked to have.
 expect_rc 0 mq-receive q --lease 30s
 tok=$(cat "$T/err")
 t0=$(now_ms)
-expect_rc 0 mq-admin nack --delay 700ms "$tok"
+expect_rc 0 mq-admin nack --delay 2s "$tok"
 expect_rc 0 mq-admin stat q --json
 [ "$(jq -c '[.messages, .locked, .delayed]' "$T/out")" = '[2,0,1]' ] || fail "stat after nack --delay: $(cat "$T/out")"
 expect_rc 0 mq-receive q -w 0     # c, while b waits out its delay
 expect_out 'c'
 expect_rc 1 mq-receive q -w 0
+t1=$(now_ms)
+((t1 - t0 < 2000)) || fail "the checks after nack --delay 2s took $((t1 - t0)) ms, not inside it"
 expect_rc 0 mq-receive q -w 5s --json
 t1=$(now_ms)
 [ "$(jq -c '[.body, .abort_count]' "$T/out")" = '["b",3]' ] || fail "after the delay: $(cat "$T/out")"
-((t1 - t0 >= 690)) || fail "nack --delay 700ms: visible again after $((t1 - t0)) ms"
-((t1 - t0 < 2500)) || fail "nack --delay 700ms: visible only after $((t1 - t0)) ms"
+((t1 - t0 >= 1990)) || fail "nack --delay 2s: visible again after $((t1 - t0)) ms"
+((t1 - t0 < 3800)) || fail "nack --delay 2s: visible only after $((t1 - t0)) ms"
 
 # --- expiry returns the message; a waiter wakes at the expiry, not before ---------------------------
 expect_rc 0 mq-send q e
-expect_rc 0 mq-receive q --lease 1200ms --json
+expect_rc 0 mq-receive q --lease 2s --json
 exp=$(iso_ms "$(jq -r .lease_expires "$T/out")")
-# A waiter whose timeout ends before the expiry gets nothing.
+# A waiter whose timeout ends before the expiry gets nothing (the lease is 2 s so that it
+# does even under the sanitizers on a loaded machine; checked).
 expect_rc 1 mq-receive q -w 300ms
+t1=$(now_ms)
+((t1 < exp)) || fail "the 300 ms waiter ended $((t1 - exp)) ms after the lease expired, not before"
 (
   timeout 15 mq-receive q -w 10s --json >"$T/waiter.out" 2>"$T/waiter.err"
   echo $? >"$T/waiter.rc"

@@ -7,16 +7,30 @@
 
 field() { mq-peek "$1" --all --json | jq -c "$2" | tr -d '\n'; }
 count() { mq-admin stat "$1" --json | jq .messages; }
+# Checks meant to fall inside a deadline are timed, from before the command that sets it to
+# after the last check, and fail loudly if they were not inside (a tool can take 400 ms under
+# the sanitizers on a loaded machine). sleep_until MS: sleeps until MS (epoch ms); checks meant
+# to fall after a deadline sleep until the deadline's length plus a margin after the command
+# that set it returned.
+ms() { date +%s%3N; }
+sleep_until() {
+  local d=$(($1 - $(ms)))
+  ((d <= 0)) || sleep "$((d / 1000)).$(printf %03d $((d % 1000)))"
+}
 
 expect_rc 0 mq-admin create q
 expect_rc 0 mq-admin create adm
 
 # --- ttbr: visible until the deadline, then gone --------------------------------------------
-expect_rc 0 mq-send q --ttbr 1s --deadletter --admin-queue adm --ack nack-receive -L lbl dies
+t0=$(ms)
+expect_rc 0 mq-send q --ttbr 2s --deadletter --admin-queue adm --ack nack-receive -L lbl dies
+t_sent=$(ms)
 dies_id=$(mq-peek q --json | jq -r .id)
 expect_rc 0 mq-send q --ttbr infinite lives
 [ "$(field q '.body')" = '"dies""lives"' ] || fail "before expiry: $(field q '.body')"
-sleep 1.2
+t1=$(ms)
+((t1 - t0 < 2000)) || fail "the checks before expiry took $((t1 - t0)) ms, not inside the 2 s ttbr"
+sleep_until $((t_sent + 2200))
 [ "$(field q '.body')" = '"lives"' ] || fail "peek shows an expired message: $(field q '.body')"
 [ "$(count q)" = 1 ] || fail "stat counts the expired message: $(count q)"
 # Dead-lettered with its reason (class) and original destination, in the same transaction
@@ -76,13 +90,21 @@ expect_out "fresh"
 wait
 
 # --- a Locked message expires only after its transaction ends --------------------------------
-expect_rc 0 mq-send q --ttbr 500ms --deadletter held
-expect_rc 0 mq-receive q --exec sh -c 'sleep 1; cat >/dev/null'
+# The command records when it started (the message Locked) and outlives the deadline.
+t0=$(ms)
+expect_rc 0 mq-send q --ttbr 1200ms --deadletter held
+expect_rc 0 mq-receive q --exec sh -c 'date +%s%3N >"$0"; sleep 1.3; cat >/dev/null' "$T/locked"
 expect_out ""
+t1=$(cat "$T/locked" 2>/dev/null || echo "$t0")
+((t1 - t0 < 1200)) || fail "'held' was Locked $((t1 - t0)) ms after its send, not inside its ttbr"
 [ "$(field 'system;deadletter' 'select(.body == "held") | .body')" = "" ] ||
   fail "a message received inside its deadline was dead-lettered"
-expect_rc 0 mq-send q --ttbr 500ms --deadletter held2
-expect_rc 8 mq-receive q --exec sh -c 'sleep 1; exit 3'
+rm -f "$T/locked"
+t0=$(ms)
+expect_rc 0 mq-send q --ttbr 1200ms --deadletter held2
+expect_rc 8 mq-receive q --exec sh -c 'date +%s%3N >"$0"; sleep 1.3; exit 3' "$T/locked"
+t1=$(cat "$T/locked" 2>/dev/null || echo "$t0")
+((t1 - t0 < 1200)) || fail "'held2' was Locked $((t1 - t0)) ms after its send, not inside its ttbr"
 [ "$(count q)" = 0 ] || fail "expired message still counted after rollback"
 [ "$(field 'system;deadletter' 'select(.body == "held2") | .class')" = '"nack_receive_timeout"' ] ||
   fail "rolled-back expired message not dead-lettered"
@@ -97,21 +119,29 @@ expect_rc 0 mq-admin requeue 'system;deadletter' --ttbr 1h
 ttbr=$(mq-peek q --json | jq -r .ttbr)
 [ "$(date -d "$ttbr" +%s)" -gt $(( $(date +%s) + 3500 )) ] || fail "requeue --ttbr 1h gave $ttbr"
 expect_rc 0 mq-receive q
-expect_rc 0 mq-send q --ttbr 400ms --deadletter again
-sleep 0.5
+expect_rc 0 mq-send q --ttbr 1200ms --deadletter again
+sleep 1.3
 expect_rc 0 mq-admin sweep
+t0=$(ms)
 expect_rc 0 mq-admin requeue 'system;deadletter'
+t_requeued=$(ms)
 [ "$(count q)" = 1 ] || fail "requeue without --ttbr: not back"
-sleep 0.5
-[ "$(count q)" = 0 ] || fail "requeue without --ttbr kept no deadline (expected the original 400ms)"
+t1=$(ms)
+((t1 - t0 < 1200)) || fail "the count after requeue took $((t1 - t0)) ms, not inside the 1200ms"
+sleep_until $((t_requeued + 1300))
+[ "$(count q)" = 0 ] || fail "requeue without --ttbr kept no deadline (the original 1200ms)"
 expect_rc 0 mq-admin check
 
 # --- a retained conversation row (RETENTION ON) was received: it no longer expires -----------
 expect_rc 0 mq-admin create kept --retention on
-expect_rc 0 mq-send kept --conversation new --ttbr 300ms --deadletter row
+t0=$(ms)
+expect_rc 0 mq-send kept --conversation new --ttbr 1200ms --deadletter row
+t_sent=$(ms)
 expect_rc 0 mq-receive kept
 expect_out "row"
-sleep 0.4
+t1=$(ms)
+((t1 - t0 < 1200)) || fail "the send and receive of 'row' took $((t1 - t0)) ms, not inside its ttbr"
+sleep_until $((t_sent + 1300))
 expect_rc 0 mq-admin sweep
 [ "$(mq-peek kept --all --json | jq -c '[.body, .status]')" = '["row",0]' ] ||
   fail "a retained row expired: $(mq-peek kept --all --json)"

@@ -43,12 +43,15 @@ rm -f "$T/stop"
 observe q "$T/seen1" peek &
 BG+=($!)
 obs=$!
-sleep 0.1
+# The send starts once the observer has seen the empty queue, and it stops once it has seen
+# the whole send, not after fixed sleeps (an observation of two tools can take most of a
+# second under the sanitizers on a loaded machine).
+until_true 20 grep -q ' 0$' "$T/seen1"
 # The input arrives in two halves, 0.3 s apart: the send is under way for a while.
 { head -n 500 "$T/lines1000"; sleep 0.3; tail -n +501 "$T/lines1000"; } | mq-send --tx -l q >"$T/out" 2>"$T/err"
 rc=$?
 [ $rc = 0 ] || fail "mq-send --tx -l of 1000 lines exited $rc: $(cat "$T/err")"
-sleep 0.1
+until_true 20 grep -q ' 1000$' "$T/seen1"
 touch "$T/stop"
 timeout 10 tail --pid="$obs" -f /dev/null
 bad=$(grep -Ev '^(stat|peek) (0|1000)$' "$T/seen1" | sort | uniq -c | head -5)
@@ -93,11 +96,11 @@ rm -f "$T/stop"
 observe big "$T/seen2" &
 BG+=($!)
 obs=$!
-sleep 0.1
+until_true 20 grep -q '^stat 0$' "$T/seen2"
 seq 100000 | mq-send --tx -l big
 rc=$?
 [ $rc = 0 ] || fail "mq-send --tx -l of 100000 lines exited $rc"
-sleep 0.1
+until_true 20 grep -q '^stat 100000$' "$T/seen2"
 touch "$T/stop"
 timeout 10 tail --pid="$obs" -f /dev/null
 bad=$(grep -Ev '^stat (0|100000)$' "$T/seen2" | sort | uniq -c | head -5)
