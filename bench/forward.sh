@@ -4,6 +4,9 @@
 #
 #   (a) the naive copy  mq-receive src --all -l | mq-send --store B -l dst   (bodies only, not
 #       exactly once: a crash loses or repeats messages)
+#   (a2) the import-style naive copy of issue 14's text
+#       mq-receive src --all --json | mq-admin --store B import dst   (every property, as
+#       forward carries them; not exactly once either)
 #   (b) export/import   mq-admin export src | mq-admin --store B import dst  (every property,
 #       nothing removed at the source)
 #   (c) the pipe itself: cat of the same bytes through a pipe
@@ -14,7 +17,8 @@
 #   bench/forward.sh [N]     default: N=100000
 #
 # Prints messages per second, MiB/s of bodies and the ratios, with issue 14's targets: forward
-# at least 80% of the naive copy, and through the throttled pipe at least 80% of the throttle.
+# at least 80% of the naive copy (against both (a2), the issue's receive | import, and the
+# bodies-only (a)), and through the throttled pipe at least 80% of the throttle.
 # Needs pv (scripts/setup.sh) and built mq tools (MQ_BIN, default build/).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -64,6 +68,14 @@ naive=$(rate "$N" "$a" "$b")
 report "mq-receive --all -l | mq-send -l (naive)" "$a" "$b"
 mq-admin --store "$B" purge dst >/dev/null
 
+# (a2) receive | import: the naive copy issue 14 names (mq-admin import reads JSON lines)
+mq-send -l src <"$T/lines"
+a=$(now); mq-receive src --all --json | mq-admin --store "$B" import -q dst; b=$(now)
+naive_import=$(rate "$N" "$a" "$b")
+report "mq-receive --all --json | mq-admin import" "$a" "$b"
+[ "$(mq-admin --store "$B" stat dst --json | jq .messages)" = "$N" ]
+mq-admin --store "$B" purge dst >/dev/null
+
 # (b) export | import
 mq-send -l src <"$T/lines"
 a=$(now); mq-admin export src | mq-admin --store "$B" import dst; b=$(now)
@@ -85,5 +97,6 @@ a=$(now); mq-admin forward b --once; b=$(now)
 report "forward through pv -L 10m" "$a" "$b"
 [ "$(mq-admin --store "$B" stat dst --json | jq .messages)" = "$N" ]
 throttled=$(ratio "$(mib "$N" "$a" "$b")" 10)
-target "forward / naive copy" "$(ratio "$fwd" "$naive")"
+target "forward / receive | import (naive, every property)" "$(ratio "$fwd" "$naive_import")"
+target "forward / receive -l | send -l (naive, bodies only)" "$(ratio "$fwd" "$naive")"
 target "forward through pv -L 10m / 10 MiB/s (body bytes)" "$throttled"
