@@ -458,7 +458,8 @@ int Run(int argc, char** argv) {
                  "nack-reach-queue, nack-receive (joined by ',')")
       ->type_name("LEVEL");
   app.add_option("--response-queue", a.response_queue, "Queue for replies")->type_name("QUEUE");
-  app.add_flag("--express", a.express, "One disk sync per commit, not two (MQMSG_DELIVERY_EXPRESS)");
+  app.add_flag("--express", a.express,
+               "One disk sync per commit, not two (MQMSG_DELIVERY_EXPRESS)");
   app.add_option("--hash-algorithm", a.hash_algorithm,
                  "Hash algorithm for authentication: md5, sha1, sha256, ... or a number "
                  "(PROPID_M_HASH_ALG)")

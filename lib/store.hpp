@@ -542,16 +542,13 @@ class Store {
   Result<FileLock> LockLink(const std::string& name);
   // mq-admin forward's record of its connection, shown by link list/stat.
   Status NoteLink(const std::string& name, const LinkEvent& event);
-  // Ends a forward's lease of out;LINK messages the far side has answered: each message
-  // `outcomes[i]` 0 (stored there) gets its ACK_REACH_QUEUE and source journal copy and is
+  // Ends a forward's leases of out;LINK messages the far side has answered (what one
+  // acknowledgement covers; leases of one queue, outcomes[l] for leases[l]): each message
+  // with outcome 0 (stored there) gets its ACK_REACH_QUEUE and source journal copy and is
   // removed; any other value is the NACK class of a refusal there: the NACK, and the dead-
   // letter queue if asked for (as a local failure). One transaction, which also records the
   // acknowledgement in the link's record; committed without the meta sync (a power loss may
   // undo it: the messages are sent again and the far side answers the replay as before).
-  Status FinishForwarded(Lease& lease, const std::vector<uint16_t>& outcomes,
-                         const std::string& link);
-  // The same for several leases of one queue (outcomes[i] for leases[i]), in one
-  // transaction: what one acknowledgement covers.
   Status FinishForwarded(const std::vector<Lease*>& leases,
                          const std::vector<std::vector<uint16_t>>& outcomes,
                          const std::string& link);

@@ -363,12 +363,6 @@ Status Store::NoteLink(const std::string& name, const LinkEvent& event) {
   });
 }
 
-Status Store::FinishForwarded(Lease& lease, const std::vector<uint16_t>& outcomes,
-                              const std::string& link) {
-  return FinishForwarded(std::vector<Lease*>{&lease},
-                         std::vector<std::vector<uint16_t>>{outcomes}, link);
-}
-
 Status Store::FinishForwarded(const std::vector<Lease*>& leases,
                               const std::vector<std::vector<uint16_t>>& outcomes,
                               const std::string& link) {

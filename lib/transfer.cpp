@@ -325,13 +325,6 @@ Status DecodeWelcome(std::string_view payload, Welcome& w) {
   return {};
 }
 
-std::string EncodeMessageHeader(const MessageHeader& h) {
-  std::string out;
-  out.reserve(kMessageHeaderSize);
-  AppendMessageHeader(out, h);
-  return out;
-}
-
 void AppendMessageHeader(std::string& out, const MessageHeader& h) {
   PutU64BE(out, h.seq);
   PutU64BE(out, h.prev);
@@ -393,14 +386,6 @@ Status DecodeAck(std::string_view payload, Ack& a) {
     a.nacks.emplace_back(GetU64BE(payload, p), cls);
   }
   return {};
-}
-
-// The message document: SRMP ([MC-MQSRM], lib/srmp.hpp), with the link's stream in <Stream>,
-// without what accept sets anew for a message of its store (AcceptTransfer).
-std::string EncodeTransferDoc(const Message& m, const std::string& stream, uint64_t seq,
-                              uint64_t prev) {
-  SrmpStream st{stream, seq, prev};
-  return EncodeSrmp(m, &st, false);
 }
 
 void AppendMessage(std::string& out, const MessageHeader& h, const Message& m,

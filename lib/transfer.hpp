@@ -199,7 +199,6 @@ struct MessageHeader {
   uint32_t window = 0;
 };
 inline constexpr size_t kMessageHeaderSize = 8 + 8 + 4 * 4;
-std::string EncodeMessageHeader(const MessageHeader& h);
 void AppendMessageHeader(std::string& out, const MessageHeader& h);
 Status DecodeMessage(std::string_view payload, MessageHeader& h, Message& m);
 
@@ -212,14 +211,11 @@ struct Ack {
 std::string EncodeAck(const Ack& a);
 Status DecodeAck(std::string_view payload, Ack& a);
 
-// One message as it travels (the document of an 'M' frame): an SRMP document (srmp.hpp) whose
-// <Stream> is the link's stream (streamId `stream`, current `seq`, previous `prev`); the frame
-// header carries the same numbers, and a document that disagrees with it is refused. What the
-// far store sets anew for each message it stores (arrival and enqueue times, queuing order,
-// status, receive history: EncodeSrmp's local_state) is left out.
-std::string EncodeTransferDoc(const Message& m, const std::string& stream, uint64_t seq,
-                              uint64_t prev);
-// The message header and document of an 'M' frame's payload, appended to `out`.
+// One message as it travels, an 'M' frame's payload appended to `out`: the message header `h`,
+// then an SRMP document (srmp.hpp) whose <Stream> is the link's stream (streamId `stream`,
+// current h.seq, previous h.prev); a document that disagrees with its header is refused. What
+// the far store sets anew for each message it stores (arrival and enqueue times, queuing
+// order, status, receive history: EncodeSrmp's local_state) is left out.
 void AppendMessage(std::string& out, const MessageHeader& h, const Message& m,
                    const std::string& stream);
 Status DecodeTransferDoc(std::string_view doc, Message& m, SrmpStream* stream);

@@ -8,8 +8,8 @@
 //  - forward takes the link's lock (one forward per link), runs the link's command with
 //    /bin/sh -c (its stdin and stdout are the stream; its stderr is forward's), and sends a
 //    hello naming this store, the link and its stream: "uid:SOURCE-GUID\\QUEUE-ID" of
-//    out;LINK (the form of SRMP's <streamId>). accept answers with its store's GUID and the last sequence number it accepted
-//    from that stream.
+//    out;LINK (the form of SRMP's <streamId>). accept answers with its store's GUID and the
+//    last sequence number it accepted from that stream.
 //  - out;LINK is FIFO and its lookup ids only grow, so a message's lookup id is its
 //    TxSequenceNumber in the stream, and the head of the queue is always the oldest message
 //    not yet acknowledged. forward Locks batches from the head under a process lease (as a

@@ -511,8 +511,8 @@ TEST_CASE("FinishForwarded ends several leases of a link's outgoing queue in one
   CHECK(link->acked == 20);
   CHECK(link->refused == 1);
   // Ended: neither can end again; c ends alone.
-  CHECK(!st->FinishForwarded(**a, stored, "b").ok());
-  REQUIRE(st->FinishForwarded(**c, stored, "b").ok());
+  CHECK(!st->FinishForwarded({a->get()}, {stored}, "b").ok());
+  REQUIRE(st->FinishForwarded({c->get()}, {stored}, "b").ok());
   CHECK(st->StatQueue(Q("out;b"))->info.count == 0);
   CHECK(st->GetLink("b")->acked == 30);
   std::vector<std::string> problems;

@@ -151,7 +151,8 @@ TEST_CASE("hello, welcome, message and ack payloads round trip") {
   mh.prev = 9;
   mh.window = 64;
   std::string stream = "uid:" + FormatGuid(NewGuid()) + "\\7";
-  std::string payload = EncodeMessageHeader(mh) + EncodeTransferDoc(m, stream, 10, 9);
+  std::string payload;
+  AppendMessage(payload, mh, m, stream);
   MessageHeader mh2;
   Message m2;
   REQUIRE(DecodeMessage(payload, mh2, m2).ok());
@@ -163,7 +164,9 @@ TEST_CASE("hello, welcome, message and ack payloads round trip") {
   AppendMessage(appended, mh, m, stream);
   CHECK(appended == "prefix" + payload);
   mh.prev = 10;  // a predecessor at or after the message itself
-  CHECK(!DecodeMessage(EncodeMessageHeader(mh), mh2, m2).ok());
+  std::string header;
+  AppendMessageHeader(header, mh);
+  CHECK(!DecodeMessage(header, mh2, m2).ok());
 
   Ack a;
   a.last = 99;
