@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# srmp.sh: the cost of SRMP documents (lib/srmp.cpp, issue 14) against JSON lines, for N
+# srmp.sh: the cost of SRMP documents (lib/wire/srmp.cpp, issue 14) against JSON lines, for N
 # messages of 1 KiB (text: the base64 of random bytes, one line each for mq-send -l):
 #
 #   (a) mq-admin export --format srmp QUEUE   vs  mq-admin export QUEUE (JSON)

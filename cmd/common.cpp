@@ -14,9 +14,9 @@
 
 #include <fmt/format.h>
 
-#include "ids.hpp"
-#include "units.hpp"
-#include "waiter.hpp"
+#include "base/ids.hpp"
+#include "base/units.hpp"
+#include "store/waiter.hpp"
 
 namespace mq::cli {
 

@@ -9,11 +9,11 @@
 
 #include <CLI/CLI.hpp>
 
-#include "columns.hpp"
-#include "format.hpp"
-#include "names.hpp"
-#include "status.hpp"
-#include "store.hpp"
+#include "output/columns.hpp"
+#include "output/format.hpp"
+#include "base/names.hpp"
+#include "base/status.hpp"
+#include "store/store.hpp"
 
 namespace mq::cli {
 

@@ -15,8 +15,8 @@
 
 #include <fmt/format.h>
 
-#include "ids.hpp"
-#include "units.hpp"
+#include "base/ids.hpp"
+#include "base/units.hpp"
 
 extern char** environ;
 

@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "message.hpp"
-#include "status.hpp"
+#include "base/message.hpp"
+#include "base/status.hpp"
 
 namespace mq::cli {
 

@@ -16,11 +16,11 @@
 
 #include <fmt/format.h>
 
-#include "codec.hpp"
+#include "base/codec.hpp"
 #include "common.hpp"
-#include "conversation.hpp"
-#include "ids.hpp"
-#include "units.hpp"
+#include "store/conversation.hpp"
+#include "base/ids.hpp"
+#include "base/units.hpp"
 
 namespace mq {
 namespace {

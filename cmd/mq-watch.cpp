@@ -15,7 +15,7 @@
 //     first suitable message fires Arrived: "arrived QUEUE LOOKUP_ID" on stdout, exit 0.
 //     Suitable: visible now (not delayed).
 //  4. Nothing suitable: with timeout 0, ArrivedError MQ_ERROR_MESSAGE_NOT_FOUND; else wait
-//     (inotify, see lib/waiter.hpp) until a message arrives (Arrived) or the timeout expires
+//     (inotify, see lib/store/waiter.hpp) until a message arrives (Arrived) or the timeout expires
 //     (ArrivedError MQ_ERROR_IO_TIMEOUT). ArrivedError is printed on stdout as
 //     "error QUEUE SYMBOL 0xHEX" and exits 1.
 //  5. --follow re-arms after each Arrived, as an application calling EnableNotification again
@@ -59,8 +59,8 @@
 
 #include "common.hpp"
 #include "exec.hpp"
-#include "units.hpp"
-#include "waiter.hpp"
+#include "base/units.hpp"
+#include "store/waiter.hpp"
 
 namespace mq {
 namespace {

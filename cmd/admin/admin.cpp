@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "units.hpp"
+#include "base/units.hpp"
 
 namespace mq::admin {
 

@@ -38,9 +38,9 @@
 #include <fmt/format.h>
 
 #include "admin.hpp"
-#include "amqp_link.hpp"
-#include "units.hpp"
-#include "waiter.hpp"
+#include "bridge/amqp_link.hpp"
+#include "base/units.hpp"
+#include "store/waiter.hpp"
 
 namespace mq::admin {
 

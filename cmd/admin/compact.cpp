@@ -10,8 +10,8 @@
 
 #include "admin.hpp"
 #include "progress.hpp"
-#include "units.hpp"
-#include "waiter.hpp"
+#include "base/units.hpp"
+#include "store/waiter.hpp"
 
 namespace mq::admin {
 

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "admin.hpp"
-#include "codec.hpp"
-#include "units.hpp"
+#include "base/codec.hpp"
+#include "base/units.hpp"
 
 namespace mq::admin {
 

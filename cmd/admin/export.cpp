@@ -19,10 +19,10 @@
 #include <fmt/format.h>
 
 #include "admin.hpp"
-#include "codec.hpp"
-#include "format.hpp"
+#include "base/codec.hpp"
+#include "output/format.hpp"
 #include "progress.hpp"
-#include "srmp.hpp"
+#include "wire/srmp.hpp"
 
 namespace mq::admin {
 

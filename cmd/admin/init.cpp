@@ -3,7 +3,7 @@
 // store is left as it is, except that --group makes it shared with NAME and
 // --max-store-size sets the size up to which it grows by itself (0: no limit of its own).
 #include "admin.hpp"
-#include "units.hpp"
+#include "base/units.hpp"
 
 namespace mq::admin {
 

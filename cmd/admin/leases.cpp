@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "admin.hpp"
-#include "ids.hpp"
-#include "units.hpp"
+#include "base/ids.hpp"
+#include "base/units.hpp"
 
 namespace mq::admin {
 

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "admin.hpp"
-#include "units.hpp"
+#include "base/units.hpp"
 
 namespace mq::admin {
 

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "admin.hpp"
-#include "conversation.hpp"
-#include "units.hpp"
+#include "store/conversation.hpp"
+#include "base/units.hpp"
 
 namespace mq::admin {
 

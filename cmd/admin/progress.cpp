@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "../common.hpp"
-#include "waiter.hpp"
+#include "store/waiter.hpp"
 
 namespace mq::admin {
 

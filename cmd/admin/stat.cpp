@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "admin.hpp"
-#include "units.hpp"
+#include "base/units.hpp"
 
 namespace mq::admin {
 

@@ -4,7 +4,7 @@
 // mq-admin accept
 //   The far end: reads a forward's stream on stdin, stores its messages, answers on stdout.
 //
-// How (lib/transfer.hpp has the frames; mq(7) "Transfer between machines" says it for users):
+// How (lib/wire/transfer.hpp has the frames; mq(7) "Transfer between machines" says it for users):
 //  - forward takes the link's lock (one forward per link), runs the link's command with
 //    /bin/sh -c (its stdin and stdout are the stream; its stderr is forward's), and sends a
 //    hello naming this store, the link and its stream: "uid:SOURCE-GUID\\QUEUE-ID" of
@@ -13,7 +13,7 @@
 //  - out;LINK is FIFO and its lookup ids only grow, so a message's lookup id is its
 //    TxSequenceNumber in the stream, and the head of the queue is always the oldest message
 //    not yet acknowledged. forward Locks batches from the head under a process lease (as a
-//    receive does), sends each as an SRMP document (lib/srmp.hpp; <Stream> carries the stream
+//    receive does), sends each as an SRMP document (lib/wire/srmp.hpp; <Stream> carries the stream
 //    and the numbers too) with PreviousTxSequenceNumber the message sent before it in this
 //    session, and keeps at most --window messages unacknowledged (a transaction is never
 //    cut: the window stretches to its last message).
@@ -47,10 +47,10 @@
 
 #include <fmt/format.h>
 
-#include "../../lib/transfer.hpp"
+#include "wire/transfer.hpp"
 #include "admin.hpp"
-#include "units.hpp"
-#include "waiter.hpp"
+#include "base/units.hpp"
+#include "store/waiter.hpp"
 
 extern char** environ;
 

@@ -13,7 +13,7 @@ B=$T/B
 count() { mq-admin "$@" --json | jq -s 'map(.messages) | add // 0'; }
 good="mq-admin --store '$B' accept"
 
-# frame TYPE PAYLOAD: a frame of the transfer protocol (lib/transfer.hpp) with its CRC-32
+# frame TYPE PAYLOAD: a frame of the transfer protocol (lib/wire/transfer.hpp) with its CRC-32
 # (gzip's trailer holds the CRC-32 of the data, little-endian).
 frame() {
   printf "$1$2" >"$T/fb"

@@ -1,11 +1,11 @@
-// amqp_map_test.cpp: the AMQP mapping of mq-admin bridge (cmd/admin/amqp_map.hpp): every
+// amqp_map_test.cpp: the AMQP mapping of mq-admin bridge (lib/bridge/amqp_map.hpp): every
 // property survives mq -> AMQP -> mq, through rabbitmq-c's wire encoding; binary bodies;
 // conversation headers; and a message from another producer keeps what has no mq property.
 #include <catch2/catch.hpp>
 
-#include "amqp_link.hpp"
-#include "amqp_map.hpp"
-#include "ids.hpp"
+#include "bridge/amqp_link.hpp"
+#include "bridge/amqp_map.hpp"
+#include "base/ids.hpp"
 
 using namespace mq;
 using namespace mq::bridge;

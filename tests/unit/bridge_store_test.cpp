@@ -6,7 +6,7 @@
 #include <thread>
 #include <vector>
 
-#include "store.hpp"
+#include "store/store.hpp"
 #include "test_support.hpp"
 
 using namespace mq;

@@ -5,7 +5,7 @@
 #include <random>
 #include <vector>
 
-#include "codec.hpp"
+#include "base/codec.hpp"
 
 using namespace mq;
 

@@ -1,11 +1,11 @@
 // columns_test.cpp: Service Broker column lists (`*`, names, repeats, unknown names) and the
-// TSV, CSV and JSON encodings of their values (lib/columns.hpp).
+// TSV, CSV and JSON encodings of their values (lib/output/columns.hpp).
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
 
-#include "columns.hpp"
-#include "ids.hpp"
+#include "output/columns.hpp"
+#include "base/ids.hpp"
 
 using namespace mq;
 

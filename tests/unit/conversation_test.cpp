@@ -7,8 +7,8 @@
 
 #include <algorithm>
 
-#include "conversation.hpp"
-#include "store.hpp"
+#include "store/conversation.hpp"
+#include "store/store.hpp"
 #include "test_support.hpp"
 
 using namespace mq;

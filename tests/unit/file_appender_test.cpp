@@ -1,4 +1,4 @@
-// file_appender_test.cpp: FileAppender (lib/format.hpp), the writer of --into: appends,
+// file_appender_test.cpp: FileAppender (lib/output/format.hpp), the writer of --into: appends,
 // writes the header only into an empty file, reports errors with their errno's code.
 #include <catch2/catch.hpp>
 
@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "format.hpp"
+#include "output/format.hpp"
 
 using namespace mq;
 namespace fs = std::filesystem;

@@ -1,11 +1,11 @@
-// ids_test.cpp: GUID text (lib/ids.hpp), formatted and parsed by hand, against libuuid's.
+// ids_test.cpp: GUID text (lib/base/ids.hpp), formatted and parsed by hand, against libuuid's.
 #include <catch2/catch.hpp>
 
 #include <uuid/uuid.h>
 
 #include <string>
 
-#include "ids.hpp"
+#include "base/ids.hpp"
 
 using namespace mq;
 

@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 
-#include "store.hpp"
+#include "store/store.hpp"
 #include "test_support.hpp"
-#include "units.hpp"
+#include "base/units.hpp"
 
 using namespace mq;
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "codec.hpp"
-#include "lmdb.hpp"
+#include "base/codec.hpp"
+#include "store/lmdb.hpp"
 
 using namespace mq;
 

@@ -2,9 +2,9 @@
 // earlier versions keep decoding.
 #include <catch2/catch.hpp>
 
-#include "codec.hpp"
-#include "format.hpp"
-#include "message.hpp"
+#include "base/codec.hpp"
+#include "output/format.hpp"
+#include "base/message.hpp"
 
 using namespace mq;
 

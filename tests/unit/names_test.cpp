@@ -1,7 +1,7 @@
 // names_test.cpp: the queue reference grammar of CLI.md.
 #include <catch2/catch.hpp>
 
-#include "names.hpp"
+#include "base/names.hpp"
 
 using namespace mq;
 

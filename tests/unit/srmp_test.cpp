@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "codec.hpp"
-#include "ids.hpp"
-#include "srmp.hpp"
+#include "base/codec.hpp"
+#include "base/ids.hpp"
+#include "wire/srmp.hpp"
 
 using namespace mq;
 using namespace std::string_literals;

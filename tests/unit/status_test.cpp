@@ -3,7 +3,7 @@
 
 #include <cerrno>
 
-#include "status.hpp"
+#include "base/status.hpp"
 
 using namespace mq;
 

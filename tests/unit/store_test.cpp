@@ -11,11 +11,11 @@
 #include <filesystem>
 #include <set>
 
-#include "codec.hpp"
-#include "lmdb.hpp"
-#include "queue.hpp"
-#include "store.hpp"
-#include "units.hpp"
+#include "base/codec.hpp"
+#include "store/lmdb.hpp"
+#include "store/queue.hpp"
+#include "store/store.hpp"
+#include "base/units.hpp"
 
 using namespace mq;
 namespace fs = std::filesystem;

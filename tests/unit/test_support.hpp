@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "store.hpp"
+#include "store/store.hpp"
 
 namespace mq::test {
 

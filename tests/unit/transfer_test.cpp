@@ -1,4 +1,4 @@
-// transfer_test.cpp: the forward/accept protocol (lib/transfer.hpp) and the store's side of a
+// transfer_test.cpp: the forward/accept protocol (lib/wire/transfer.hpp) and the store's side of a
 // transfer: frames and their checksums, the hello, welcome, message and ack payloads, and
 // Store::AcceptTransfer recognising replays and remembering refusals.
 #include <catch2/catch.hpp>
@@ -7,8 +7,8 @@
 
 #include <filesystem>
 
-#include "store.hpp"
-#include "transfer.hpp"
+#include "store/store.hpp"
+#include "wire/transfer.hpp"
 
 using namespace mq;
 using namespace mq::transfer;

@@ -1,7 +1,7 @@
 // units_test.cpp: durations, sizes and times as users write them.
 #include <catch2/catch.hpp>
 
-#include "units.hpp"
+#include "base/units.hpp"
 
 using namespace mq;
 

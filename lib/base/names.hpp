@@ -1,0 +1,55 @@
+// names.hpp: queue references as users write them (CLI.md "Queue references").
+//
+//   NAME              1..124 of A-Z a-z 0-9 _ . -, case-sensitive, not starting with '.'
+//   NAME;journal      the queue's journal
+//   NAME;SUB          a subqueue (SUB follows the NAME rule), e.g. orders;poison
+//   system;deadletter system;deadxact system;journal   the store's system queues
+//   out;LINK          the outgoing queue of link LINK (mq-admin link): 'out' is reserved, so
+//                     that no queue of the user's (and no subqueue of one) is ever out;LINK
+//   .\private$\NAME  DIRECT=OS:.\private$\NAME         MSMQ format names of a local queue
+//
+// Anything else is E_INVALIDARG. A name is only ever a key in the store, never a path.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/status.hpp"
+
+namespace mq {
+
+inline constexpr size_t kMaxQueueName = 124;
+// The base of the links' outgoing queues, out;LINK (mq(7) "Transfer between machines").
+inline constexpr std::string_view kOutgoingBase = "out";
+
+struct QueueRef {
+  std::string base;  // "orders", or "system"
+  std::string sub;   // "", "journal", "poison", "deadletter", ...
+
+  bool IsSystem() const { return base == "system"; }
+  // out;LINK. A bare "out" is no name a new queue may take (Store refuses to make it), but a
+  // store made before links may hold a queue of that name: it stays a plain queue, reachable.
+  bool IsOutgoing() const { return base == kOutgoingBase && !sub.empty(); }
+  bool IsSub() const { return !sub.empty(); }
+  // The canonical reference, "base" or "base;sub"; the queue's key in the catalog.
+  std::string Full() const { return sub.empty() ? base : base + ";" + sub; }
+};
+
+Result<QueueRef> ParseQueueRef(std::string_view text);
+
+// A queue of another store, reached through a link (mq-admin link): LINK:QUEUE, or the MSMQ
+// direct format name DIRECT=OS:LINK\private$\QUEUE (the link standing for the machine).
+// QUEUE is a plain queue name.
+struct RemoteRef {
+  std::string link;
+  std::string queue;
+};
+// Null when `text` names no remote queue (it may still be a local one).
+Result<std::optional<RemoteRef>> ParseRemoteRef(std::string_view text);
+// True if `name` is a valid plain queue name (the NAME rule).
+bool IsValidQueueName(std::string_view name);
+// Cursor names follow the NAME rule too; E_INVALIDARG otherwise.
+Status CheckCursorName(std::string_view name);
+
+}  // namespace mq

@@ -1,0 +1,32 @@
+// units.hpp: durations, sizes and times as users write them on the command line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "base/status.hpp"
+
+namespace mq {
+
+// A duration in milliseconds; kInfinite for "infinite" or -1.
+inline constexpr int64_t kInfinite = -1;
+
+// "250ms", "30s", "5m", "2h", "1d", a plain integer (milliseconds), "infinite" or "-1"; a
+// number may have a fraction ("1.5s", as long as the whole is in milliseconds) and parts may
+// follow one another, the largest first ("1m30s", "1h30m"). Units: ms, s (sec), m (min), h, d.
+Result<int64_t> ParseDuration(std::string_view text);
+std::string FormatDuration(int64_t ms);
+
+// "4096", "64k", "4MiB", "1G" (powers of 1024; k/K, M, G, T with optional "iB"/"B").
+Result<uint64_t> ParseSize(std::string_view text);
+
+// Milliseconds since the epoch now (CLOCK_REALTIME).
+int64_t NowMs();
+// RFC 3339 UTC with milliseconds: 2026-11-30T02:12:59.123Z.
+std::string FormatTime(int64_t ms);
+// RFC 3339 (with Z or a +hh:mm offset, optional fraction) or "@EPOCH" (seconds). A date
+// that does not exist (2027-02-31) is E_INVALIDARG.
+Result<int64_t> ParseTime(std::string_view text);
+
+}  // namespace mq

@@ -1,0 +1,717 @@
+// conversations.cpp: Service Broker conversations, conversation groups and
+// message types (conversation.hpp has the records and keys): the indexes kept with each
+// conversation message, group selection and locking, RECEIVE by group, END CONVERSATION.
+#include "store/store_impl.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "base/codec.hpp"
+#include "store/conversation.hpp"
+#include "store/filelock.hpp"
+#include "store/lmdb.hpp"
+#include "base/paths.hpp"
+#include "base/units.hpp"
+#include "store/waiter.hpp"
+
+namespace mq {
+
+// ---- Conversations (conversation.hpp): records, indexes and group selection. ----
+
+Result<std::optional<ConvRecord>> Store::Impl::LoadConv(lmdb::Txn& txn, const Guid& handle) {
+  auto v = txn.Get(convs, GuidBytes(handle));
+  if (!v) return std::optional<ConvRecord>();
+  ConvRecord r;
+  if (!DecodeConv(*v, r))
+    return Status(Code::kCorrupted, "malformed conversation record", FormatGuid(handle));
+  return std::optional<ConvRecord>(std::move(r));
+}
+
+Result<ConvRecord> Store::Impl::ConvOf(lmdb::Txn& txn, const QueueInfo& q, const Message& m) {
+  auto c = LoadConv(txn, m.conversation_handle);
+  if (!c.ok()) return c.status();
+  if (!*c || (*c)->qid != q.id)
+    return Status(Code::kCorrupted,
+                  fmt::format("message {} names conversation {}, which is not in the queue",
+                              m.lookup_id, FormatGuid(m.conversation_handle)),
+                  q.name);
+  return std::move(**c);
+}
+
+Result<GroupRecord> Store::Impl::LoadGroup(lmdb::Txn& txn, uint32_t qid, const Guid& group) {
+  GroupRecord g;
+  auto v = txn.Get(groups, GroupKey(qid, group));
+  if (v && !DecodeGroup(*v, g))
+    return Status(Code::kCorrupted, "malformed group record", FormatGuid(group));
+  return g;
+}
+
+std::string Store::Impl::ConvMsgKeyOf(const QueueInfo& q, const ConvRecord& c, const Message& m) {
+  return ConvMsgKey(q.id, c.group, c.priority, c.rank, m.conversation_handle,
+                    m.message_type_name == kErrorType, m.message_sequence_number);
+}
+
+// Changes a group's record with `fn`, then puts its group_sel entry right: the head of its
+// available messages, or none while it is locked or has nothing available. A group with
+// no conversations and no messages is forgotten.
+Status Store::Impl::TouchGroup(lmdb::Txn& txn, const QueueInfo& q, const Guid& group,
+                               const std::function<void(GroupRecord&)>& fn) {
+  auto g = LoadGroup(txn, q.id, group);
+  if (!g.ok()) return g.status();
+  fn(*g);
+  if (g->locked == 0) g->holder = 0;
+  std::string want;
+  if (g->locked == 0) {
+    std::string prefix = ConvMsgGroupPrefix(q.id, group);
+    lmdb::Cursor c(txn, conv_msgs);
+    if (c.SeekGe(prefix) && HasPrefix(c.key(), prefix) && c.value().size() == 8)
+      want = GroupSelKey(q.id, static_cast<uint8_t>(7 - static_cast<uint8_t>(c.key()[20])),
+                         GetU64BE(c.value(), 0), group);
+  }
+  if (want != g->sel_key) {
+    if (!g->sel_key.empty()) {
+      auto r = txn.Del(group_sel, g->sel_key);
+      if (!r.ok()) return r.status();
+    }
+    if (!want.empty()) {
+      MQ_RETURN_IF_ERROR(txn.Put(group_sel, want, {}));
+      to_notify.insert(q.id);  // a group became receivable
+    }
+    g->sel_key = want;
+  }
+  if (g->convs == 0 && g->count == 0 && g->sel_key.empty()) {
+    auto r = txn.Del(groups, GroupKey(q.id, group));
+    return r.ok() ? Status() : r.status();
+  }
+  return txn.Put(groups, GroupKey(q.id, group), EncodeGroup(*g));
+}
+
+// A conversation message enters queue `q` (a send, an import, a requeue): its `order`
+// entry in the conversation band, and its group index entry, or its retained entry.
+Status Store::Impl::ConvOnAdd(lmdb::Txn& txn, QueueInfo& q, const Message& m) {
+  auto c = ConvOf(txn, q, m);
+  if (!c.ok()) return c.status();
+  MQ_RETURN_IF_ERROR(txn.Put(order, OrderKeyFor(q, m), {}));
+  if (m.status == 0) {
+    std::string loc;
+    PutU64BE(loc, m.lookup_id);
+    MQ_RETURN_IF_ERROR(txn.Put(conv_kept, KeptKey(m.conversation_handle,
+                                                  m.message_sequence_number), loc));
+    q.retained++;
+  } else {
+    std::string loc;
+    PutU64BE(loc, m.lookup_id);
+    MQ_RETURN_IF_ERROR(txn.Put(conv_msgs, ConvMsgKeyOf(q, *c, m), loc));
+  }
+  c->count++;
+  MQ_RETURN_IF_ERROR(txn.Put(convs, GuidBytes(m.conversation_handle), EncodeConv(*c)));
+  return TouchGroup(txn, q, c->group, [](GroupRecord& g) { g.count++; });
+}
+
+// A conversation message leaves the queue (RemoveMessage did the common indexes).
+Status Store::Impl::ConvOnRemove(lmdb::Txn& txn, QueueInfo& q, const Message& m, bool was_locked) {
+  auto cr = LoadConv(txn, m.conversation_handle);
+  if (!cr.ok()) return cr.status();
+  if (!*cr || (*cr)->qid != q.id) return {};  // nothing indexed for it
+  ConvRecord& c = **cr;
+  if (m.status == 0) {
+    auto r = txn.Del(conv_kept, KeptKey(m.conversation_handle, m.message_sequence_number));
+    if (!r.ok()) return r.status();
+    if (*r) q.retained -= std::min<uint64_t>(q.retained, 1);
+  } else {
+    auto r = txn.Del(conv_msgs, ConvMsgKeyOf(q, c, m));
+    if (!r.ok()) return r.status();
+  }
+  c.count -= std::min<uint64_t>(c.count, 1);
+  MQ_RETURN_IF_ERROR(txn.Put(convs, GuidBytes(m.conversation_handle), EncodeConv(c)));
+  return TouchGroup(txn, q, c.group, [&](GroupRecord& g) {
+    g.count -= std::min<uint64_t>(g.count, 1);
+    if (was_locked) g.locked -= std::min<uint64_t>(g.locked, 1);
+  });
+}
+
+// A Locked conversation message returns (rollback): available again, one fewer Locked.
+Status Store::Impl::ConvOnRestore(lmdb::Txn& txn, QueueInfo& q, const Message& m) {
+  auto c = ConvOf(txn, q, m);
+  if (!c.ok()) return c.status();
+  std::string loc;
+  PutU64BE(loc, m.lookup_id);
+  MQ_RETURN_IF_ERROR(txn.Put(conv_msgs, ConvMsgKeyOf(q, *c, m), loc));
+  return TouchGroup(txn, q, c->group,
+                    [](GroupRecord& g) { g.locked -= std::min<uint64_t>(g.locked, 1); });
+}
+
+// RETENTION ON: a received message stays, status 0, in the retained band of `order`, never
+// to be received again (CLI.md): a conversation's until the conversation ends, a plain one
+// until a purge or the queue's deletion.
+Status Store::Impl::Retain(lmdb::Txn& txn, QueueInfo& q, Found& f, bool from_locked) {
+  Message& m = f.msg;
+  bool conv = IsConvMessage(q, m);
+  std::optional<ConvRecord> c;
+  if (conv) {
+    auto cr = ConvOf(txn, q, m);
+    if (!cr.ok()) return cr.status();
+    c = std::move(*cr);
+  }
+  std::string old_key = OrderKeyFor(q, m);
+  auto r = txn.Del(from_locked ? locked : order, old_key);
+  if (!r.ok()) return r.status();
+  if (from_locked) q.locked -= std::min<uint64_t>(q.locked, 1);
+  if (conv) {
+    r = txn.Del(conv_msgs, ConvMsgKeyOf(q, *c, m));
+    if (!r.ok()) return r.status();
+  }
+  m.status = 0;
+  // Received: a retained row no longer expires.
+  if (int64_t at = ExpiryOf(m)) {
+    auto d = txn.Del(deadlines, DeadlineKey(q.id, at, m.lookup_id));
+    if (!d.ok()) return d.status();
+  }
+  MQ_RETURN_IF_ERROR(Rewrite(txn, q, m, f.size, &f.size));
+  MQ_RETURN_IF_ERROR(txn.Put(order, OrderKeyFor(q, m), {}));
+  q.retained++;
+  if (!conv) return {};
+  std::string loc;
+  PutU64BE(loc, m.lookup_id);
+  MQ_RETURN_IF_ERROR(
+      txn.Put(conv_kept, KeptKey(m.conversation_handle, m.message_sequence_number), loc));
+  return TouchGroup(txn, q, c->group, [&](GroupRecord& g) {
+    if (from_locked) g.locked -= std::min<uint64_t>(g.locked, 1);
+  });
+}
+
+// A received (not Locked) conversation message: removed, or retained.
+Status Store::Impl::ConsumeAvailable(lmdb::Txn& txn, QueueInfo& q, Found& f) {
+  MQ_RETURN_IF_ERROR(Received(txn, q, f.msg, NowMs()));
+  if (q.retention) return Retain(txn, q, f, false);
+  return RemoveMessage(txn, q, f.msg, f.size);
+}
+
+// Prepares a message with a conversation handle for Append to queue `q`: checks or makes
+// the conversation (moving it to another group if the message names one), assigns its
+// sequence number and takes the conversation's group, priority, service and contract.
+Status Store::Impl::ConvPrepare(lmdb::Txn& txn, QueueInfo& q, Message& m, bool may_create,
+                                bool keep_identity, std::set<Guid>& created, int64_t now) {
+  if (!IsConvQueue(q))
+    return Status(Code::kUnsupportedFormatnameOperation,
+                  "conversation messages go to a queue, not a subqueue", q.name);
+  if (m.visible_time)
+    return Status(Code::kInvalidArg,
+                  "a conversation message cannot be delayed (its sequence is its order)",
+                  q.name);
+  auto cr = LoadConv(txn, m.conversation_handle);
+  if (!cr.ok()) return cr.status();
+  std::string handle_text = FormatGuid(m.conversation_handle);
+  bool made_here = created.count(m.conversation_handle) > 0;
+  if (*cr && may_create && !made_here && !keep_identity)
+    return Status(Code::kConversationClosed,
+                  fmt::format("conversation {} already exists", handle_text), q.name);
+  if (!*cr) {
+    if (!may_create && !keep_identity)
+      return Status(Code::kConversationNotFound,
+                    fmt::format("no conversation {} (mq-send --conversation new begins one)",
+                                handle_text),
+                    q.name);
+    ConvRecord c;
+    c.qid = q.id;
+    c.group = IsNil(m.conversation_group_id) ? m.conversation_handle : m.conversation_group_id;
+    c.priority = m.priority;
+    c.service = m.service_name;
+    c.contract = m.service_contract_name;
+    c.created = now;
+    c.next_seq = keep_identity ? m.message_sequence_number : 0;
+    auto rank = txn.Get(meta, "conv_rank");
+    c.rank = rank && rank->size() == 8 ? GetU64BE(*rank, 0) : 0;
+    std::string next;
+    PutU64BE(next, c.rank + 1);
+    MQ_RETURN_IF_ERROR(txn.Put(meta, "conv_rank", next));
+    MQ_RETURN_IF_ERROR(txn.Put(convs, GuidBytes(m.conversation_handle), EncodeConv(c)));
+    MQ_RETURN_IF_ERROR(txn.Put(conv_q, ConvQKey(q.id, m.conversation_handle), {}));
+    MQ_RETURN_IF_ERROR(TouchGroup(txn, q, c.group, [](GroupRecord& g) { g.convs++; }));
+    created.insert(m.conversation_handle);
+    cr = std::optional<ConvRecord>(std::move(c));
+  }
+  ConvRecord& c = **cr;
+  if (c.qid != q.id)
+    return Status(Code::kConversationNotFound,
+                  fmt::format("conversation {} belongs to another queue", handle_text), q.name);
+  if (c.state != ConvState::kOpen && !keep_identity)
+    return Status(Code::kConversationClosed,
+                  fmt::format("conversation {} has ended ({}): no more sends", handle_text,
+                              ConvStateName(c.state)),
+                  q.name);
+  if (!IsNil(m.conversation_group_id) && m.conversation_group_id != c.group) {
+    MQ_RETURN_IF_ERROR(MoveConversation(txn, q, m.conversation_handle, c,
+                                        m.conversation_group_id));
+  }
+  m.conversation_group_id = c.group;
+  m.priority = c.priority;
+  if (m.service_name.empty()) m.service_name = c.service;
+  if (m.service_contract_name.empty()) m.service_contract_name = c.contract;
+  if (keep_identity) {
+    c.next_seq = std::max(c.next_seq, m.message_sequence_number + 1);
+  } else {
+    m.message_sequence_number = c.next_seq++;
+    m.status = 1;
+  }
+  return txn.Put(convs, GuidBytes(m.conversation_handle), EncodeConv(c));
+}
+
+// MOVE CONVERSATION: the conversation and its available messages go to group `to`. Not
+// while either group is held by a receive (its order would change under the receiver).
+Status Store::Impl::MoveConversation(lmdb::Txn& txn, QueueInfo& q, const Guid& handle,
+                                     ConvRecord& c, const Guid& to) {
+  auto from_g = LoadGroup(txn, q.id, c.group);
+  if (!from_g.ok()) return from_g.status();
+  auto to_g = LoadGroup(txn, q.id, to);
+  if (!to_g.ok()) return to_g.status();
+  if (from_g->locked || to_g->locked)
+    return Status(Code::kSharingViolation,
+                  fmt::format("conversation group {} is locked by a receive; move the "
+                              "conversation when it is free",
+                              FormatGuid(from_g->locked ? c.group : to)),
+                  q.name);
+  std::string prefix = ConvMsgConvPrefix(q.id, c.group, c.priority, c.rank, handle);
+  std::vector<std::pair<std::string, std::string>> moved;
+  {
+    lmdb::Cursor cur(txn, conv_msgs);
+    for (bool on = cur.SeekGe(prefix); on && HasPrefix(cur.key(), prefix); on = cur.Next())
+      moved.emplace_back(std::string(cur.key()), std::string(cur.value()));
+  }
+  std::string new_prefix = ConvMsgConvPrefix(q.id, to, c.priority, c.rank, handle);
+  for (auto& [k, v] : moved) {
+    auto r = txn.Del(conv_msgs, k);
+    if (!r.ok()) return r.status();
+    MQ_RETURN_IF_ERROR(txn.Put(conv_msgs, new_prefix + k.substr(prefix.size()), v));
+  }
+  // Their conversation_group_id column follows, retained messages' too (none is Locked).
+  std::vector<uint64_t> lookups;
+  for (auto& kv : moved)
+    if (kv.second.size() == 8) lookups.push_back(GetU64BE(kv.second, 0));
+  {
+    std::string kept_prefix(GuidBytes(handle));
+    lmdb::Cursor cur(txn, conv_kept);
+    for (bool on = cur.SeekGe(kept_prefix); on && HasPrefix(cur.key(), kept_prefix);
+         on = cur.Next())
+      if (cur.value().size() == 8) lookups.push_back(GetU64BE(cur.value(), 0));
+  }
+  for (uint64_t lookup : lookups) {
+    Found f;
+    MQ_RETURN_IF_ERROR(LoadMessage(txn, q, lookup, f));
+    f.msg.conversation_group_id = to;
+    MQ_RETURN_IF_ERROR(Rewrite(txn, q, f.msg, f.size));
+  }
+  uint64_t n = c.count;
+  Guid from = c.group;
+  c.group = to;
+  MQ_RETURN_IF_ERROR(txn.Put(convs, GuidBytes(handle), EncodeConv(c)));
+  MQ_RETURN_IF_ERROR(TouchGroup(txn, q, from, [&](GroupRecord& g) {
+    g.convs -= std::min<uint64_t>(g.convs, 1);
+    g.count -= std::min(g.count, n);
+  }));
+  return TouchGroup(txn, q, to, [&](GroupRecord& g) {
+    g.convs++;
+    g.count += n;
+  });
+}
+
+Result<Store::Impl::GroupPick> Store::Impl::PickGroup(lmdb::Txn& txn, const QueueInfo& q,
+                                                      const Selection& sel) {
+  GroupPick p;
+  if (!IsNil(sel.conversation)) {
+    auto cr = LoadConv(txn, sel.conversation);
+    if (!cr.ok()) return cr.status();
+    if (!*cr || (*cr)->qid != q.id)
+      return Status(Code::kConversationNotFound,
+                    fmt::format("no conversation {} in this queue", FormatGuid(sel.conversation)),
+                    q.name);
+    auto g = LoadGroup(txn, q.id, (*cr)->group);
+    if (!g.ok()) return g.status();
+    if (g->locked) return p;  // held by another receive: nothing for us yet
+    p.kind = GroupPick::kGroup;
+    p.group = (*cr)->group;
+    p.prefix = ConvMsgConvPrefix(q.id, p.group, (*cr)->priority, (*cr)->rank, sel.conversation);
+    return p;
+  }
+  if (!IsNil(sel.group)) {
+    if (!txn.Get(groups, GroupKey(q.id, sel.group)))
+      return Status(Code::kConversationNotFound,
+                    fmt::format("no conversation group {} in this queue", FormatGuid(sel.group)),
+                    q.name);
+    auto g = LoadGroup(txn, q.id, sel.group);
+    if (!g.ok()) return g.status();
+    if (g->locked) return p;
+    p.kind = GroupPick::kGroup;
+    p.group = sel.group;
+    p.prefix = ConvMsgGroupPrefix(q.id, p.group);
+    return p;
+  }
+  std::string qprefix = QueueIdKey(q.id);
+  std::optional<std::string> best;
+  {
+    lmdb::Cursor c(txn, group_sel);
+    if (c.SeekGe(qprefix) && HasPrefix(c.key(), qprefix)) best = std::string(c.key());
+  }
+  {
+    // The plain head: the first `order` entry below the conversation bands.
+    lmdb::Cursor c(txn, order);
+    if (c.SeekGe(qprefix) && HasPrefix(c.key(), qprefix) && c.key().size() == 13 &&
+        static_cast<uint8_t>(c.key()[4]) < 8) {
+      // Whichever comes first in delivery order: priority, then arrival.
+      if (!best || c.key().substr(4, 9) < std::string_view(*best).substr(4, 9)) {
+        p.kind = GroupPick::kPlain;
+        return p;
+      }
+    }
+  }
+  if (!best) return p;
+  if (best->size() != kGroupSelKeySize)
+    return Status(Code::kCorrupted, "bad group_sel key", q.name);
+  p.kind = GroupPick::kGroup;
+  p.group = GuidFromBytes(std::string_view(*best).substr(13, 16));
+  p.prefix = ConvMsgGroupPrefix(q.id, p.group);
+  return p;
+}
+
+// The available messages under a conv_msgs prefix, in RECEIVE order; `limit` 0: all.
+Status Store::Impl::CollectGroup(lmdb::Txn& txn, const QueueInfo& q, const std::string& prefix,
+                                 uint64_t limit, std::vector<Found>& out) {
+  out.clear();
+  std::vector<uint64_t> lookups;
+  {
+    lmdb::Cursor c(txn, conv_msgs);
+    for (bool on = c.SeekGe(prefix);
+         on && HasPrefix(c.key(), prefix) && (limit == 0 || lookups.size() < limit);
+         on = c.Next()) {
+      if (c.value().size() != 8) return Status(Code::kCorrupted, "bad conv_msgs entry", q.name);
+      lookups.push_back(GetU64BE(c.value(), 0));
+    }
+  }
+  for (uint64_t lookup : lookups) {
+    Found f;
+    MQ_RETURN_IF_ERROR(LoadMessage(txn, q, lookup, f));
+    out.push_back(std::move(f));
+  }
+  return {};
+}
+
+// Whether a receive from the head should look at conversation groups at all: not when the
+// queue has no free group (one seek), unless it names one.
+bool Store::Impl::MayHaveGroups(const QueueRef& ref, const Selection& sel) {
+  if (!IsNil(sel.conversation) || !IsNil(sel.group)) return true;
+  auto txn = lmdb::Txn::Begin(env, false);
+  if (!txn.ok()) return true;
+  auto q = LoadQueue(*txn, ref.Full());
+  if (!q.ok() || !*q) return true;
+  std::string prefix = QueueIdKey((*q)->id);
+  lmdb::Cursor c(*txn, group_sel);
+  return c.SeekGe(prefix) && HasPrefix(c.key(), prefix);
+}
+
+// The validation of message type `name`: built in, or made by mq-admin message-type.
+Result<char> Store::Impl::TypeValidation(lmdb::Txn& txn, const std::string& name) {
+  if (char v = BuiltinValidation(name)) return v;
+  auto rec = txn.Get(msg_types, name);
+  if (!rec || rec->empty())
+    return Status(Code::kMessageTypeNotFound,
+                  fmt::format("no message type '{}' (mq-admin message-type create makes it)",
+                              name));
+  return (*rec)[0];
+}
+
+// Removes what a deleted queue leaves of its conversations and groups.
+Status Store::Impl::DropConversations(lmdb::Txn& txn, uint32_t qid) {
+  std::string prefix = QueueIdKey(qid);
+  for (lmdb::Dbi dbi : {conv_q, groups, group_sel, conv_msgs}) {
+    std::vector<std::string> keys;
+    {
+      lmdb::Cursor c(txn, dbi);
+      for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix); on = c.Next())
+        keys.emplace_back(c.key());
+    }
+    for (const std::string& k : keys) {
+      if (dbi == conv_q) {
+        Guid handle = GuidFromBytes(std::string_view(k).substr(4, 16));
+        std::string kept_prefix(GuidBytes(handle));
+        std::vector<std::string> kept;
+        {
+          lmdb::Cursor c(txn, conv_kept);
+          for (bool on = c.SeekGe(kept_prefix); on && HasPrefix(c.key(), kept_prefix);
+               on = c.Next())
+            kept.emplace_back(c.key());
+        }
+        for (const std::string& kk : kept) {
+          auto r = txn.Del(conv_kept, kk);
+          if (!r.ok()) return r.status();
+        }
+        auto r = txn.Del(convs, GuidBytes(handle));
+        if (!r.ok()) return r.status();
+      }
+      auto r = txn.Del(dbi, k);
+      if (!r.ok()) return r.status();
+    }
+  }
+  return {};
+}
+
+// One look at the conversation groups (LockAny decides when): Locks the messages of the best
+// free group (or of the group or conversation `sel` names) under a new lease, which is also
+// the group's lock. Null when there is none; `*try_plain` when plain messages come first in
+// delivery order.
+Result<std::unique_ptr<Lease>> Store::Impl::LockGroupOnce(const QueueRef& ref,
+                                                          const Selection& sel,
+                                                          const LockOptions& lo,
+                                                          bool count_delivery,
+                                                          int64_t& deadline, bool* try_plain) {
+  std::unique_ptr<Lease> lease(new Lease());
+  bool found = false;
+  Status w = WriteLight(
+      [&](lmdb::Txn& txn) -> Status {
+        *try_plain = false;
+        found = false;
+        int64_t now = NowMs();
+        uint64_t n = 0;
+        auto q = ReceivableQueue(txn, ref, now, &n);
+        if (!q.ok()) return q.status();
+        auto pick = PickGroup(txn, *q, sel);
+        if (!pick.ok()) return pick.status();
+        *try_plain = pick->kind == GroupPick::kPlain;
+        std::vector<Found> batch;
+        if (pick->kind == GroupPick::kGroup)
+          MQ_RETURN_IF_ERROR(CollectGroup(txn, *q, pick->prefix, sel.group_limit, batch));
+        if (batch.empty()) {
+          deadline = NextDeadline(txn, q->id);
+          return {};  // commits what Maintain did
+        }
+        LeaseRecord rec;
+        auto lease_id = BeginLease(*q, lo, now, *lease, rec);
+        if (!lease_id.ok()) return lease_id.status();
+        for (auto& f : batch) {
+          auto conv = ConvOf(txn, *q, f.msg);
+          if (!conv.ok()) return conv.status();
+          auto r = txn.Del(conv_msgs, ConvMsgKeyOf(*q, *conv, f.msg));
+          if (!r.ok()) return r.status();
+          MQ_RETURN_IF_ERROR(MarkLocked(txn, *q, f, *lease_id, count_delivery, rec, *lease));
+        }
+        uint64_t n_locked = batch.size();
+        MQ_RETURN_IF_ERROR(TouchGroup(txn, *q, pick->group, [&](GroupRecord& g) {
+          g.locked += n_locked;
+          g.holder = *lease_id;
+        }));
+        MQ_RETURN_IF_ERROR(txn.Put(leases, LeaseKey(q->id, *lease_id), EncodeLease(rec)));
+        MQ_RETURN_IF_ERROR(PutQueue(txn, *q));
+        found = true;
+        return {};
+      },
+      true);
+  if (!w.ok()) return w;
+  if (!found) return std::unique_ptr<Lease>();
+  return lease;
+}
+
+Status Store::CreateMessageType(const std::string& name, char validation) {
+  if (name.empty() || !IsValidUtf8(name) || Utf8Length(name) > kMaxMessageTypeName)
+    return Status(Code::kInvalidArg,
+                  fmt::format("a message type name is 1 to {} characters of UTF-8",
+                              kMaxMessageTypeName),
+                  name);
+  if (BuiltinValidation(name))
+    return Status(Code::kMessageTypeExists, "a built-in message type", name);
+  return impl_->Write([&](lmdb::Txn& txn) -> Status {
+    if (txn.Get(impl_->msg_types, name))
+      return Status(Code::kMessageTypeExists, "message type already exists", name);
+    std::string rec(1, validation);
+    PutU64BE(rec, static_cast<uint64_t>(NowMs()));
+    return txn.Put(impl_->msg_types, name, rec);
+  });
+}
+
+Status Store::DeleteMessageType(const std::string& name) {
+  if (BuiltinValidation(name))
+    return Status(Code::kInvalidArg, "built-in message types cannot be deleted", name);
+  return impl_->Write([&](lmdb::Txn& txn) -> Status {
+    auto r = txn.Del(impl_->msg_types, name);
+    if (!r.ok()) return r.status();
+    if (!*r) return Status(Code::kMessageTypeNotFound, "no such message type", name);
+    return {};
+  });
+}
+
+Result<std::vector<MessageTypeInfo>> Store::ListMessageTypes() {
+  std::vector<MessageTypeInfo> out;
+  for (std::string_view b :
+       {kDefaultMessageType, std::string_view("http://schemas.microsoft.com/SQL/ServiceBroker/"
+                                              "DialogTimer"),
+        kEndDialogType, kErrorType}) {
+    MessageTypeInfo t;
+    t.name = std::string(b);
+    t.validation = BuiltinValidation(b);
+    t.builtin = true;
+    out.push_back(std::move(t));
+  }
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  lmdb::Cursor c(*txn, impl_->msg_types);
+  for (bool on = c.First(); on; on = c.Next()) {
+    if (c.value().size() != 9) continue;
+    MessageTypeInfo t;
+    t.name = std::string(c.key());
+    t.validation = c.value()[0];
+    t.created = static_cast<int64_t>(GetU64BE(c.value(), 1));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+Result<uint64_t> Store::EndConversation(const Guid& handle, const EndOptions& o) {
+  uint64_t removed = 0;
+  uint32_t qid = 0;
+  std::string text = FormatGuid(handle);
+  // A conversation begun here through a link lives at the far store: its EndDialog (or
+  // Error) message goes there through out;LINK, after the conversation's other messages,
+  // and ends it there on arrival; here no more sends may follow it (RemoteConvPrepare).
+  std::optional<std::pair<std::string, std::string>> remote;
+  {
+    auto txn = lmdb::Txn::Begin(impl_->env, false);
+    if (!txn.ok()) return txn.status();
+    if (!txn->Get(impl_->convs, GuidBytes(handle))) {
+      auto r = impl_->FindRemoteConv(*txn, handle);
+      if (!r.ok()) return r.status();
+      remote = std::move(*r);
+    }
+  }
+  if (remote) {
+    Message m;
+    m.conversation_handle = handle;
+    m.message_type_name = std::string(o.error ? kErrorType : kEndDialogType);
+    m.validation = o.error ? 'X' : 'E';
+    if (o.error) {
+      m.body = ErrorBody(o.code, o.description);
+      m.body_type = kBodyXml;
+    }
+    AppendOptions ao;
+    ao.remote_queue = remote->second;
+    std::vector<Message> one{std::move(m)};
+    VectorSource src(one);
+    auto ref = ParseQueueRef(std::string(kOutgoingBase) + ";" + remote->first);
+    if (!ref.ok()) return ref.status();
+    Status sent = Append(*ref, ao, src, nullptr, nullptr);
+    // Ended before: as for a local conversation, only an --error is refused then.
+    if (sent.code() == Code::kConversationClosed && !o.error) return uint64_t{0};
+    if (!sent.ok()) return sent;
+    return uint64_t{0};
+  }
+  Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
+    removed = 0;
+    auto cr = impl_->LoadConv(txn, handle);
+    if (!cr.ok()) return cr.status();
+    if (!*cr) return Status(Code::kConversationNotFound, "no such conversation", text);
+    auto name = txn.Get(impl_->queue_ids, QueueIdKey((*cr)->qid));
+    if (!name) return Status(Code::kConversationNotFound, "the conversation's queue is gone", text);
+    auto lq = impl_->LoadQueue(txn, std::string(*name));
+    if (!lq.ok()) return lq.status();
+    if (!*lq) return Status(Code::kConversationNotFound, "the conversation's queue is gone", text);
+    QueueInfo& q = **lq;
+    qid = q.id;
+    // Its retained messages go (RETENTION keeps them until the conversation ends).
+    std::vector<uint64_t> kept;
+    {
+      std::string prefix(GuidBytes(handle));
+      lmdb::Cursor c(txn, impl_->conv_kept);
+      for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix); on = c.Next())
+        if (c.value().size() == 8) kept.push_back(GetU64BE(c.value(), 0));
+    }
+    for (uint64_t lookup : kept) {
+      Impl::Found f;
+      MQ_RETURN_IF_ERROR(impl_->LoadMessage(txn, q, lookup, f));
+      MQ_RETURN_IF_ERROR(impl_->RemoveMessage(txn, q, f.msg, f.size));
+      ++removed;
+    }
+    cr = impl_->LoadConv(txn, handle);  // the removals changed its counts
+    if (!cr.ok()) return cr.status();
+    ConvRecord c = **cr;
+    if (c.state == ConvState::kOpen) {
+      int64_t now = NowMs();
+      Message m;
+      m.conversation_handle = handle;
+      m.conversation_group_id = c.group;
+      m.message_type_name = std::string(o.error ? kErrorType : kEndDialogType);
+      m.validation = o.error ? 'X' : 'E';
+      if (o.error) {
+        m.body = ErrorBody(o.code, o.description);
+        m.body_type = kBodyXml;
+      }
+      m.priority = c.priority;
+      m.service_name = c.service;
+      m.service_contract_name = c.contract;
+      m.message_sequence_number = c.next_seq++;
+      m.sent_time = m.arrived_time = m.message_enqueue_time = now;
+      m.source_qm_guid = impl_->guid;
+      m.destination_queue = q.name;
+      c.state = o.error ? ConvState::kError : ConvState::kEnded;
+      MQ_RETURN_IF_ERROR(txn.Put(impl_->convs, GuidBytes(handle), EncodeConv(c)));
+      m.id = impl_->NewMessageId(q);
+      MQ_RETURN_IF_ERROR(impl_->InsertMessage(txn, q, m, 0));
+    } else if (o.error) {
+      return Status(Code::kConversationClosed,
+                    fmt::format("conversation already ended ({}); {} retained messages removed",
+                                ConvStateName(c.state), removed),
+                    text);
+    }
+    return impl_->PutQueue(txn, q);
+  });
+  if (!s.ok()) return s;
+  return removed;
+}
+
+Result<std::vector<ConversationInfo>> Store::ListConversations() {
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  std::vector<ConversationInfo> out;
+  lmdb::Cursor c(*txn, impl_->convs);
+  for (bool on = c.First(); on; on = c.Next()) {
+    if (c.key().size() != 16) continue;
+    ConvRecord r;
+    if (!DecodeConv(c.value(), r)) continue;
+    ConversationInfo ci;
+    ci.handle = GuidFromBytes(c.key());
+    ci.group = r.group;
+    auto name = txn->Get(impl_->queue_ids, QueueIdKey(r.qid));
+    ci.queue = name ? std::string(*name) : fmt::format("#{}", r.qid);
+    ci.state = ConvStateName(r.state);
+    ci.priority = r.priority;
+    ci.messages = r.count;
+    ci.next_seq = r.next_seq;
+    ci.service = r.service;
+    ci.contract = r.contract;
+    ci.created = r.created;
+    auto g = impl_->LoadGroup(*txn, r.qid, r.group);
+    if (g.ok() && g->locked) {
+      ci.locked = true;
+      ci.holder_lease = g->holder;
+      auto lv = txn->Get(impl_->leases, LeaseKey(r.qid, g->holder));
+      LeaseRecord lr;
+      if (lv && DecodeLease(*lv, lr) && lr.process) ci.holder_pid = lr.pid;
+    }
+    out.push_back(std::move(ci));
+  }
+  return out;
+}
+
+}  // namespace mq

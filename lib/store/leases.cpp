@@ -1,0 +1,537 @@
+// leases.cpp: transactional receive. A lease marks messages Locked (out of
+// `order`, into `locked`) under a lease record; a process lease is held through the flock on
+// its lock file (filelock.hpp), an expiring one by its token. Commit removes the messages,
+// rollback returns them to the same order keys; a dead holder's lease is rolled back by the
+// next writer that looks at the queue.
+#include "store/store_impl.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "base/codec.hpp"
+#include "store/conversation.hpp"
+#include "store/filelock.hpp"
+#include "store/lmdb.hpp"
+#include "base/paths.hpp"
+#include "base/units.hpp"
+#include "store/waiter.hpp"
+
+namespace mq {
+
+std::string Store::Impl::LeaseLockPath(uint32_t qid, uint64_t lease_id) {
+  return paths.locks_dir() + "/lease." + std::to_string(qid) + "." + std::to_string(lease_id);
+}
+
+// Ends a lease by removing its messages.
+// `held`, if given, is the lease object of this process: its messages are the records as
+// Locked (a Locked record does not change), so they need not be read and decoded again.
+Status Store::Impl::CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
+                                const LeaseRecord& rec, const Lease* held) {
+  bool known = held && held->messages_.size() == rec.keys.size() &&
+               held->sizes_.size() == rec.keys.size();
+  bool cleared = false;
+  if (known) {
+    auto all = ClearIfAllLocked(txn, q, lease_id, rec, *held);
+    if (!all.ok()) return all.status();
+    cleared = *all;
+  }
+  int64_t now = NowMs();
+  for (size_t i = 0; i < rec.keys.size(); ++i) {
+    const std::string& key = rec.keys[i];
+    if (!cleared) {
+      auto holder = txn.GetSeq(locked, key);  // RemoveMessage then deletes it from there
+      if (!holder || holder->size() != 8 || GetU64BE(*holder, 0) != lease_id) continue;
+    }
+    Found f;
+    if (known && held->messages_[i].lookup_id == GetU64BE(key, 5)) {
+      MQ_RETURN_IF_ERROR(Received(txn, q, held->messages_[i], now));
+      if (!q.retention) {
+        MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, held->messages_[i], held->sizes_[i],
+                                         cleared ? Held::kLockedCleared : Held::kLocked));
+        continue;
+      }
+      f.msg = held->messages_[i];
+      f.size = held->sizes_[i];
+    } else {
+      MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(key, 5), f));
+      MQ_RETURN_IF_ERROR(Received(txn, q, f.msg, now));
+    }
+    if (q.retention)
+      MQ_RETURN_IF_ERROR(Retain(txn, q, f, true));
+    else
+      MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, f.msg, f.size, Held::kLocked));
+  }
+  auto r = txn.Del(leases, LeaseKey(q.id, lease_id));
+  if (!r.ok()) return r.status();
+  return PutQueue(txn, q);
+}
+
+// Whether `locked` holds exactly the keys of this lease, all plain messages as `held` has
+// them (a lone drain); if so, it is now empty. One drop empties `locked` (LMDB frees its pages whole), where a
+// delete per key would move a key between pages at nearly every delete (LMDB rebalances a
+// page below a quarter full by borrowing from its neighbour, and a batch deletes in order).
+Result<bool> Store::Impl::ClearIfAllLocked(lmdb::Txn& txn, const QueueInfo& q,
+                                           uint64_t lease_id, const LeaseRecord& rec,
+                                           const Lease& held) {
+  constexpr size_t kWorthIt = 64;
+  // With RETENTION ON the messages stay (Retain): not a removal.
+  if (q.retention || rec.keys.size() < kWorthIt || txn.Count(locked) != rec.keys.size())
+    return false;
+  for (size_t i = 0; i < rec.keys.size(); ++i) {
+    const Message& m = held.messages_[i];
+    if (IsConvMessage(q, m) || m.lookup_id != GetU64BE(rec.keys[i], 5)) return false;
+    auto holder = txn.GetSeq(locked, rec.keys[i]);
+    if (!holder || holder->size() != 8 || GetU64BE(*holder, 0) != lease_id) return false;
+  }
+  MQ_RETURN_IF_ERROR(txn.Clear(locked));
+  return true;
+}
+
+// Ends a lease by returning its messages to their places (after `delay_ms`), abort count
+// + 1; a message rolled back max_retries times meets the queue's poison action. With
+// `count_abort` false (a release: the reader went away before it took the messages) they
+// return untouched, as if never received.
+Status Store::Impl::RollbackLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
+                                  const LeaseRecord& rec, int64_t delay_ms, int64_t now,
+                                  FinishReport* report, bool count_abort) {
+  if (delay_ms <= 0) delay_ms = q.retry_delay;  // the queue's --retry-delay
+  for (const std::string& key : rec.keys) {
+    auto holder = txn.Get(locked, key);
+    if (!holder || holder->size() != 8 || GetU64BE(*holder, 0) != lease_id) continue;
+    auto r = txn.Del(locked, key);
+    if (!r.ok()) return r.status();
+    q.locked -= std::min<uint64_t>(q.locked, 1);
+    Found f;
+    MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(key, 5), f));
+    Message& m = f.msg;
+    if (!count_abort) {
+      MQ_RETURN_IF_ERROR(txn.Put(order, key, {}));
+      if (IsConvMessage(q, m)) MQ_RETURN_IF_ERROR(ConvOnRestore(txn, q, m));
+      continue;
+    }
+    m.abort_count++;
+    bool poison = q.max_retries && m.abort_count >= q.max_retries;
+    // A conversation message returns at once: its group's order is its sequence.
+    if (!poison && delay_ms > 0 && !IsConvMessage(q, m)) {
+      m.visible_time = now + delay_ms;
+      MQ_RETURN_IF_ERROR(Rewrite(txn, q, m, f.size, &f.size));
+      MQ_RETURN_IF_ERROR(txn.Put(delays, DelayKey(q.id, m.visible_time, m.lookup_id), {}));
+      q.delayed++;
+      continue;
+    }
+    m.visible_time = 0;
+    MQ_RETURN_IF_ERROR(Rewrite(txn, q, m, f.size, &f.size));
+    MQ_RETURN_IF_ERROR(txn.Put(order, key, {}));  // the same key: the same place
+    if (IsConvMessage(q, m)) MQ_RETURN_IF_ERROR(ConvOnRestore(txn, q, m));
+    to_notify.insert(q.id);
+    if (!poison) continue;
+    switch (q.poison) {
+      case PoisonAction::kSubqueue: {
+        std::string to = q.name + ";poison";
+        MQ_RETURN_IF_ERROR(MoveMessage(txn, q, f, to, true, now));
+        if (report)
+          report->notes.push_back(fmt::format("message {} rolled back {} times: moved to {}",
+                                              m.lookup_id, m.abort_count, to));
+        break;
+      }
+      case PoisonAction::kDeadletter: {
+        std::string to = q.transactional ? "system;deadxact" : "system;deadletter";
+        uint64_t lookup = m.lookup_id;
+        MQ_RETURN_IF_ERROR(EmitAck(txn, q, m, kClassNackReceiveRejected, now));
+        m.msg_class = kClassNackReceiveRejected;
+        m.destination_queue = q.name;
+        MQ_RETURN_IF_ERROR(MoveMessage(txn, q, f, to, false, now));
+        if (report)
+          report->notes.push_back(fmt::format("message {} rolled back {} times: moved to {}",
+                                              lookup, m.abort_count, to));
+        break;
+      }
+      case PoisonAction::kDisable:
+        q.enabled = false;
+        q.modified_time = now;
+        if (report)
+          report->notes.push_back(fmt::format(
+              "message {} rolled back {} times: queue disabled (status OFF)", m.lookup_id,
+              m.abort_count));
+        break;
+    }
+  }
+  auto r = txn.Del(leases, LeaseKey(q.id, lease_id));
+  if (!r.ok()) return r.status();
+  to_notify.insert(q.id);
+  return PutQueue(txn, q);
+}
+
+Result<std::vector<Store::Impl::LeaseEntry>> Store::Impl::LeasesOf(lmdb::Txn& txn, uint32_t qid) {
+  std::vector<LeaseEntry> out;
+  if (qid == 0) return out;
+  std::string prefix = QueueIdKey(qid);
+  lmdb::Cursor c(txn, leases);
+  for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix); on = c.Next()) {
+    LeaseEntry e;
+    e.id = GetU64BE(c.key(), 4);
+    if (!DecodeLease(c.value(), e.rec))
+      return Status(Code::kCorrupted, "malformed lease record", fmt::format("#{}", qid));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+// Whether a lease's holder is gone: its lock file is not locked (process lease), or it
+// expired by `now` (token lease).
+bool Store::Impl::LeaseIsOver(uint32_t qid, const LeaseEntry& e, int64_t now) {
+  if (!e.rec.process) return e.rec.expires <= now;
+  auto held = FileLock::IsHeld(LeaseLockPath(qid, e.id));
+  return held.ok() && !*held;
+}
+
+// Returns the messages of dead or expired leases of `q`.
+Result<uint64_t> Store::Impl::RecoverLeases(lmdb::Txn& txn, QueueInfo& q, int64_t now) {
+  auto list = LeasesOf(txn, q.id);
+  if (!list.ok()) return list.status();
+  uint64_t n = 0;
+  for (const LeaseEntry& e : *list) {
+    if (!LeaseIsOver(q.id, e, now)) continue;
+    MQ_RETURN_IF_ERROR(RollbackLease(txn, q, e.id, e.rec, 0, now, nullptr));
+    if (e.rec.process) ::unlink(LeaseLockPath(q.id, e.id).c_str());
+    ++n;
+  }
+  return n;
+}
+
+// The queue a receive takes from, in the receive's write transaction: it must exist and be
+// enabled; what is due in it is done first (Maintain), and `*maintained` says how much.
+Result<QueueInfo> Store::Impl::ReceivableQueue(lmdb::Txn& txn, const QueueRef& ref, int64_t now,
+                                               uint64_t* maintained) {
+  auto q = FindQueue(txn, ref);
+  if (!q.ok()) return q.status();
+  if (!q->enabled) return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
+  auto n = Maintain(txn, *q, now);
+  if (!n.ok()) return n.status();
+  *maintained = *n;
+  return q;
+}
+
+// A new lease of `q` for messages about to be Locked in this transaction: its id and record,
+// and for a process lease its lock file, ours before the lease is visible to anyone. The lock
+// file is never unlinked here: if the transaction does not commit, the file stays (unlocked
+// once `lease` is gone) until sweep removes it under the writer lock, so no other process can
+// hold a lock on a name that no longer leads to its file.
+//
+// The file of an id not committed yet can still be locked: by a writer killed in its
+// transaction, as the kernel releases a dying process's robust mutexes (the LMDB writer lock)
+// before it closes its files, or by a process whose transaction failed and which has not
+// dropped its Lease yet. Neither can commit that id any more (we hold the writer lock), so
+// the lease takes the next id whose file is free.
+Result<uint64_t> Store::Impl::BeginLease(QueueInfo& q, const LockOptions& lo, int64_t now,
+                                         Lease& lease, LeaseRecord& rec) {
+  uint64_t lease_id = q.next_lease++;
+  rec = LeaseRecord();
+  rec.pid = ::getpid();
+  rec.since = now;
+  if (lo.lease_ms > 0) {
+    rec.process = false;
+    rec.expires = now + lo.lease_ms;
+    rec.secret = std::string(GuidBytes(NewGuid()));
+  } else {
+    if (lease.lock_fd_ >= 0) ::close(lease.lock_fd_);
+    lease.lock_fd_ = -1;
+    for (int tries = 1;; ++tries) {
+      lease.lock_path_ = LeaseLockPath(q.id, lease_id);
+      auto l = FileLock::Acquire(lease.lock_path_, file_mode, false);
+      if (l.ok()) {
+        lease.lock_fd_ = l->Detach();
+        break;
+      }
+      if (l.status().code() != Code::kSharingViolation || tries == 64) return l.status();
+      lease_id = q.next_lease++;
+    }
+  }
+  lease.messages_.clear();
+  lease.sizes_.clear();
+  lease.queue_ = q.name;
+  lease.qid_ = q.id;
+  lease.lease_id_ = lease_id;
+  lease.expires_ = rec.expires;
+  lease.token_.clear();
+  if (!rec.process) lease.token_ = fmt::format("{}.{}.{}", q.id, lease_id, HexEncode(rec.secret));
+  return lease_id;
+}
+
+// Marks the message `f` of `q` Locked under `lease_id`: out of `order`, into `locked` under the
+// same key. With `count_delivery` its delivery count rises (a transactional receive); a plain
+// receive leaves the record alone, as its messages are either removed once taken or returned
+// as if never received. The message moves into `lease`.
+Status Store::Impl::MarkLocked(lmdb::Txn& txn, QueueInfo& q, Found& f, uint64_t lease_id,
+                               bool count_delivery, LeaseRecord& rec, Lease& lease) {
+  std::string key = OrderKeyFor(q, f.msg);
+  auto r = txn.DelSeq(order, key);
+  if (!r.ok()) return r.status();
+  std::string holder;
+  PutU64BE(holder, lease_id);
+  // A batch Locks keys in increasing order, usually above every key Locked before.
+  MQ_RETURN_IF_ERROR(txn.PutAppend(locked, key, holder));
+  if (count_delivery) {
+    f.msg.delivery_count++;
+    MQ_RETURN_IF_ERROR(Rewrite(txn, q, f.msg, f.size, &f.size));
+  }
+  q.locked++;
+  rec.keys.push_back(std::move(key));
+  lease.messages_.push_back(std::move(f.msg));
+  lease.sizes_.push_back(f.size);
+  return {};
+}
+
+// One look for plain messages, without waiting: Locks what `sel` picks (up to a batch, after
+// `resume`) under a new lease, in one write transaction committed without the meta sync (a
+// lock lost to a power cut means only a redelivery). Null when nothing qualifies; then
+// `deadline` is when something may become due. On success `resume` is where the walk stopped;
+// it is cleared when maintenance changed the queue (returned or promoted messages).
+Result<std::unique_ptr<Lease>> Store::Impl::LockPlainOnce(const QueueRef& ref,
+                                                          const Selection& sel,
+                                                          const LockOptions& lo,
+                                                          bool count_delivery,
+                                                          std::string& resume,
+                                                          int64_t& deadline) {
+  std::unique_ptr<Lease> lease(new Lease());
+  bool found = false;
+  std::string walked;
+  Status w = WriteLight(
+      [&](lmdb::Txn& txn) -> Status {
+        found = false;
+        int64_t now = NowMs();
+        uint64_t n = 0;
+        auto q = ReceivableQueue(txn, ref, now, &n);
+        if (!q.ok()) return q.status();
+        std::string from = n ? std::string() : resume;
+        std::vector<Found> batch;
+        uint64_t limit = sel.limit ? sel.limit : UINT64_MAX;
+        MQ_RETURN_IF_ERROR(
+            Collect(txn, *q, sel, from, std::min<uint64_t>(limit, kLockBatchCount), batch));
+        if (batch.empty()) {
+          deadline = NextDeadline(txn, q->id);
+          return {};  // commits what Maintain did
+        }
+        LeaseRecord rec;
+        auto lease_id = BeginLease(*q, lo, now, *lease, rec);
+        if (!lease_id.ok()) return lease_id.status();
+        walked = batch.back().walk_key;
+        lease->messages_.reserve(batch.size());
+        lease->sizes_.reserve(batch.size());
+        for (auto& f : batch)
+          MQ_RETURN_IF_ERROR(MarkLocked(txn, *q, f, *lease_id, count_delivery, rec, *lease));
+        MQ_RETURN_IF_ERROR(txn.Put(leases, LeaseKey(q->id, *lease_id), EncodeLease(rec)));
+        MQ_RETURN_IF_ERROR(PutQueue(txn, *q));
+        found = true;
+        return {};
+      },
+      true);
+  if (!w.ok()) return w;
+  if (!found) return std::unique_ptr<Lease>();
+  resume = walked;
+  return lease;
+}
+
+// One look from the head of a queue that may hold conversation groups (Service Broker
+// RECEIVE): Locks the best free group's messages, or, when plain messages come first in
+// delivery order, plain ones (`*group` tells which). For other selections, plain messages.
+// Null when nothing qualifies.
+Result<std::unique_ptr<Lease>> Store::Impl::LockAny(const QueueRef& ref, const Selection& sel,
+                                                    const LockOptions& lo, bool count_delivery,
+                                                    std::string& resume, int64_t& deadline,
+                                                    bool* group) {
+  *group = false;
+  Selection plain = sel;
+  plain.plain_only = true;
+  plain.refuse_conversation =
+      sel.anchor == Anchor::kId || sel.anchor == Anchor::kAt || sel.anchor == Anchor::kLast;
+  if (!GroupCandidate(sel)) return LockPlainOnce(ref, plain, lo, count_delivery, resume, deadline);
+  // A few rounds at most: another receiver may take what one look chose.
+  for (int round = 0; round < 16; ++round) {
+    bool try_plain = !MayHaveGroups(ref, sel);
+    if (!try_plain) {
+      auto l = LockGroupOnce(ref, sel, lo, count_delivery, deadline, &try_plain);
+      if (!l.ok()) return l.status();
+      if (*l) {
+        *group = true;
+        return l;
+      }
+      if (!try_plain) return l;
+    }
+    auto l = LockPlainOnce(ref, plain, lo, count_delivery, resume, deadline);
+    if (!l.ok() || *l) return l;
+    if (MayHaveGroups(ref, sel)) continue;  // its recovery freed a group
+    return l;
+  }
+  return std::unique_ptr<Lease>();
+}
+
+// Writes a lease's messages to `sink` with no transaction open (the token first for an
+// expiring lease); with `wait_taken`, returns only once the reader has taken them.
+Status Store::Impl::Deliver(Lease& lease, MessageSink& sink, bool wait_taken) {
+  if (!lease.token_.empty()) sink.SetLease(lease.token_, lease.expires_);
+  for (const Message& m : lease.messages_) MQ_RETURN_IF_ERROR(sink.Add(m));
+  MQ_RETURN_IF_ERROR(sink.Flush());
+  return wait_taken ? sink.Taken() : Status();
+}
+
+// Ends a lease: commit removes its messages (with journal copies, acks, retention), rollback
+// returns them (abort count + 1, unless `count_abort` is false: a release). `light` commits
+// without the meta sync. The lock file goes only after the commit: until then the lease is ours.
+Status Store::Impl::EndLease(Lease& lease, bool commit, int64_t delay_ms, FinishReport* report,
+                             bool light, bool count_abort) {
+  if (lease.finished_) return Status(Code::kTransactionUsage, "lease already ended", lease.queue_);
+  auto fn = [&](lmdb::Txn& txn) -> Status {
+    auto q = LoadQueue(txn, lease.queue_);
+    if (!q.ok()) return q.status();
+    if (!*q || (*q)->id != lease.qid_) return {};  // the queue was deleted: nothing to do
+    auto v = txn.Get(leases, LeaseKey(lease.qid_, lease.lease_id_));
+    LeaseRecord rec;
+    if (!v || !DecodeLease(*v, rec))
+      return Status(Code::kTransactionUsage, "the lease is gone (expired or returned)",
+                    lease.queue_);
+    if (commit) return CommitLease(txn, **q, lease.lease_id_, rec, &lease);
+    return RollbackLease(txn, **q, lease.lease_id_, rec, delay_ms, NowMs(), report, count_abort);
+  };
+  Status s = light ? WriteLight(fn, true) : Write(fn);
+  return CloseLease(lease, s);
+}
+
+// After the transaction that ended `lease` (`s`: its outcome): the lock file goes only after
+// a commit (until then the lease is ours), and the lease is over either way.
+Status Store::Impl::CloseLease(Lease& lease, Status s) {
+  if (lease.lock_fd_ >= 0) {
+    if (s.ok()) ::unlink(lease.lock_path_.c_str());
+    ::close(lease.lock_fd_);
+    lease.lock_fd_ = -1;
+  }
+  lease.finished_ = true;
+  return s;
+}
+
+Result<std::unique_ptr<Lease>> Store::Lock(const QueueRef& ref, const Selection& sel,
+                                           const ReadOptions& ro, const LockOptions& lo,
+                                           MessageSink* sink) {
+  if (sel.anchor == Anchor::kArrival || sel.include_locked)
+    return Status(Code::kInvalidArg, "a receive takes visible messages only", ref.Full());
+  std::unique_ptr<Lease> lease;
+  Status s = impl_->WaitLoop(ref, ro, [&](bool, int64_t& deadline) -> Status {
+    std::string resume;
+    bool group = false;
+    auto l = impl_->LockAny(ref, sel, lo, lo.count_delivery, resume, deadline, &group);
+    if (!l.ok()) return l.status();
+    if (!*l) return Status(Code::kMessageNotFound, "no message", ref.Full());
+    lease = std::move(*l);
+    return {};
+  });
+  if (!s.ok()) return s;
+  if (sink) {
+    // Printed after the commit: output that cannot be written returns the messages untouched.
+    Status out = Impl::Deliver(*lease, *sink, false);
+    if (!out.ok()) {
+      Status back = impl_->EndLease(*lease, false, 0, nullptr, true, false);
+      if (!back.ok()) return Status(out.code(), fmt::format("{}; and the messages could not be "
+                                                            "returned ({}): the lease expires",
+                                                            out.text(), back.text()),
+                                    out.subject());
+      return Status(out.code(), fmt::format("{}; nothing was removed", out.text()),
+                    out.subject());
+    }
+  }
+  return lease;
+}
+
+Status Store::Finish(Lease& lease, bool commit, int64_t delay_ms, FinishReport* report) {
+  return impl_->EndLease(lease, commit, delay_ms, report, false, true);
+}
+
+Status Store::Release(Lease& lease) {
+  return impl_->EndLease(lease, false, 0, nullptr, false, false);
+}
+
+Lease::~Lease() {
+  // Unfinished: closing the lock file hands the messages to the next reader, as a death would.
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+}
+
+Status Store::FinishToken(const std::string& token, bool commit, int64_t delay_ms,
+                          FinishReport* report) {
+  Status unknown(Code::kTransactionUsage, "unknown or expired lease token", token);
+  unsigned long long qid = 0, lease_id = 0;
+  char hex[64] = {0};
+  if (std::sscanf(token.c_str(), "%llu.%llu.%32[0-9a-f]", &qid, &lease_id, hex) != 3 ||
+      std::strlen(hex) != 32 || qid > UINT32_MAX)
+    return Status(Code::kInvalidArg, "invalid lease token", token);
+  auto secret = HexDecode(hex);
+  bool expired = false;
+  std::string queue;
+  Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
+    expired = false;
+    auto name = txn.Get(impl_->queue_ids, QueueIdKey(static_cast<uint32_t>(qid)));
+    if (!name) return unknown;
+    queue = std::string(*name);
+    auto q = impl_->LoadQueue(txn, queue);
+    if (!q.ok()) return q.status();
+    if (!*q) return unknown;
+    auto v = txn.Get(impl_->leases, LeaseKey(static_cast<uint32_t>(qid), lease_id));
+    LeaseRecord rec;
+    if (!v || !DecodeLease(*v, rec) || rec.process || rec.secret != *secret) return unknown;
+    int64_t now = NowMs();
+    if (rec.expires <= now) {
+      // Expired: it rolls back by itself, here if no one did yet; the token changes nothing.
+      expired = true;
+      return impl_->RollbackLease(txn, **q, lease_id, rec, 0, now, report);
+    }
+    if (commit) return impl_->CommitLease(txn, **q, lease_id, rec);
+    return impl_->RollbackLease(txn, **q, lease_id, rec, delay_ms, now, report);
+  });
+  if (!s.ok()) return s;
+  if (expired)
+    return Status(Code::kTransactionUsage, "the lease expired; its messages were returned", token);
+  return {};
+}
+
+Result<std::vector<LeaseInfo>> Store::ListLeases() {
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  std::vector<LeaseInfo> out;
+  int64_t now = NowMs();
+  lmdb::Cursor c(*txn, impl_->leases);
+  for (bool on = c.First(); on; on = c.Next()) {
+    if (c.key().size() != 12) continue;
+    uint32_t qid = GetU32BE(c.key(), 0);
+    Impl::LeaseEntry e;
+    e.id = GetU64BE(c.key(), 4);
+    if (!DecodeLease(c.value(), e.rec)) continue;
+    LeaseInfo li;
+    auto name = txn->Get(impl_->queue_ids, QueueIdKey(qid));
+    li.queue = name ? std::string(*name) : fmt::format("#{}", qid);
+    li.lease_id = e.id;
+    li.process = e.rec.process;
+    li.pid = e.rec.pid;
+    li.since = e.rec.since;
+    li.expires = e.rec.expires;
+    li.alive = !impl_->LeaseIsOver(qid, e, now);
+    for (const auto& k : e.rec.keys) li.lookup_ids.push_back(GetU64BE(k, 5));
+    out.push_back(std::move(li));
+  }
+  return out;
+}
+
+}  // namespace mq

@@ -1,0 +1,142 @@
+// queue.cpp: encoding of queue catalog records.
+#include "store/queue.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "base/codec.hpp"
+
+namespace mq {
+
+namespace {
+
+constexpr uint8_t kQueueVersion = 1;
+
+// Never renumber or reuse a tag.
+enum Tag : uint32_t {
+  kTagId = 1,
+  kTagLabel = 2,
+  kTagQuota = 3,
+  kTagMaxMessageSize = 4,
+  kTagDisabled = 5,
+  kTagCreated = 6,
+  kTagModified = 7,
+  kTagCount = 8,
+  kTagBytes = 9,
+  kTagNextLookup = 10,
+  kTagDelayed = 11,
+  kTagLocked = 12,
+  kTagTransactional = 13,
+  kTagMaxRetries = 14,
+  kTagPoison = 15,
+  kTagDedupWindow = 16,
+  kTagNextLease = 17,
+  kTagTxSequenceId = 18,
+  kTagTxNextSeq = 19,
+  kTagSentTotal = 20,
+  kTagReceivedTotal = 21,
+  kTagRetryDelay = 22,
+  kTagIdGuid = 23,
+  kTagIdCounter = 24,
+  kTagJournal = 30,
+  kTagJournalQuota = 31,
+  kTagJournalDropped = 32,
+  // 40 and up: conversations (issue 5).
+  kTagRetention = 40,
+  kTagRetained = 41,
+};
+
+}  // namespace
+
+std::string EncodeQueue(const QueueInfo& q) {
+  std::string out(1, static_cast<char>(kQueueVersion));
+  TlvWriter w(out);
+  w.Uint(kTagId, q.id);
+  w.BytesIfNotEmpty(kTagLabel, q.label);
+  w.UintIfNot(kTagQuota, q.quota, 0);
+  w.UintIfNot(kTagMaxMessageSize, q.max_message_size, kDefaultMaxMessageSize);
+  w.UintIfNot(kTagDisabled, q.enabled ? 0 : 1, 0);
+  w.Uint(kTagCreated, static_cast<uint64_t>(q.created_time));
+  w.Uint(kTagModified, static_cast<uint64_t>(q.modified_time));
+  w.Uint(kTagCount, q.count);
+  w.Uint(kTagBytes, q.bytes);
+  w.Uint(kTagNextLookup, q.next_lookup);
+  w.UintIfNot(kTagDelayed, q.delayed, 0);
+  w.UintIfNot(kTagLocked, q.locked, 0);
+  w.UintIfNot(kTagTransactional, q.transactional ? 1 : 0, 0);
+  w.UintIfNot(kTagMaxRetries, q.max_retries, kDefaultMaxRetries);
+  w.UintIfNot(kTagPoison, static_cast<uint8_t>(q.poison), 0);
+  w.UintIfNot(kTagDedupWindow, static_cast<uint64_t>(q.dedup_window), kDefaultDedupWindow);
+  w.UintIfNot(kTagNextLease, q.next_lease, 1);
+  w.UintIfNot(kTagTxSequenceId, q.tx_sequence_id, 0);
+  w.UintIfNot(kTagTxNextSeq, q.tx_next_seq, 1);
+  w.UintIfNot(kTagSentTotal, q.sent_total, 0);
+  w.UintIfNot(kTagReceivedTotal, q.received_total, 0);
+  w.UintIfNot(kTagRetryDelay, static_cast<uint64_t>(q.retry_delay), 0);
+  w.BytesIfNotEmpty(kTagIdGuid, q.id_guid);
+  w.UintIfNot(kTagIdCounter, q.id_counter, 0);
+  w.UintIfNot(kTagJournal, q.journal ? 1 : 0, 0);
+  w.UintIfNot(kTagJournalQuota, q.journal_quota, 0);
+  w.UintIfNot(kTagJournalDropped, q.journal_dropped, 0);
+  w.UintIfNot(kTagRetention, q.retention ? 1 : 0, 0);
+  w.UintIfNot(kTagRetained, q.retained, 0);
+  return out;
+}
+
+Status DecodeQueue(std::string_view record, QueueInfo& q) {
+  if (record.empty() || record[0] == 0) return Status(Code::kCorrupted, "bad queue record");
+  if (static_cast<uint8_t>(record[0]) > kQueueVersion)
+    return Status(Code::kError, "queue record is newer than this mq understands; upgrade mq");
+  QueueInfo d;
+  d.name = std::move(q.name);
+  TlvReader r(record.substr(1));
+  while (r.Next()) {
+    switch (r.tag()) {
+      case kTagId: d.id = static_cast<uint32_t>(r.uint()); break;
+      case kTagLabel: d.label = r.bytes(); break;
+      case kTagQuota: d.quota = r.uint(); break;
+      case kTagMaxMessageSize: d.max_message_size = r.uint(); break;
+      case kTagDisabled: d.enabled = r.uint() == 0; break;
+      case kTagCreated: d.created_time = static_cast<int64_t>(r.uint()); break;
+      case kTagModified: d.modified_time = static_cast<int64_t>(r.uint()); break;
+      case kTagCount: d.count = r.uint(); break;
+      case kTagBytes: d.bytes = r.uint(); break;
+      case kTagNextLookup: d.next_lookup = r.uint(); break;
+      case kTagDelayed: d.delayed = r.uint(); break;
+      case kTagLocked: d.locked = r.uint(); break;
+      case kTagTransactional: d.transactional = r.uint() != 0; break;
+      case kTagMaxRetries: d.max_retries = static_cast<uint32_t>(r.uint()); break;
+      case kTagPoison: d.poison = static_cast<PoisonAction>(std::min<uint64_t>(r.uint(), 2)); break;
+      case kTagDedupWindow: d.dedup_window = static_cast<int64_t>(r.uint()); break;
+      case kTagNextLease: d.next_lease = r.uint(); break;
+      case kTagTxSequenceId: d.tx_sequence_id = r.uint(); break;
+      case kTagTxNextSeq: d.tx_next_seq = static_cast<uint32_t>(r.uint()); break;
+      case kTagSentTotal: d.sent_total = r.uint(); break;
+      case kTagReceivedTotal: d.received_total = r.uint(); break;
+      case kTagRetryDelay: d.retry_delay = static_cast<int64_t>(r.uint()); break;
+      case kTagIdGuid: d.id_guid = r.bytes(); break;
+      case kTagIdCounter: d.id_counter = static_cast<uint32_t>(r.uint()); break;
+      case kTagJournal: d.journal = r.uint() != 0; break;
+      case kTagJournalQuota: d.journal_quota = r.uint(); break;
+      case kTagJournalDropped: d.journal_dropped = r.uint(); break;
+      case kTagRetention: d.retention = r.uint() != 0; break;
+      case kTagRetained: d.retained = r.uint(); break;
+      default: break;
+    }
+  }
+  if (r.error()) return Status(Code::kCorrupted, "malformed queue record");
+  q = std::move(d);
+  return {};
+}
+
+const char* PoisonName(PoisonAction a) {
+  switch (a) {
+    case PoisonAction::kSubqueue: return "subqueue";
+    case PoisonAction::kDeadletter: return "deadletter";
+    case PoisonAction::kDisable: return "disable";
+  }
+  return "subqueue";
+}
+
+}  // namespace mq

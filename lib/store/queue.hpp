@@ -1,0 +1,82 @@
+// queue.hpp: a queue's catalog record (the value in the `queues` database).
+//
+// Version byte 1, then TLV fields (codec.hpp) as for messages: absent fields take defaults.
+// A subqueue ("orders;poison") or journal ("orders;journal") is a catalog entry of its own,
+// made when first written; the system queues are made with the store.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "base/message.hpp"
+#include "base/status.hpp"
+
+namespace mq {
+
+inline constexpr uint32_t kDefaultMaxRetries = 5;
+inline constexpr int64_t kDefaultDedupWindow = 5 * 60 * 1000;
+
+// What happens to a message rolled back max_retries times.
+enum class PoisonAction : uint8_t {
+  kSubqueue = 0,    // move to QUEUE;poison (MSMQ 4 poison subqueue)
+  kDeadletter = 1,  // move to system;deadletter (system;deadxact for a transactional queue)
+  kDisable = 2,     // Service Broker: set the queue's status OFF
+};
+const char* PoisonName(PoisonAction a);
+
+struct QueueInfo {
+  std::string name;  // the key, e.g. "orders" or "orders;poison"
+  uint32_t id = 0;
+  std::string label;
+  uint64_t quota = 0;  // bytes of records; 0: no limit
+  uint64_t max_message_size = kDefaultMaxMessageSize;
+  bool enabled = true;  // Service Broker STATUS
+  int64_t created_time = 0;
+  int64_t modified_time = 0;
+  // Counters, kept in every transaction that changes the queue.
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  uint64_t next_lookup = 1;
+  uint64_t delayed = 0;  // of `count`: stored but not visible yet (delayed delivery)
+  uint64_t locked = 0;   // of `count`: held by an open transactional receive or lease
+
+  // Transactions and poison messages.
+  bool transactional = false;  // accepts only transactional sends (--tx)
+  uint32_t max_retries = kDefaultMaxRetries;
+  PoisonAction poison = PoisonAction::kSubqueue;
+  int64_t dedup_window = kDefaultDedupWindow;  // ms
+  // A message rolled back (a failed --exec, a nack, a dead holder) is visible again after
+  // this long, ms (beanstalkd's release with delay, SQS's visibility timeout); 0: at once.
+  int64_t retry_delay = 0;
+  uint64_t next_lease = 1;
+  uint64_t tx_sequence_id = 0;  // MS-MQQB TxSequenceID of sends into this queue
+  uint32_t tx_next_seq = 1;     // the next TxSequenceNumber
+  // Since the queue was made: messages that entered it (sends, moves, acks, journal copies;
+  // a delayed message once, when sent) and messages received from it (committed).
+  uint64_t sent_total = 0;
+  uint64_t received_total = 0;
+  // The source of the ids of messages made in this queue ({GUID}\counter, MSMQ's form):
+  // kept in the record that every send writes anyway, so a send touches no shared counter.
+  // Empty until the first id; a spent counter starts again under a fresh GUID.
+  std::string id_guid;  // 16 bytes
+  uint32_t id_counter = 0;
+
+  // Journals (target journaling): a copy of each received message goes to NAME;journal, up
+  // to journal_quota bytes there (0: no limit); copies left out because it was full are
+  // counted in journal_dropped.
+  bool journal = false;
+  uint64_t journal_quota = 0;
+  uint64_t journal_dropped = 0;
+  // Service Broker RETENTION: a received message stays with status 0.
+  bool retention = false;
+  uint64_t retained = 0;  // of `count`: retained messages (status 0)
+
+  bool operator==(const QueueInfo&) const = default;
+};
+
+std::string EncodeQueue(const QueueInfo& q);
+// Decodes a record; `name` is left as it is in `q`.
+Status DecodeQueue(std::string_view record, QueueInfo& q);
+
+}  // namespace mq

@@ -1,0 +1,337 @@
+// queues.cpp: the catalog (the `queues` and `queue_ids` databases and the meta
+// counters): loading, creating, updating, deleting, listing, stat and purge of queues.
+#include "store/store_impl.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "base/codec.hpp"
+#include "store/conversation.hpp"
+#include "store/filelock.hpp"
+#include "store/lmdb.hpp"
+#include "base/paths.hpp"
+#include "base/units.hpp"
+#include "store/waiter.hpp"
+
+namespace mq {
+
+Result<std::optional<QueueInfo>> Store::Impl::LoadQueue(lmdb::Txn& txn, const std::string& name) {
+  auto v = txn.Get(queues, name);
+  if (!v) return std::optional<QueueInfo>();
+  QueueInfo q;
+  q.name = name;
+  Status s = DecodeQueue(*v, q);
+  if (!s.ok()) return s.WithSubject(name);
+  return std::optional<QueueInfo>(std::move(q));
+}
+
+// The queue a reference names. A subqueue or journal of an existing queue that was never
+// written reads as an empty queue with id 0.
+Result<QueueInfo> Store::Impl::FindQueue(lmdb::Txn& txn, const QueueRef& ref) {
+  auto q = LoadQueue(txn, ref.Full());
+  if (!q.ok()) return q.status();
+  if (*q) return std::move(**q);
+  if (ref.IsSub() && !ref.IsSystem()) {
+    auto base = LoadQueue(txn, ref.base);
+    if (!base.ok()) return base.status();
+    if (*base) {
+      QueueInfo empty;
+      empty.name = ref.Full();
+      return empty;
+    }
+  }
+  return Status(Code::kQueueNotFound, "no such queue", ref.Full());
+}
+
+Status Store::Impl::PutQueue(lmdb::Txn& txn, const QueueInfo& q) {
+  return txn.Put(queues, q.name, EncodeQueue(q));
+}
+
+Result<uint32_t> Store::Impl::MetaU32(lmdb::Txn& txn, std::string_view key, uint32_t dflt) {
+  auto v = txn.Get(meta, key);
+  if (!v) return dflt;
+  if (v->size() != 4) return Status(Code::kCorrupted, fmt::format("bad meta record {}", key));
+  return GetU32BE(*v, 0);
+}
+
+Status Store::Impl::PutMetaU32(lmdb::Txn& txn, std::string_view key, uint32_t v) {
+  std::string b;
+  PutU32BE(b, v);
+  return txn.Put(meta, key, b);
+}
+
+Result<QueueInfo> Store::Impl::NewQueue(lmdb::Txn& txn, const std::string& name) {
+  // "out" would have subqueues out;X, the outgoing queue of link X. A queue of that name made
+  // before links existed stays usable (names.hpp): only making one is refused.
+  if (name == kOutgoingBase)
+    return Status(Code::kIllegalQueuePathname,
+                  "invalid queue name: 'out' is reserved: out;LINK is the outgoing queue of the "
+                  "link LINK",
+                  name);
+  auto next = MetaU32(txn, "next_queue_id", 1);
+  if (!next.ok()) return next.status();
+  QueueInfo q;
+  q.name = name;
+  q.id = *next;
+  q.created_time = q.modified_time = NowMs();
+  MQ_RETURN_IF_ERROR(PutMetaU32(txn, "next_queue_id", *next + 1));
+  MQ_RETURN_IF_ERROR(txn.Put(queue_ids, QueueIdKey(q.id), name));
+  MQ_RETURN_IF_ERROR(PutQueue(txn, q));
+  return q;
+}
+
+Result<QueueInfo> Store::Impl::LoadOrCreate(lmdb::Txn& txn, const std::string& name) {
+  auto q = LoadQueue(txn, name);
+  if (!q.ok()) return q.status();
+  if (*q) return std::move(**q);
+  return NewQueue(txn, name);
+}
+
+namespace {
+
+void ApplySettings(QueueInfo& q, const QueueSettings& s) {
+  if (s.label) q.label = *s.label;
+  if (s.quota) q.quota = *s.quota;
+  if (s.max_message_size) q.max_message_size = *s.max_message_size;
+  if (s.enabled) q.enabled = *s.enabled;
+  if (s.max_retries) q.max_retries = *s.max_retries;
+  if (s.poison) q.poison = *s.poison;
+  if (s.dedup_window) q.dedup_window = *s.dedup_window;
+  if (s.retry_delay) q.retry_delay = *s.retry_delay;
+  if (s.journal) q.journal = *s.journal;
+  if (s.journal_quota) q.journal_quota = *s.journal_quota;
+  if (s.retention) q.retention = *s.retention;
+}
+
+// For CreateQueue with exist_ok: the settings given that the existing queue does not have,
+// as "quota 1048576, not 2097152"; empty when every one given matches.
+std::string SettingsConflicts(const QueueInfo& q, const QueueSettings& s) {
+  std::vector<std::string> out;
+  auto differs = [&out](bool differ, const char* name, const std::string& have,
+                        const std::string& asked) {
+    if (differ) out.push_back(fmt::format("{} {}, not {}", name, have, asked));
+  };
+  auto on_off = [](bool b) { return std::string(b ? "on" : "off"); };
+  if (s.label) differs(*s.label != q.label, "label", fmt::format("'{}'", q.label),
+                       fmt::format("'{}'", *s.label));
+  if (s.quota) differs(*s.quota != q.quota, "quota", std::to_string(q.quota),
+                       std::to_string(*s.quota));
+  if (s.max_message_size)
+    differs(*s.max_message_size != q.max_message_size, "max-message-size",
+            std::to_string(q.max_message_size), std::to_string(*s.max_message_size));
+  if (s.transactional)
+    differs(*s.transactional != q.transactional, "transactional", on_off(q.transactional),
+            on_off(*s.transactional) + " (fixed at creation)");
+  if (s.max_retries)
+    differs(*s.max_retries != q.max_retries, "max-retries", std::to_string(q.max_retries),
+            std::to_string(*s.max_retries));
+  if (s.poison)
+    differs(*s.poison != q.poison, "poison", PoisonName(q.poison), PoisonName(*s.poison));
+  if (s.dedup_window)
+    differs(*s.dedup_window != q.dedup_window, "dedup-window", FormatDuration(q.dedup_window),
+            FormatDuration(*s.dedup_window));
+  if (s.retry_delay)
+    differs(*s.retry_delay != q.retry_delay, "retry-delay", FormatDuration(q.retry_delay),
+            FormatDuration(*s.retry_delay));
+  if (s.journal) differs(*s.journal != q.journal, "journal", on_off(q.journal), on_off(*s.journal));
+  if (s.journal_quota)
+    differs(*s.journal_quota != q.journal_quota, "journal-quota", std::to_string(q.journal_quota),
+            std::to_string(*s.journal_quota));
+  if (s.retention)
+    differs(*s.retention != q.retention, "retention", on_off(q.retention), on_off(*s.retention));
+  std::string joined;
+  for (const std::string& d : out) joined += (joined.empty() ? "" : "; ") + d;
+  return joined;
+}
+
+}  // namespace
+
+Status Store::CreateQueue(const QueueRef& ref, const QueueSettings& settings, bool exist_ok) {
+  if (ref.IsSub() || ref.IsSystem())
+    return Status(Code::kUnsupportedFormatnameOperation,
+                  "only plain queue names can be created (subqueues and journals come with "
+                  "their queue)",
+                  ref.Full());
+  return impl_->Write([&](lmdb::Txn& txn) -> Status {
+    auto existing = impl_->LoadQueue(txn, ref.Full());
+    if (!existing.ok()) return existing.status();
+    if (*existing && exist_ok) {
+      std::string conflicts = SettingsConflicts(**existing, settings);
+      if (conflicts.empty()) return Status();
+      return Status(Code::kQueueExists,
+                    fmt::format("queue exists with other settings: {}", conflicts),
+                    ref.Full());
+    }
+    if (*existing) return Status(Code::kQueueExists, "queue already exists", ref.Full());
+    auto q = impl_->NewQueue(txn, ref.Full());
+    if (!q.ok()) return q.status();
+    ApplySettings(*q, settings);
+    if (settings.transactional) q->transactional = *settings.transactional;
+    return impl_->PutQueue(txn, *q);
+  });
+}
+
+Status Store::UpdateQueue(const QueueRef& ref, const QueueSettings& settings) {
+  uint32_t qid = 0;
+  Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
+    auto q = impl_->LoadQueue(txn, ref.Full());
+    if (!q.ok()) return q.status();
+    if (!*q) return Status(Code::kQueueNotFound, "no such queue", ref.Full());
+    QueueInfo& info = **q;
+    if (settings.transactional && *settings.transactional != info.transactional)
+      return Status(Code::kTransactionUsage,
+                    "whether a queue is transactional is fixed when it is created", info.name);
+    ApplySettings(info, settings);
+    info.modified_time = NowMs();
+    qid = info.id;
+    return impl_->PutQueue(txn, info);
+  });
+  if (s.ok()) impl_->Notify(qid);
+  return s;
+}
+
+Status Store::DeleteQueue(const QueueRef& ref) {
+  if (ref.IsSub() || ref.IsSystem())
+    return Status(Code::kUnsupportedFormatnameOperation,
+                  "only plain queues can be deleted (use purge for subqueues)", ref.Full());
+  std::vector<uint32_t> ids;
+  Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
+    ids.clear();
+    auto base = impl_->LoadQueue(txn, ref.Full());
+    if (!base.ok()) return base.status();
+    if (!*base) return Status(Code::kQueueNotFound, "no such queue", ref.Full());
+    std::vector<QueueInfo> victims{**base};
+    {
+      lmdb::Cursor c(txn, impl_->queues);
+      std::string prefix = ref.Full() + ";";
+      for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix); on = c.Next()) {
+        QueueInfo q;
+        q.name = std::string(c.key());
+        MQ_RETURN_IF_ERROR(DecodeQueue(c.value(), q));
+        victims.push_back(std::move(q));
+      }
+    }
+    int64_t now = NowMs();
+    for (QueueInfo& q : victims) {
+      // The queue's current record: acknowledgements of an earlier victim may have gone to it.
+      auto fresh = impl_->LoadQueue(txn, q.name);
+      if (!fresh.ok()) return fresh.status();
+      if (*fresh) q = std::move(**fresh);
+      MQ_RETURN_IF_ERROR(
+          impl_->DrainQueue(txn, q, kClassNackQDeleted, kClassNackBadDstQ, now));
+      MQ_RETURN_IF_ERROR(impl_->DropConversations(txn, q.id));
+      std::vector<std::string> cursor_keys;
+      {
+        lmdb::Cursor c(txn, impl_->cursors);
+        std::string prefix = QueueIdKey(q.id);
+        for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix); on = c.Next())
+          cursor_keys.emplace_back(c.key());
+      }
+      for (auto& k : cursor_keys) {
+        auto d = txn.Del(impl_->cursors, k);
+        if (!d.ok()) return d.status();
+      }
+      auto r = txn.Del(impl_->queues, q.name);
+      if (!r.ok()) return r.status();
+      r = txn.Del(impl_->queue_ids, QueueIdKey(q.id));
+      if (!r.ok()) return r.status();
+      ids.push_back(q.id);
+    }
+    return {};
+  });
+  if (!s.ok()) return s;
+  for (uint32_t id : ids) {
+    impl_->Notify(id);
+    ::unlink(impl_->paths.notify(id).c_str());
+  }
+  return {};
+}
+
+Result<std::vector<QueueInfo>> Store::ListQueues() {
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  std::vector<QueueInfo> out;
+  lmdb::Cursor c(*txn, impl_->queues);
+  for (bool on = c.First(); on; on = c.Next()) {
+    QueueInfo q;
+    q.name = std::string(c.key());
+    MQ_RETURN_IF_ERROR(DecodeQueue(c.value(), q));
+    out.push_back(std::move(q));
+  }
+  return out;
+}
+
+Result<QueueStat> Store::StatQueue(const QueueRef& ref) {
+  // Expired messages and returned leases are not counted as available.
+  MQ_RETURN_IF_ERROR(impl_->MaintainIfNeeded(ref));
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  auto q = impl_->FindQueue(*txn, ref);
+  if (!q.ok()) return q.status();
+  QueueStat st;
+  st.info = *q;
+  if (q->id != 0) {
+    // The oldest message has the smallest lookup id: one seek.
+    lmdb::Cursor c(*txn, impl_->messages);
+    std::string prefix = QueueIdKey(q->id);
+    if (c.SeekGe(prefix) && HasPrefix(c.key(), prefix)) {
+      Message m;
+      MQ_RETURN_IF_ERROR(DecodeRecord(c.value(), m));
+      st.oldest_arrived = m.arrived_time;
+    }
+  }
+  txn->Abort();  // no transaction open while the lock files are probed
+  if (st.info.id != 0) st.waiting = impl_->WaitingReaders(st.info.id);
+  return st;
+}
+
+Result<uint64_t> Store::Purge(const QueueRef& ref) {
+  uint64_t n = 0;
+  Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
+    n = 0;
+    auto q = impl_->FindQueue(txn, ref);
+    if (!q.ok()) return q.status();
+    if (q->id == 0) return {};
+    n = q->count;
+    int64_t now = NowMs();
+    // A purged journal has room again: journaling resumes, and stat stops calling it full.
+    if (IsJournalName(q->name)) {
+      if (q->name == "system;journal") {
+        q->journal_dropped = 0;
+      } else {
+        auto base = impl_->LoadQueue(txn, ref.base);
+        if (!base.ok()) return base.status();
+        if (*base && (*base)->journal_dropped) {
+          (*base)->journal_dropped = 0;
+          MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, **base));
+        }
+      }
+    }
+    // MSMQ: purged in the destination queue (NACK_Q_PURGED), or, for a delayed message that
+    // had not reached it yet, before reaching it (NACK_PURGED).
+    MQ_RETURN_IF_ERROR(
+        impl_->DrainQueue(txn, *q, kClassNackQPurged, kClassNackPurged, now));
+    q->modified_time = now;
+    return impl_->PutQueue(txn, *q);
+  });
+  if (!s.ok()) return s;
+  return n;
+}
+
+}  // namespace mq

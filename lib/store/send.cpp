@@ -1,0 +1,260 @@
+// send.cpp: Append (mq-send, import): validation, ids, times, transactions (Eod,
+// sequence numbers), dedup keys and conversations, all or nothing in one write transaction.
+#include "store/store_impl.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "base/codec.hpp"
+#include "store/conversation.hpp"
+#include "store/filelock.hpp"
+#include "store/lmdb.hpp"
+#include "base/paths.hpp"
+#include "base/units.hpp"
+#include "store/waiter.hpp"
+
+namespace mq {
+
+Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageSource& source,
+                     std::vector<std::string>* ids, AppendReport* report) {
+  bool remote = !options.remote_queue.empty();
+  if (remote && !IsOutgoingName(ref.Full()))
+    return Status(Code::kInvalidArg, "a remote queue is sent through an outgoing queue out;LINK",
+                  ref.Full());
+  if (!remote && (ref.IsSub() || ref.IsSystem()))
+    return Status(Code::kUnsupportedFormatnameOperation,
+                  "cannot send to a journal, subqueue or system queue", ref.Full());
+  size_t ids_before = ids ? ids->size() : 0;
+  uint64_t appended = 0;
+  Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
+    if (ids) ids->resize(ids_before);
+    appended = 0;
+    MQ_RETURN_IF_ERROR(source.Rewind());
+    auto loaded = impl_->LoadQueue(txn, ref.Full());
+    if (!loaded.ok()) return loaded.status();
+    QueueInfo q;
+    if (*loaded) {
+      q = std::move(**loaded);
+    } else if (remote) {
+      auto made = impl_->LoadOutgoing(txn, ref.sub);
+      if (!made.ok()) return made.status();
+      if (!*made)
+        return Status(Code::kQueueNotFound, "no such link (mq-admin link add makes it)", ref.sub);
+      q = std::move(**made);
+    } else if (options.create_queue) {
+      auto made = impl_->NewQueue(txn, ref.Full());
+      if (!made.ok()) return made.status();
+      q = std::move(*made);
+    } else {
+      return Status(Code::kQueueNotFound, "no such queue (mq-admin create makes it, or pass --create)",
+                    ref.Full());
+    }
+    if (!q.enabled)
+      return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q.name);
+    if (q.transactional && !options.transactional)
+      return Status(Code::kTransactionUsage,
+                    "the queue is transactional: send with --tx", q.name);
+    int64_t now = NowMs();
+    if (report) *report = AppendReport();
+    // The message a live dedup key belongs to, if it is live.
+    auto live = [&](const std::string& key) -> std::optional<std::string> {
+      auto v = txn.Get(impl_->dedup, DedupKey(q.id, key));
+      if (v && v->size() >= 8 && static_cast<int64_t>(GetU64BE(*v, 0)) > now)
+        return std::string(v->substr(8));
+      return std::nullopt;
+    };
+    // Records `key` for message `id` until the window ends, replacing an expired entry.
+    auto remember = [&](const std::string& key, const std::string& id) -> Status {
+      int64_t window = options.dedup_window.value_or(q.dedup_window);
+      int64_t expiry = now + std::max<int64_t>(window, 1);
+      auto old = txn.Get(impl_->dedup, DedupKey(q.id, key));
+      if (old && old->size() >= 8) {
+        auto r = txn.Del(impl_->dedup_exp,
+                         DedupExpKey(q.id, static_cast<int64_t>(GetU64BE(*old, 0)), key));
+        if (!r.ok()) return r.status();
+      }
+      std::string v;
+      PutU64BE(v, static_cast<uint64_t>(expiry));
+      v += id;
+      MQ_RETURN_IF_ERROR(txn.Put(impl_->dedup, DedupKey(q.id, key), v));
+      return txn.Put(impl_->dedup_exp, DedupExpKey(q.id, expiry, key), {});
+    };
+    if (!options.dedup_key.empty() || !options.dedup_keys.empty()) {
+      if (!options.dedup_key.empty()) {
+        if (auto original = live(options.dedup_key)) {
+          if (report) {
+            report->duplicate = true;
+            report->original_id = std::move(*original);
+          }
+          return {};  // accepted and dropped: nothing changes
+        }
+      }
+      // Forget a few expired keys of this queue on the way, twice as many as this append
+      // records: the index stays as small as its window keeps it, without a sweep.
+      std::vector<std::string> expired;
+      const size_t forget = std::max<size_t>(16, 2 * options.dedup_keys.size());
+      {
+        lmdb::Cursor c(txn, impl_->dedup_exp);
+        std::string prefix = QueueIdKey(q.id);
+        for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix) &&
+                                          static_cast<int64_t>(GetU64BE(c.key(), 4)) <= now &&
+                                          expired.size() < forget;
+             on = c.Next())
+          expired.emplace_back(c.key());
+      }
+      for (const std::string& k : expired) MQ_RETURN_IF_ERROR(impl_->DropDedup(txn, q.id, k));
+    }
+    std::string xact_id;
+    if (options.transactional) {
+      xact_id = MakeMessageId(NewGuid(), 0);
+      if (q.tx_sequence_id == 0) {
+        Guid g = NewGuid();
+        q.tx_sequence_id = GetU64BE(GuidBytes(g), 0) | 1;
+      }
+    }
+    std::string first_id;
+    Message last;
+    std::set<Guid> conversations_made;
+
+    // One Message for the whole batch: each Next overwrites all of it, so its strings keep
+    // their buffers from one message to the next.
+    Message m;
+    for (size_t index = 0;; ++index) {
+      auto more = source.Next(m);
+      if (!more.ok()) return more.status();
+      if (!*more) break;
+      const std::string* key = nullptr;
+      if (index < options.dedup_keys.size() && !options.dedup_keys[index].empty()) {
+        key = &options.dedup_keys[index];
+        if (live(*key)) {
+          if (report) report->dropped++;
+          continue;
+        }
+      }
+      if (m.priority > 7)
+        return Status(Code::kIllegalPropertyValue,
+                      fmt::format("priority {} is out of range 0..7", m.priority), q.name);
+      if (!IsValidUtf8(m.label))
+        return Status(Code::kIllegalPropertyValue, "label is not valid UTF-8", q.name);
+      if (Utf8Length(m.label) > kMaxLabel)
+        return Status(Code::kLabelTooLong,
+                      fmt::format("label longer than {} characters", kMaxLabel), q.name);
+      if (m.body.size() > q.max_message_size)
+        return Status(Code::kInsufficientResources,
+                      fmt::format("body of {} bytes exceeds the queue's maximum message size "
+                                  "of {} bytes",
+                                  m.body.size(), q.max_message_size),
+                      q.name);
+      if (!m.correlation_id.empty() && m.correlation_id.size() != kIdSize)
+        return Status(Code::kIllegalPropertyValue, "correlation id must be 20 bytes", q.name);
+      if (!options.keep_identity || m.id.size() != kIdSize) {
+        impl_->NewMessageIdInto(q, m.id);
+      }
+      if (!options.keep_identity) {
+        m.sent_time = m.sent_time ? m.sent_time : now;
+        m.source_qm_guid = impl_->guid;
+        m.destination_queue = q.name;
+        m.arrived_time = now;
+        m.message_enqueue_time = now;
+      } else {
+        if (!m.arrived_time) m.arrived_time = now;
+        if (!m.message_enqueue_time) m.message_enqueue_time = now;
+        if (m.destination_queue.empty()) m.destination_queue = q.name;
+      }
+      // A delay that is already over when the message commits is no delay: the message is
+      // visible at once (so that watchers, which scan delays only up to their clock, never
+      // miss one).
+      if (m.visible_time && m.visible_time <= now) m.visible_time = 0;
+      m.awaiting_arrival = m.visible_time != 0;
+      if (remote) {
+        m.destination_queue = options.remote_queue;
+        m.awaiting_arrival = true;  // it reaches its queue at the far side
+      }
+      // A message type of another store is that store's to check (mq-admin accept).
+      if (!m.message_type_name.empty() && !options.keep_identity && !remote) {
+        auto validation = impl_->TypeValidation(txn, m.message_type_name);
+        if (!validation.ok()) {
+          Status st = validation.status();
+          return st.WithSubject(q.name);
+        }
+        Status valid = ValidateBody(*validation, m.body, m.message_type_name);
+        if (!valid.ok()) return valid.WithSubject(q.name);
+        m.validation = *validation;
+      }
+      if (remote && !IsNil(m.conversation_handle))
+        MQ_RETURN_IF_ERROR(impl_->RemoteConvPrepare(txn, ref.sub, options.remote_queue, m,
+                                                    options.new_conversation,
+                                                    conversations_made));
+      else if (!IsNil(m.conversation_handle))
+        MQ_RETURN_IF_ERROR(impl_->ConvPrepare(txn, q, m, options.new_conversation,
+                                              options.keep_identity, conversations_made, now));
+      if (options.transactional) {
+        m.xact_id = xact_id;
+        m.eod_first = appended == 0;
+        m.eod_last = false;  // set on the last one below
+        m.tx_sequence_id = q.tx_sequence_id;
+        m.tx_sequence_number = q.tx_next_seq++;
+        m.tx_previous_sequence_number = m.tx_sequence_number - 1;
+      }
+      if (report && !m.admin_queue.empty() && m.ack && m.admin_queue != q.name &&
+          !txn.Get(impl_->queues, m.admin_queue)) {
+        std::string note = fmt::format(
+            "admin queue {} does not exist: its acknowledgements will not be sent",
+            m.admin_queue);
+        if (std::find(report->notes.begin(), report->notes.end(), note) == report->notes.end())
+          report->notes.push_back(std::move(note));
+      }
+      // The same for a local response queue (a far one, LINK:QUEUE, is not ours to know).
+      if (report && !m.response_queue.empty() && m.response_queue != q.name &&
+          m.response_queue.find(':') == std::string::npos &&
+          !txn.Get(impl_->queues, m.response_queue)) {
+        std::string note = fmt::format(
+            "response queue {} does not exist: a reply sent there will fail until it is made",
+            m.response_queue);
+        if (std::find(report->notes.begin(), report->notes.end(), note) == report->notes.end())
+          report->notes.push_back(std::move(note));
+      }
+      MQ_RETURN_IF_ERROR(impl_->InsertMessage(txn, q, m, q.quota));
+      // An import restores messages that arrived once already: no acks, no journal copies.
+      if (!m.awaiting_arrival && !options.keep_identity)
+        MQ_RETURN_IF_ERROR(impl_->Arrived(txn, q, m, now));
+      if (key) MQ_RETURN_IF_ERROR(remember(*key, m.id));
+      ++appended;
+      if (first_id.empty()) first_id = m.id;
+      if (ids) ids->push_back(m.id);
+      if (options.transactional) last = std::move(m);
+    }
+    if (appended == 0) return {};
+    if (options.transactional) {
+      // Eod Last on the last message of the transaction.
+      last.eod_last = true;
+      auto rec = txn.Get(impl_->messages, MsgKey(q.id, last.lookup_id));
+      if (!rec) return Status(Code::kCorrupted, "the last message of the transaction is gone", q.name);
+      MQ_RETURN_IF_ERROR(impl_->Rewrite(txn, q, last, rec->size()));
+    }
+    if (!options.dedup_key.empty()) MQ_RETURN_IF_ERROR(remember(options.dedup_key, first_id));
+    // Ring after the commit even for delayed messages only (a waiter re-arms its timer for
+    // them); one ring per commit, as Write rings each queue once.
+    impl_->to_notify.insert(q.id);
+    return impl_->PutQueue(txn, q);
+  });
+  return s;
+}
+
+}  // namespace mq

@@ -1,0 +1,285 @@
+// store_impl.hpp: Store::Impl, the state every part of the store shares (the environment,
+// the database handles, the id source, the doorbells to ring), and the operations on it,
+// declared here and defined in one store_*.cpp per concept. Internal to libmq.
+#pragma once
+
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "store/conversation.hpp"
+#include "store/filelock.hpp"
+#include "store/lmdb.hpp"
+#include "base/paths.hpp"
+#include "store/schema.hpp"
+#include "store/store.hpp"
+#include "store/waiter.hpp"
+
+namespace mq {
+
+// Directories of a store (open.cpp).
+Status MakeDir(const std::string& dir, mode_t mode);
+Status MakeParents(const std::string& dir);
+bool DirIsEmpty(const std::string& dir);
+// The name of the database in slot `i` of Store::Impl::DbSlots.
+const char* StoreDbName(size_t i);
+
+// A descriptor closed when its holder goes (the store lock).
+struct OwnedFd {
+  int fd = -1;
+  OwnedFd() = default;
+  OwnedFd(const OwnedFd&) = delete;
+  OwnedFd& operator=(const OwnedFd&) = delete;
+  ~OwnedFd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+struct Store::Impl {
+  std::string dir;
+  std::pair<dev_t, ino_t> dir_key{};  // the directory's identity: one env per process
+  StorePaths paths{""};
+  OwnedFd store_lock;  // before env: released only after the environment is closed
+  bool alone = false;      // opened with exclusive_wait_ms: Compact may run
+  bool compacted = false;  // data.mdb was replaced: the environment is stale
+  lmdb::Env env;
+  Guid guid{};
+  unsigned file_mode = 0600;
+  std::set<uint32_t> to_notify;  // doorbells to ring after the current write commits
+  bool express = false;          // SetExpress: every commit skips the meta sync
+  lmdb::Dbi meta = 0, queues = 0, queue_ids = 0, messages = 0, order = 0, by_id = 0, by_corr = 0,
+            delays = 0, cursors = 0, locked = 0, leases = 0, dedup = 0, dedup_exp = 0,
+            deadlines = 0;
+  lmdb::Dbi convs = 0, conv_q = 0, groups = 0, conv_msgs = 0, group_sel = 0, conv_kept = 0,
+            msg_types = 0;
+  lmdb::Dbi* DbSlots[21] = {&meta,    &queues,  &queue_ids, &messages, &order,
+                            &by_id,   &by_corr, &delays,    &cursors,  &locked,
+                            &leases,  &dedup,   &dedup_exp, &deadlines,
+                            &convs,   &conv_q,  &groups,    &conv_msgs, &group_sel, &conv_kept,
+                            &msg_types};
+
+  struct Found {
+    std::string walk_key;  // where the walk stood: resume after it
+    Message msg;
+    uint64_t size = 0;
+  };
+
+  struct LeaseEntry {
+    uint64_t id;
+    LeaseRecord rec;
+  };
+
+  std::map<uint32_t, Waiter> armed;  // the watches of WaitLoop, by queue id
+
+  struct CursorState {
+    bool positioned = false;
+    std::string key;  // order key of the position
+  };
+
+  // Where a receive from the head goes: the group to take, or plain messages, or nothing.
+  struct GroupPick {
+    enum Kind { kNone, kPlain, kGroup } kind = kNone;
+    Guid group{};
+    std::string prefix;  // of conv_msgs: the group's, or one conversation's
+  };
+
+  // Whether `m`, a message of `q`, is past its deadline at `now` (and so never delivered,
+  // even before a writer removes it).
+  static bool Expired(const QueueInfo& q, const Message& m, int64_t now) {
+    int64_t at = ExpiryOf(m);
+    return at && at <= now && IsLive(q) && m.status != 0;
+  }
+
+  // Conversation messages are indexed only in a queue proper: moved to a poison subqueue or a
+  // dead-letter queue they are plain messages there.
+  static bool IsConvQueue(const QueueInfo& q) { return q.name.find(';') == std::string::npos; }
+
+  static bool IsConvMessage(const QueueInfo& q, const Message& m) {
+    return !IsNil(m.conversation_handle) && IsConvQueue(q);
+  }
+
+  static std::string OrderKeyFor(const QueueInfo& q, const Message& m) {
+    std::string k;
+    k.reserve(13);
+    PutU32BE(k, q.id);
+    bool conv = IsConvMessage(q, m);
+    // An outgoing queue is FIFO (schema.hpp): one band whatever the priority.
+    uint8_t priority = IsOutgoingName(q.name) ? 0 : m.priority;
+    k.push_back(static_cast<char>(OrderBand(priority, conv, m.status == 0)));
+    PutU64BE(k, m.lookup_id);
+    return k;
+  }
+
+  static std::string KeptKey(const Guid& handle, uint64_t seq) {
+    std::string k(GuidBytes(handle));
+    PutU64BE(k, seq);
+    return k;
+  }
+
+  static bool GroupCandidate(const Selection& sel) {
+    return sel.anchor == Anchor::kHead && !sel.include_locked && !sel.plain_only;
+  }
+
+  // ---- open.cpp
+  // A new message id from `q`'s id source (QueueInfo::id_guid): the caller saves `q`.
+  static std::string NewMessageId(QueueInfo& q);
+  // The same into `id`, reusing its buffer.
+  static void NewMessageIdInto(QueueInfo& q, std::string& id);
+  ~Impl();
+  Status WriteLight(const std::function<Status(lmdb::Txn&)>& fn, bool rerun_after_commit);
+  Status Write(const std::function<Status(lmdb::Txn&)>& fn, bool rerun_after_commit = true);
+  std::string ResourceShortage();
+  uint64_t MaxMapSize();
+  Status ApplyMaxMapSize();
+  Status Grow();
+  void Notify(uint32_t qid);
+  Status OpenDbs(lmdb::Txn& txn, bool create);
+
+  // ---- queues.cpp
+  Result<std::optional<QueueInfo>> LoadQueue(lmdb::Txn& txn, const std::string& name);
+  Result<QueueInfo> FindQueue(lmdb::Txn& txn, const QueueRef& ref);
+  Status PutQueue(lmdb::Txn& txn, const QueueInfo& q);
+  Result<uint32_t> MetaU32(lmdb::Txn& txn, std::string_view key, uint32_t dflt);
+  Status PutMetaU32(lmdb::Txn& txn, std::string_view key, uint32_t v);
+  Result<QueueInfo> NewQueue(lmdb::Txn& txn, const std::string& name);
+  Result<QueueInfo> LoadOrCreate(lmdb::Txn& txn, const std::string& name);
+
+  // ---- messages.cpp
+  // Where the caller knows the message is: anywhere (looks in order, delays and locked),
+  // Locked (skips order and delays), or Locked with its `locked` entry already cleared.
+  enum class Held { kAnywhere, kLocked, kLockedCleared };
+  Status RemoveMessage(lmdb::Txn& txn, QueueInfo& q, const Message& m, uint64_t size,
+                       Held held = Held::kAnywhere);
+  Status LoadMessage(lmdb::Txn& txn, const QueueInfo& q, uint64_t lookup, Found& f);
+  bool Visible(lmdb::Txn& txn, const QueueInfo& q, const Message& m, bool include_locked);
+  Status Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection& sel,
+                 const std::string& resume, size_t max_count, std::vector<Found>& out);
+  Status InsertMessage(lmdb::Txn& txn, QueueInfo& q, Message& m, uint64_t quota,
+                       uint64_t lookup = 0, bool promoted = false);
+  Status MoveMessage(lmdb::Txn& txn, QueueInfo& q, Found& f, const std::string& to_name,
+                     bool keep_lookup, int64_t now, bool awaiting_arrival = false);
+  Status Rewrite(lmdb::Txn& txn, QueueInfo& q, const Message& m, uint64_t old_size,
+                 uint64_t* new_size = nullptr);
+
+  // ---- lifecycle.cpp
+  Status EmitAck(lmdb::Txn& txn, QueueInfo& cur, const Message& orig, uint16_t cls, int64_t now);
+  Status JournalCopy(lmdb::Txn& txn, const std::string& jname, const Message& m, bool own_quota,
+                     uint64_t quota, bool* dropped);
+  Status Arrived(lmdb::Txn& txn, QueueInfo& q, const Message& m, int64_t now);
+  Status Received(lmdb::Txn& txn, QueueInfo& q, const Message& m, int64_t now);
+  Status DeadLetterOrDrop(lmdb::Txn& txn, QueueInfo& q, Found& f, uint16_t cls, int64_t now);
+  int64_t FirstExpiry(lmdb::Txn& txn, uint32_t qid);
+  Result<uint64_t> ExpireDue(lmdb::Txn& txn, QueueInfo& q, int64_t now);
+  Status DrainQueue(lmdb::Txn& txn, QueueInfo& q, uint16_t reached, uint16_t awaiting,
+                    int64_t now);
+  Status RemoveAll(lmdb::Txn& txn, QueueInfo& q);
+  int64_t FirstDelay(lmdb::Txn& txn, uint32_t qid);
+  Result<uint64_t> PromoteDue(lmdb::Txn& txn, QueueInfo& q, int64_t now);
+  Status DropDedup(lmdb::Txn& txn, uint32_t qid, const std::string& exp_key);
+  Result<uint64_t> Maintain(lmdb::Txn& txn, QueueInfo& q, int64_t now);
+  int64_t NextDeadline(lmdb::Txn& txn, uint32_t qid);
+  Status MaintainIfNeeded(const QueueRef& ref);
+
+  // ---- leases.cpp
+  std::string LeaseLockPath(uint32_t qid, uint64_t lease_id);
+  Status CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id, const LeaseRecord& rec,
+                     const Lease* held = nullptr);
+  Status CloseLease(Lease& lease, Status s);
+  Result<bool> ClearIfAllLocked(lmdb::Txn& txn, const QueueInfo& q, uint64_t lease_id,
+                                const LeaseRecord& rec, const Lease& held);
+  Status RollbackLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id, const LeaseRecord& rec,
+                       int64_t delay_ms, int64_t now, FinishReport* report,
+                       bool count_abort = true);
+  Result<std::vector<LeaseEntry>> LeasesOf(lmdb::Txn& txn, uint32_t qid);
+  bool LeaseIsOver(uint32_t qid, const LeaseEntry& e, int64_t now);
+  Result<uint64_t> RecoverLeases(lmdb::Txn& txn, QueueInfo& q, int64_t now);
+  Result<QueueInfo> ReceivableQueue(lmdb::Txn& txn, const QueueRef& ref, int64_t now,
+                                    uint64_t* maintained);
+  Result<uint64_t> BeginLease(QueueInfo& q, const LockOptions& lo, int64_t now, Lease& lease,
+                              LeaseRecord& rec);
+  Status MarkLocked(lmdb::Txn& txn, QueueInfo& q, Found& f, uint64_t lease_id,
+                    bool count_delivery, LeaseRecord& rec, Lease& lease);
+  Result<std::unique_ptr<Lease>> LockPlainOnce(const QueueRef& ref, const Selection& sel,
+                                               const LockOptions& lo, bool count_delivery,
+                                               std::string& resume, int64_t& deadline);
+  Result<std::unique_ptr<Lease>> LockAny(const QueueRef& ref, const Selection& sel,
+                                         const LockOptions& lo, bool count_delivery,
+                                         std::string& resume, int64_t& deadline, bool* group);
+  static Status Deliver(Lease& lease, MessageSink& sink, bool wait_taken);
+  Status EndLease(Lease& lease, bool commit, int64_t delay_ms, FinishReport* report, bool light,
+                  bool count_abort);
+
+  // ---- wait.cpp
+  std::string WaitMarkPath(uint32_t qid, long pid);
+  uint64_t WaitingReaders(uint32_t qid);
+  Result<uint32_t> QueueIdForWait(const QueueRef& ref, bool need_enabled);
+  Status WaitLoop(const QueueRef& ref, const ReadOptions& ro,
+                  const std::function<Status(bool waiting, int64_t& next_deadline)>& attempt);
+
+  // ---- cursors.cpp
+  std::string CursorLockPath(uint32_t qid, const std::string& name);
+  Result<FileLock> LockCursor(const QueueRef& ref, uint32_t qid, const std::string& name,
+                              bool wait_lock, int64_t wait_ms);
+  CursorState LoadCursor(lmdb::Txn& txn, uint32_t qid, const std::string& name);
+  Status SaveCursor(lmdb::Txn& txn, uint32_t qid, const std::string& name, const std::string& key);
+  Result<std::optional<Found>> NextVisible(lmdb::Txn& txn, const QueueInfo& q,
+                                           const std::string& after);
+  Result<Found> MoveCursor(lmdb::Txn& txn, const QueueInfo& q, const std::string& name,
+                           CursorAction action, bool notify);
+
+  // ---- conversations.cpp
+  Result<std::optional<ConvRecord>> LoadConv(lmdb::Txn& txn, const Guid& handle);
+  Result<ConvRecord> ConvOf(lmdb::Txn& txn, const QueueInfo& q, const Message& m);
+  Result<GroupRecord> LoadGroup(lmdb::Txn& txn, uint32_t qid, const Guid& group);
+  std::string ConvMsgKeyOf(const QueueInfo& q, const ConvRecord& c, const Message& m);
+  Status TouchGroup(lmdb::Txn& txn, const QueueInfo& q, const Guid& group,
+                    const std::function<void(GroupRecord&)>& fn);
+  Status ConvOnAdd(lmdb::Txn& txn, QueueInfo& q, const Message& m);
+  Status ConvOnRemove(lmdb::Txn& txn, QueueInfo& q, const Message& m, bool was_locked);
+  Status ConvOnRestore(lmdb::Txn& txn, QueueInfo& q, const Message& m);
+  Status Retain(lmdb::Txn& txn, QueueInfo& q, Found& f, bool from_locked);
+  Status ConsumeAvailable(lmdb::Txn& txn, QueueInfo& q, Found& f);
+  Status ConvPrepare(lmdb::Txn& txn, QueueInfo& q, Message& m, bool may_create,
+                     bool keep_identity, std::set<Guid>& created, int64_t now);
+  Status MoveConversation(lmdb::Txn& txn, QueueInfo& q, const Guid& handle, ConvRecord& c,
+                          const Guid& to);
+  Result<GroupPick> PickGroup(lmdb::Txn& txn, const QueueInfo& q, const Selection& sel);
+  Status CollectGroup(lmdb::Txn& txn, const QueueInfo& q, const std::string& prefix,
+                      uint64_t limit, std::vector<Found>& out);
+  bool MayHaveGroups(const QueueRef& ref, const Selection& sel);
+  Result<std::unique_ptr<Lease>> LockGroupOnce(const QueueRef& ref, const Selection& sel,
+                                               const LockOptions& lo, bool count_delivery,
+                                               int64_t& deadline, bool* try_plain);
+  Result<char> TypeValidation(lmdb::Txn& txn, const std::string& name);
+  Status DropConversations(lmdb::Txn& txn, uint32_t qid);
+
+  // ---- transfer_streams.cpp
+  // The outgoing queue out;LINK of the link `link`, made if it is not there (a link's queue
+  // is made with it, and again if it was deleted); null if there is no such link.
+  Result<std::optional<QueueInfo>> LoadOutgoing(lmdb::Txn& txn, const std::string& link);
+  // The sending end of a conversation through a link (mq-send LINK:QUEUE --conversation):
+  // begins it (`may_create`) or finds it, and gives `m` its sequence number. E_INVALIDARG-class
+  // and conversation errors as ConvPrepare's.
+  Status RemoteConvPrepare(lmdb::Txn& txn, const std::string& link, const std::string& queue,
+                           Message& m, bool may_create, std::set<Guid>& created);
+  // The receiving end, for a message that came over a link into `q`: its message type's
+  // validation, and its conversation (begun by sequence number 0, or open here). 0, with the
+  // message ready to insert, or the NACK class that refuses it.
+  Result<std::optional<std::pair<std::string, std::string>>> FindRemoteConv(lmdb::Txn& txn,
+                                                                           const Guid& handle);
+  Result<uint16_t> AcceptConvMessage(lmdb::Txn& txn, QueueInfo& q, Message& m,
+                                     std::set<Guid>& created, int64_t now);
+
+  // ---- maintenance.cpp
+  void CheckConversations(lmdb::Txn& t, const std::map<uint32_t, QueueInfo>& by_qid,
+                          const std::function<void(std::string)>& problem);
+};
+
+}  // namespace mq

@@ -1,0 +1,542 @@
+// transfer_streams.cpp: links to other stores and the store's side of a transfer (mq(7)
+// "Transfer between machines"): the link records, ending a forward's lease with the far
+// side's answers (acknowledgements, NACKs, dead letters), accepting an incoming stream
+// exactly once (the stream's last sequence number is written with the messages it covers),
+// and the two ends of a conversation through a link.
+#include "store/store_impl.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "base/codec.hpp"
+#include "store/conversation.hpp"
+#include "base/names.hpp"
+#include "base/units.hpp"
+
+namespace mq {
+
+namespace {
+
+Status CheckLinkName(const std::string& name) {
+  // out;journal would read as the journal of a queue 'out'.
+  if (name == "journal")
+    return Status(Code::kInvalidArg, "'journal' is reserved: a link cannot be named so", name);
+  if (IsValidQueueName(name)) return {};
+  return Status(Code::kInvalidArg,
+                fmt::format("invalid link name: use 1 to {} of A-Z a-z 0-9 _ . -, not starting "
+                            "with '.'",
+                            kMaxQueueName),
+                name);
+}
+
+Status NoLink(const std::string& name) {
+  return Status(Code::kQueueNotFound, "no such link (mq-admin link add makes it)", name);
+}
+
+// Whether a message may enter `q` here, or the NACK class that refuses it.
+uint16_t Refusal(const QueueInfo& q, const Message& m, int64_t now) {
+  if (!q.enabled) return kClassNackAccessDenied;
+  if (q.transactional && m.xact_id.empty()) return kClassNackNotTransactionalMsg;
+  if (m.ttrq && m.ttrq <= now) return kClassNackReachQueueTimeout;
+  if (m.body.size() > q.max_message_size) return kClassNackMessageTooLarge;
+  if (m.priority > 7 || !IsValidUtf8(m.label) || Utf8Length(m.label) > kMaxLabel ||
+      (!m.correlation_id.empty() && m.correlation_id.size() != kIdSize) ||
+      m.id.size() != kIdSize)
+    return kClassNackBadSignature;
+  return 0;
+}
+
+}  // namespace
+
+Result<std::optional<QueueInfo>> Store::Impl::LoadOutgoing(lmdb::Txn& txn,
+                                                           const std::string& link) {
+  if (!txn.Get(meta, LinkKey(link))) return std::optional<QueueInfo>();
+  std::string name = std::string(kOutgoingBase) + ";" + link;
+  auto q = LoadQueue(txn, name);
+  if (!q.ok() || *q) return q;
+  auto made = NewQueue(txn, name);
+  if (!made.ok()) return made.status();
+  made->max_retries = 0;  // a forward that dies returns its batch: never poison
+  MQ_RETURN_IF_ERROR(PutQueue(txn, *made));
+  return std::optional<QueueInfo>(std::move(*made));
+}
+
+// The sending end keeps, per link and handle, the far queue and the next sequence number; the
+// far store keeps the conversation itself, begun by the message of sequence number 0 (see
+// AcceptConvMessage). The group of a new conversation travels with its messages; a
+// conversation's group at the far side is that store's to move.
+Status Store::Impl::RemoteConvPrepare(lmdb::Txn& txn, const std::string& link,
+                                      const std::string& queue, Message& m, bool may_create,
+                                      std::set<Guid>& created) {
+  std::string key = RemoteConvPrefix(link) + std::string(GuidBytes(m.conversation_handle));
+  std::string handle_text = FormatGuid(m.conversation_handle);
+  std::string where = link + ":" + queue;
+  bool made_here = created.count(m.conversation_handle) > 0;
+  auto v = txn.Get(meta, key);
+  if (v && may_create && !made_here)
+    return Status(Code::kConversationClosed,
+                  fmt::format("conversation {} already exists", handle_text), where);
+  if (!v && !may_create)
+    return Status(Code::kConversationNotFound,
+                  fmt::format("no conversation {} through link {} (mq-send {} --conversation "
+                              "new begins one)",
+                              handle_text, link, where),
+                  where);
+  uint64_t next = 0;
+  if (v) {
+    if (v->size() < 8) return Status(Code::kCorrupted, "malformed conversation record", where);
+    next = GetU64BE(*v, 0);
+    std::string_view far = v->substr(8);
+    if (far != queue)
+      return Status(Code::kConversationNotFound,
+                    fmt::format("conversation {} goes to {}:{}", handle_text, link, far), where);
+    if (next & kRemoteConvEnded)
+      return Status(Code::kConversationClosed,
+                    fmt::format("conversation {} has ended here (its EndDialog went to {}): no "
+                                "more sends",
+                                handle_text, where),
+                    where);
+  } else {
+    created.insert(m.conversation_handle);
+  }
+  if (next > 0) {
+    if (!made_here && !IsNil(m.conversation_group_id))
+      return Status(Code::kInvalidArg,
+                    fmt::format("conversation {} goes through a link: --group sets the group "
+                                "of a new one only",
+                                handle_text),
+                    where);
+    m.conversation_group_id = Guid{};
+  }
+  m.message_sequence_number = next;
+  // EndDialog or Error ends the conversation at this end: nothing may follow it.
+  bool ends = m.message_type_name == kEndDialogType || m.message_type_name == kErrorType;
+  std::string value;
+  PutU64BE(value, (next + 1) | (ends ? kRemoteConvEnded : 0));
+  value += queue;
+  return txn.Put(meta, key, value);
+}
+
+// The link and far queue of a conversation begun here through a link, if `handle` is one.
+Result<std::optional<std::pair<std::string, std::string>>> Store::Impl::FindRemoteConv(
+    lmdb::Txn& txn, const Guid& handle) {
+  using Found = std::optional<std::pair<std::string, std::string>>;
+  const std::string links = LinkKey("");
+  lmdb::Cursor c(txn, meta);
+  for (bool on = c.SeekGe(links); on && HasPrefix(c.key(), links); on = c.Next()) {
+    std::string link(c.key().substr(links.size()));
+    auto v = txn.Get(meta, RemoteConvPrefix(link) + std::string(GuidBytes(handle)));
+    if (!v) continue;
+    if (v->size() < 8) return Status(Code::kCorrupted, "malformed conversation record", link);
+    return Found(std::make_pair(std::move(link), std::string(v->substr(8))));
+  }
+  return Found();
+}
+
+// Sequence number 0 begins the conversation in `q` (the handle must be new here); the others
+// find it there, open. Their numbers are the sender's: a link delivers in order.
+Result<uint16_t> Store::Impl::AcceptConvMessage(lmdb::Txn& txn, QueueInfo& q, Message& m,
+                                                std::set<Guid>& created, int64_t now) {
+  if (!m.message_type_name.empty()) {
+    auto validation = TypeValidation(txn, m.message_type_name);
+    if (!validation.ok() && validation.status().code() == Code::kMessageTypeNotFound)
+      return kClassNackBadSignature;
+    if (!validation.ok()) return validation.status();
+    if (!ValidateBody(*validation, m.body, m.message_type_name).ok())
+      return kClassNackBadSignature;
+    m.validation = *validation;
+  }
+  if (IsNil(m.conversation_handle)) return uint16_t{0};
+  if (m.visible_time > now) return kClassNackBadSignature;  // mq-send never delays one
+  m.visible_time = 0;
+  auto c = LoadConv(txn, m.conversation_handle);
+  if (!c.ok()) return c.status();
+  bool begins = m.message_sequence_number == 0;
+  if (*c) {
+    if (begins || (*c)->qid != q.id || (*c)->state != ConvState::kOpen)
+      return kClassNackBadDstQ;
+  } else if (!begins) {
+    return kClassNackBadDstQ;
+  } else if (q.quota) {
+    // Its quota checked before the conversation is begun, so that a refused first message
+    // leaves none: the record as InsertMessage will write it.
+    Message probe = m;
+    if (IsNil(probe.conversation_group_id)) probe.conversation_group_id = m.conversation_handle;
+    probe.lookup_id = probe.queuing_order = q.next_lookup;
+    if (q.bytes + EncodeRecord(probe).size() > q.quota) return kClassNackQExceedQuota;
+  }
+  MQ_RETURN_IF_ERROR(ConvPrepare(txn, q, m, true, true, created, now));
+  if (m.message_type_name == kEndDialogType || m.message_type_name == kErrorType) {
+    // The sending end ended it (mq-admin end-conversation there): ended here too, as a local
+    // END CONVERSATION leaves it, its EndDialog or Error message the last one to receive.
+    auto ended = LoadConv(txn, m.conversation_handle);
+    if (!ended.ok()) return ended.status();
+    if (*ended) {
+      (*ended)->state =
+          m.message_type_name == kErrorType ? ConvState::kError : ConvState::kEnded;
+      MQ_RETURN_IF_ERROR(
+          txn.Put(convs, GuidBytes(m.conversation_handle), EncodeConv(**ended)));
+    }
+  }
+  return uint16_t{0};
+}
+
+Status Store::AddLink(const std::string& name, const LinkSettings& settings) {
+  MQ_RETURN_IF_ERROR(CheckLinkName(name));
+  if (!settings.via || settings.via->empty())
+    return Status(Code::kInvalidArg, "a link needs --via COMMAND", name);
+  return impl_->Write([&](lmdb::Txn& txn) -> Status {
+    if (txn.Get(impl_->meta, LinkKey(name)))
+      return Status(Code::kQueueExists, "the link exists (mq-admin link set changes it)", name);
+    LinkRecord r;
+    r.via = *settings.via;
+    if (settings.return_link) r.return_link = *settings.return_link;
+    r.created = NowMs();
+    MQ_RETURN_IF_ERROR(txn.Put(impl_->meta, LinkKey(name), EncodeLink(r)));
+    // An out;LINK kept from an earlier link of that name is its again: its stream goes on.
+    auto q = impl_->LoadOutgoing(txn, name);
+    return q.ok() ? Status() : q.status();
+  });
+}
+
+Status Store::SetLink(const std::string& name, const LinkSettings& settings) {
+  return impl_->Write([&](lmdb::Txn& txn) -> Status {
+    auto v = txn.Get(impl_->meta, LinkKey(name));
+    if (!v) return NoLink(name);
+    LinkRecord r;
+    if (!DecodeLink(*v, r)) return Status(Code::kCorrupted, "malformed link record", name);
+    if (settings.via) {
+      if (settings.via->empty()) return Status(Code::kInvalidArg, "--via cannot be empty", name);
+      r.via = *settings.via;
+    }
+    if (settings.return_link) r.return_link = *settings.return_link;
+    return txn.Put(impl_->meta, LinkKey(name), EncodeLink(r));
+  });
+}
+
+Status Store::DeleteLink(const std::string& name, bool force) {
+  uint32_t qid = 0;
+  Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
+    qid = 0;
+    if (!txn.Get(impl_->meta, LinkKey(name))) return NoLink(name);
+    std::string out = std::string(kOutgoingBase) + ";" + name;
+    auto q = impl_->LoadQueue(txn, out);
+    if (!q.ok()) return q.status();
+    if (*q) {
+      QueueInfo& oq = **q;
+      if (oq.count && !force)
+        return Status(Code::kTransactionUsage,
+                      fmt::format("{} messages wait in {}: forward them first, or pass --force "
+                                  "(they fail as purged: NACK_PURGED, dead-lettered if asked)",
+                                  oq.count, out),
+                      name);
+      if (oq.locked)
+        return Status(Code::kSharingViolation,
+                      "a forward is sending messages of this link: stop it first", name);
+      MQ_RETURN_IF_ERROR(impl_->DrainQueue(txn, oq, kClassNackPurged, kClassNackPurged, NowMs()));
+      auto r = txn.Del(impl_->queues, oq.name);
+      if (!r.ok()) return r.status();
+      r = txn.Del(impl_->queue_ids, QueueIdKey(oq.id));
+      if (!r.ok()) return r.status();
+      qid = oq.id;
+    }
+    // The conversations begun through it.
+    std::vector<std::string> convs;
+    {
+      std::string prefix = RemoteConvPrefix(name);
+      lmdb::Cursor c(txn, impl_->meta);
+      for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix); on = c.Next())
+        convs.emplace_back(c.key());
+    }
+    for (const std::string& k : convs) {
+      auto d = txn.Del(impl_->meta, k);
+      if (!d.ok()) return d.status();
+    }
+    auto r = txn.Del(impl_->meta, LinkKey(name));
+    return r.ok() ? Status() : r.status();
+  });
+  if (s.ok() && qid) ::unlink(impl_->paths.notify(qid).c_str());
+  return s;
+}
+
+namespace {
+
+LinkInfo ToInfo(const std::string& name, const LinkRecord& r) {
+  LinkInfo i;
+  i.name = name;
+  i.via = r.via;
+  i.return_link = r.return_link;
+  i.created = r.created;
+  i.connected_since = r.connected_since;
+  i.forward_pid = r.forward_pid;
+  i.last_ack = r.last_ack;
+  i.acked = r.acked;
+  i.refused = r.refused;
+  i.last_error = r.last_error;
+  i.last_error_time = r.last_error_time;
+  i.peer = r.peer;
+  return i;
+}
+
+}  // namespace
+
+Result<std::vector<LinkInfo>> Store::ListLinks() {
+  std::vector<LinkInfo> out;
+  {
+    auto txn = lmdb::Txn::Begin(impl_->env, false);
+    if (!txn.ok()) return txn.status();
+    lmdb::Cursor c(*txn, impl_->meta);
+    for (bool on = c.SeekGe("link:"); on && HasPrefix(c.key(), "link:"); on = c.Next()) {
+      std::string name(c.key().substr(5));
+      LinkRecord r;
+      if (!DecodeLink(c.value(), r)) return Status(Code::kCorrupted, "malformed link record", name);
+      out.push_back(ToInfo(name, r));
+    }
+    for (LinkInfo& i : out) {
+      auto q = impl_->LoadQueue(*txn, std::string(kOutgoingBase) + ";" + i.name);
+      if (!q.ok()) return q.status();
+      if (*q) {
+        i.backlog = (*q)->count;
+        i.backlog_bytes = (*q)->bytes;
+        i.in_flight = (*q)->locked;
+      }
+    }
+  }
+  // A forward that died leaves its record saying connected: its lock file tells.
+  for (LinkInfo& i : out) {
+    if (!i.connected_since) continue;
+    auto held = FileLock::IsHeld(impl_->paths.locks_dir() + "/link." + i.name);
+    if (held.ok() && !*held) {
+      i.connected_since = 0;
+      i.forward_pid = 0;
+    }
+  }
+  return out;
+}
+
+Result<LinkInfo> Store::GetLink(const std::string& name) {
+  auto all = ListLinks();
+  if (!all.ok()) return all.status();
+  for (LinkInfo& i : *all)
+    if (i.name == name) return std::move(i);
+  return NoLink(name);
+}
+
+Result<FileLock> Store::LockLink(const std::string& name) {
+  auto l = FileLock::Acquire(impl_->paths.locks_dir() + "/link." + name, impl_->file_mode, false);
+  if (!l.ok() && l.status().code() == Code::kSharingViolation)
+    return Status(Code::kSharingViolation, "another mq-admin forward is running for this link",
+                  name);
+  return l;
+}
+
+Status Store::NoteLink(const std::string& name, const LinkEvent& event) {
+  return impl_->Write([&](lmdb::Txn& txn) -> Status {
+    auto v = txn.Get(impl_->meta, LinkKey(name));
+    if (!v) return NoLink(name);
+    LinkRecord r;
+    if (!DecodeLink(*v, r)) return Status(Code::kCorrupted, "malformed link record", name);
+    int64_t now = NowMs();
+    switch (event.kind) {
+      case LinkEvent::kConnected:
+        r.connected_since = now;
+        r.forward_pid = ::getpid();
+        r.peer = event.peer;
+        break;
+      case LinkEvent::kDisconnected:
+        r.connected_since = 0;
+        r.forward_pid = 0;
+        break;
+      case LinkEvent::kError:
+        r.connected_since = 0;
+        r.forward_pid = 0;
+        r.last_error = event.error;
+        r.last_error_time = now;
+        break;
+    }
+    return txn.Put(impl_->meta, LinkKey(name), EncodeLink(r));
+  });
+}
+
+Status Store::FinishForwarded(const std::vector<Lease*>& leases,
+                              const std::vector<std::vector<uint16_t>>& outcomes,
+                              const std::string& link) {
+  if (leases.empty()) return {};
+  if (outcomes.size() != leases.size())
+    return Status(Code::kInvalidArg, "one list of outcomes per lease", leases[0]->queue_);
+  for (size_t l = 0; l < leases.size(); ++l) {
+    const Lease& lease = *leases[l];
+    if (lease.finished_)
+      return Status(Code::kTransactionUsage, "lease already ended", lease.queue_);
+    if (outcomes[l].size() != lease.messages_.size())
+      return Status(Code::kInvalidArg, "one outcome per message", lease.queue_);
+    if (lease.queue_ != leases[0]->queue_)
+      return Status(Code::kInvalidArg, "leases of one queue only", lease.queue_);
+  }
+  // Without the meta sync, as a receive's removal: a power loss may undo it, and the far side
+  // then answers the replay as before (stored, or the same refusal).
+  Status s = impl_->WriteLight([&](lmdb::Txn& txn) -> Status {
+    auto q = impl_->LoadQueue(txn, leases[0]->queue_);
+    if (!q.ok()) return q.status();
+    if (!*q) return {};  // the queue was deleted: nothing to do
+    QueueInfo& oq = **q;
+    int64_t now = NowMs();
+    uint64_t acked = 0, refused = 0;
+    for (size_t l = 0; l < leases.size(); ++l) {
+      Lease& lease = *leases[l];
+      if (oq.id != lease.qid_) continue;  // deleted and made anew: nothing of it is here
+      auto v = txn.Get(impl_->leases, LeaseKey(lease.qid_, lease.lease_id_));
+      LeaseRecord rec;
+      if (!v || !DecodeLease(*v, rec))
+        return Status(Code::kTransactionUsage, "the lease is gone (expired or returned)",
+                      lease.queue_);
+      if (rec.keys.size() != lease.messages_.size())
+        return Status(Code::kCorrupted, "the lease does not match its record", lease.queue_);
+      for (size_t i = 0; i < rec.keys.size(); ++i) {
+        auto holder = txn.Get(impl_->locked, rec.keys[i]);
+        if (!holder || holder->size() != 8 || GetU64BE(*holder, 0) != lease.lease_id_) continue;
+        Store::Impl::Found f;
+        f.msg = lease.messages_[i];
+        f.size = lease.sizes_[i];
+        ++acked;
+        if (outcomes[l][i] == 0) {
+          // It reached its queue: ACK_REACH_QUEUE and source journaling, as an arrival here.
+          MQ_RETURN_IF_ERROR(impl_->Arrived(txn, oq, f.msg, now));
+          MQ_RETURN_IF_ERROR(impl_->RemoveMessage(txn, oq, f.msg, f.size, Impl::Held::kLocked));
+        } else {
+          ++refused;
+          MQ_RETURN_IF_ERROR(impl_->DeadLetterOrDrop(txn, oq, f, outcomes[l][i], now));
+        }
+      }
+      auto r = txn.Del(impl_->leases, LeaseKey(oq.id, lease.lease_id_));
+      if (!r.ok()) return r.status();
+    }
+    MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, oq));
+    auto lv = txn.Get(impl_->meta, LinkKey(link));
+    if (!lv) return {};
+    LinkRecord lr;
+    if (!DecodeLink(*lv, lr)) return Status(Code::kCorrupted, "malformed link record", link);
+    lr.acked += acked;
+    lr.refused += refused;
+    lr.last_ack = now;
+    return txn.Put(impl_->meta, LinkKey(link), EncodeLink(lr));
+  }, true);
+  Status closed = s;
+  for (Lease* lease : leases) {
+    Status c = impl_->CloseLease(*lease, s);
+    if (closed.ok()) closed = c;
+  }
+  return closed;
+}
+
+Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<TransferItem>& items,
+                                       uint64_t forget_below) {
+  uint64_t last = 0;
+  Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
+    auto v = txn.Get(impl_->meta, StreamKey(stream));
+    last = v && v->size() == 8 ? GetU64BE(*v, 0) : 0;
+    // Refusals the sender has moved past are answered already: forget them.
+    if (forget_below) {
+      std::vector<std::string> old;
+      std::string prefix = StreamNackPrefix(stream);
+      lmdb::Cursor c(txn, impl_->meta);
+      for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix) &&
+                                        c.key().size() == prefix.size() + 8 &&
+                                        GetU64BE(c.key(), prefix.size()) < forget_below;
+           on = c.Next())
+        old.emplace_back(c.key());
+      for (const std::string& k : old) {
+        auto r = txn.Del(impl_->meta, k);
+        if (!r.ok()) return r.status();
+      }
+    }
+    std::map<std::string, QueueInfo> queues;  // loaded once, saved at the end
+    std::set<Guid> conversations_made;
+    int64_t now = NowMs();
+    for (TransferItem& it : items) {
+      it.outcome = 0;
+      it.duplicate = false;
+      if (it.seq <= last) {
+        it.duplicate = true;
+        auto n = txn.Get(impl_->meta, StreamNackKey(stream, it.seq));
+        if (n && n->size() == 2)
+          it.outcome = static_cast<uint16_t>((static_cast<uint8_t>((*n)[0]) << 8) |
+                                             static_cast<uint8_t>((*n)[1]));
+        continue;
+      }
+      last = it.seq;
+      Message m = it.msg;
+      const std::string dest = m.destination_queue;
+      QueueInfo* q = nullptr;
+      auto ref = ParseQueueRef(dest);
+      if (ref.ok() && !ref->IsSub() && !ref->IsSystem()) {
+        auto found = queues.find(dest);
+        if (found == queues.end()) {
+          auto loaded = impl_->LoadQueue(txn, dest);
+          if (!loaded.ok()) return loaded.status();
+          if (*loaded) found = queues.emplace(dest, std::move(**loaded)).first;
+        }
+        if (found != queues.end()) q = &found->second;
+      }
+      uint16_t refusal = q ? Refusal(*q, m, now) : kClassNackBadDstQ;
+      if (!refusal && !IsNil(m.conversation_handle) && txn.Get(impl_->by_id, m.id)) {
+        // Stored by an earlier stream of the same link: its conversation has it already.
+        it.duplicate = true;
+        continue;
+      }
+      if (!refusal) {
+        // A new message of this store: its arrival here, its place, no receive history.
+        m.lookup_id = 0;
+        m.arrived_time = now;
+        m.message_enqueue_time = now;
+        m.status = 1;
+        m.delivery_count = 0;
+        m.abort_count = 0;
+        m.queuing_order = 0;
+        if (m.visible_time && m.visible_time <= now) m.visible_time = 0;
+        m.awaiting_arrival = m.visible_time != 0;
+        auto conv = impl_->AcceptConvMessage(txn, *q, m, conversations_made, now);
+        if (!conv.ok()) return conv.status();
+        refusal = *conv;
+      }
+      if (!refusal) {
+        Status ins = impl_->InsertMessage(txn, *q, m, q->quota);
+        if (ins.code() == Code::kInsufficientResources) {
+          refusal = kClassNackQExceedQuota;
+        } else if (ins.code() == Code::kIllegalPropertyValue && txn.Get(impl_->by_id, m.id)) {
+          // Its id is here already: stored by an earlier stream of the same link.
+          it.duplicate = true;
+        } else {
+          MQ_RETURN_IF_ERROR(ins);
+        }
+      }
+      if (refusal) {
+        it.outcome = refusal;
+        std::string cls;
+        cls.push_back(static_cast<char>(refusal >> 8));
+        cls.push_back(static_cast<char>(refusal & 0xFF));
+        MQ_RETURN_IF_ERROR(txn.Put(impl_->meta, StreamNackKey(stream, it.seq), cls));
+      }
+    }
+    for (auto& [name, q] : queues) MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, q));
+    std::string pos;
+    PutU64BE(pos, last);
+    return txn.Put(impl_->meta, StreamKey(stream), pos);
+  });
+  if (!s.ok()) return s;
+  return last;
+}
+
+Result<uint64_t> Store::StreamPosition(const std::string& stream) {
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  auto v = txn->Get(impl_->meta, StreamKey(stream));
+  return v && v->size() == 8 ? GetU64BE(*v, 0) : 0;
+}
+
+}  // namespace mq

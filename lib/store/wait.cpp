@@ -1,0 +1,158 @@
+// wait.cpp: waiting for a queue (the protocol is waiter.hpp's): arm the doorbell,
+// look again, sleep until a ring, a lock file's close or the next deadline in the store.
+#include "store/store_impl.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "base/codec.hpp"
+#include "store/conversation.hpp"
+#include "store/filelock.hpp"
+#include "store/lmdb.hpp"
+#include "base/paths.hpp"
+#include "base/units.hpp"
+#include "store/waiter.hpp"
+
+namespace mq {
+
+// The id of the queue a wait is about, giving a subqueue that was never written a catalog
+// entry (and so a doorbell). A missing or (with `need_enabled`) disabled queue is an error.
+Result<uint32_t> Store::Impl::QueueIdForWait(const QueueRef& ref, bool need_enabled) {
+  uint32_t qid = 0;
+  {
+    // Usually the queue exists: a read transaction is enough.
+    auto txn = lmdb::Txn::Begin(env, false);
+    if (!txn.ok()) return txn.status();
+    auto q = FindQueue(*txn, ref);
+    if (!q.ok()) return q.status();
+    if (need_enabled && !q->enabled)
+      return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
+    if (q->id != 0) return q->id;
+  }
+  Status s = Write([&](lmdb::Txn& txn) -> Status {
+    auto q = FindQueue(txn, ref);
+    if (!q.ok()) return q.status();
+    if (q->id == 0) {
+      auto made = NewQueue(txn, ref.Full());
+      if (!made.ok()) return made.status();
+      *q = std::move(*made);
+    }
+    if (need_enabled && !q->enabled)
+      return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
+    qid = q->id;
+    return {};
+  });
+  if (!s.ok()) return s;
+  return qid;
+}
+
+// The wait protocol of waiter.hpp around `attempt`, which looks once and returns ok (found),
+// MQ_ERROR_MESSAGE_NOT_FOUND (look again later; it may set the store's next deadline), or
+// another error (give up). Without waiting, `attempt` runs once.
+Status Store::Impl::WaitLoop(
+    const QueueRef& ref, const ReadOptions& ro,
+    const std::function<Status(bool waiting, int64_t& next_deadline)>& attempt) {
+  int64_t deadline = 0;
+  // The first look needs no watch: most reads find something. Only then arm, and look
+  // again before sleeping, so that nothing committed in between is missed.
+  Status first = attempt(ro.wait_ms != 0, deadline);
+  if (ro.wait_ms == 0 || first.code() != Code::kMessageNotFound) return first;
+  auto qid = QueueIdForWait(ref, true);
+  if (!qid.ok()) return qid.status();
+  // One watch per queue, kept for the life of the store: closing an inotify instance waits
+  // for an SRCU grace period (several ms), which mq-watch would pay before every event.
+  auto it = armed.find(*qid);
+  if (it == armed.end()) {
+    auto a = Waiter::Arm(paths.notify(*qid), file_mode, paths.locks_dir());
+    if (!a.ok()) return a.status();
+    it = armed.emplace(*qid, std::move(*a)).first;
+  }
+  Waiter* w = &it->second;
+  // While it waits, the reader holds a lock on locks/wait.QID.PID, which mq-admin stat counts
+  // (a killed reader's file is not locked, is not counted, and sweep removes it). Only this
+  // process locks or removes its own file; a prober (FileLock::IsHeld) holds it for an
+  // instant, so a few tries get it, and without it the wait goes on, only uncounted. Opened
+  // read-only: its close is no IN_CLOSE_WRITE in locks/, which would wake every waiter.
+  struct Mark {
+    std::string path;
+    int fd = -1;
+    ~Mark() {
+      if (fd < 0) return;
+      ::unlink(path.c_str());
+      ::close(fd);
+    }
+  } mark{WaitMarkPath(*qid, ::getpid())};
+  if (auto fd = OpenStoreFile(mark.path, O_RDONLY, file_mode); fd.ok()) {
+    for (int i = 0; i < 100 && mark.fd < 0; ++i) {
+      if (::flock(*fd, LOCK_EX | LOCK_NB) == 0) mark.fd = *fd;
+      else ::usleep(1000);
+    }
+    if (mark.fd < 0) ::close(*fd);
+  }
+  int64_t until = ro.wait_ms < 0 ? -1 : MonotonicMs() + ro.wait_ms;
+  for (;;) {
+    deadline = 0;
+    Status s = attempt(true, deadline);
+    if (s.code() == Code::kQueueNotFound)
+      return Status(Code::kQueueDeleted, "queue was deleted while waiting", ref.Full());
+    if (s.code() != Code::kMessageNotFound) return s;
+    auto wake = w->Wait(deadline, until, ro.stop_fd);
+    if (!wake.ok()) return wake.status();
+    if (*wake == Waiter::Wake::kTimeout)
+      return Status(Code::kIoTimeout, "timed out waiting for a message", ref.Full());
+    if (*wake == Waiter::Wake::kStop)
+      return Status(Code::kOperationCancelled, "stopped by a signal", ref.Full());
+  }
+}
+
+std::string Store::Impl::WaitMarkPath(uint32_t qid, long pid) {
+  return paths.locks_dir() + "/wait." + std::to_string(qid) + "." + std::to_string(pid);
+}
+
+// The readers waiting on queue `qid` now: the wait marks whose lock is held.
+uint64_t Store::Impl::WaitingReaders(uint32_t qid) {
+  uint64_t n = 0;
+  std::string prefix = "wait." + std::to_string(qid) + ".";
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir(paths.locks_dir().c_str()), closedir);
+  while (dir) {
+    dirent* e = readdir(dir.get());
+    if (!e) break;
+    if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) != 0) continue;
+    auto held = FileLock::IsHeld(paths.locks_dir() + "/" + e->d_name);
+    if (held.ok() && *held) ++n;
+  }
+  return n;
+}
+
+Result<Waiter> Store::ArmDoorbell(const QueueRef& ref) {
+  auto qid = impl_->QueueIdForWait(ref, false);
+  if (!qid.ok()) return qid.status();
+  return Waiter::Arm(impl_->paths.notify(*qid), impl_->file_mode, impl_->paths.locks_dir());
+}
+
+Result<int64_t> Store::NextDeadline(const QueueRef& ref) {
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  auto q = impl_->FindQueue(*txn, ref);
+  if (!q.ok()) return q.status();
+  return impl_->NextDeadline(*txn, q->id);
+}
+
+}  // namespace mq

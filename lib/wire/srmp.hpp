@@ -1,0 +1,115 @@
+// srmp.hpp: one message as an SRMP document, as MSMQ writes them ([MC-MQSRM] 2.2, seed 002).
+//
+// Document (what EncodeSrmp writes; CRLF line ends):
+//
+//   Content-Type: multipart/related; boundary="MSMQ - SOAP boundary, N"; type=text/xml
+//   (blank line)
+//   --BOUNDARY
+//   Content-Type: text/xml; charset=UTF-8        the SOAP 1.1 envelope:
+//   Content-Length: L                              <se:Header> holds <path> (action MSMQ:LABEL,
+//   (blank line)                                   to, id uuid:COUNTER@GUID, rev/via), <properties>
+//   <se:Envelope ...>...</se:Envelope>             (expiresAt, sentAt), <services> (durable, receipt
+//   --BOUNDARY                                     requests), <Stream> (streamId, current,
+//   Content-Type: application/octet-stream         previous), <Msmq xmlns="msmq.namespace.xml">
+//   Content-Length: B                              with seed 002's elements in seed 002's order,
+//   Content-Id: body@GUID                          then <Mq xmlns="urn:x-mq:srmp"> with the mq
+//   (blank line)                                   properties SRMP has no element for; an empty
+//   B bytes of body                                <se:Body>.
+//   --BOUNDARY                                   the extension (PROPID_M_EXTENSION), when there
+//   Content-Type: application/octet-stream         is one, as a part of its own, as MSMQ's
+//   Content-Length: E                              signature references it ("cid:extension@").
+//   Content-Id: extension@GUID
+//   (blank line)
+//   E bytes of extension
+//   --BOUNDARY--
+//
+// Mapping (Message field: element). label: <action>MSMQ:LABEL; id: <id>uuid:COUNTER@GUID;
+// sent_time: <sentAt>; ttrq: <TTrq>; ttbr: <expiresAt>. The two deadlines follow [MC-MQSRM]
+// 2.2.6.17 (<TTrq> is the time to reach the queue) and MSMQ's own documents, its samples: they
+// carry MSMQ's defaults, <TTrq> four days after <sentAt> (LONG_LIVED, the default time to reach
+// the queue) and <expiresAt> INFINITE (the default time to be received). Microsoft's pages
+// "Properties Mapped to ..." (seed 002) say the reverse, which the samples contradict. Without
+// <Msmq>, <expiresAt> is the time to reach the queue ([MC-MQSRM] 3.1.5.1.1). Deadlines of 0
+// (none) are written as MSMQ's INFINITE, 20380119T031407, and read back as 0. Times are
+// YYYYMMDDTHHMMSS UTC, with ".mmm" when the milliseconds are not 0 (ISO 8601 basic format) so
+// that nothing is lost. express: no <durable/>.
+// ack: <deliveryReceiptRequest> (pos-arrival), <commitmentReceiptRequest> with <positiveOnly/>
+// (pos-receive) and <negativeOnly/> (neg-receive); neg-arrival, which SRMP cannot say, in
+// <Mq><Ack>. admin_queue, response_queue, destination_queue: <AdminMqf>, <ResponseMqf>,
+// <DestinationMqf> (also <sendTo>, <rev><via>, <to>). correlation_id: <Correlation> in base64
+// as MSMQ writes it; read in base64 or as 40 hex digits (seed 002's example). On the wire the
+// 20 bytes are in MSMQ's OBJECTID layout (GUID fields and counter little-endian), in mq
+// big-endian: the codec swaps them both ways, so that a correlation id that is a message id
+// (an acknowledgement's, a reply's) names the same message on both sides.
+// A string that XML 1.0 cannot carry as text (control characters, CR, invalid UTF-8) is written
+// base64 with the attribute encoding="base64".
+//
+// Reading (DecodeSrmp) follows [MC-MQSRM] 3.1.5.1.1 and accepts its samples as printed: an HTTP
+// request line and headers in front or not, LF or CRLF line ends, a boundary written right after
+// the content (MSMQ puts no CRLF before it), part headers without the blank line after them, no
+// closing boundary. A part with a Content-Length has exactly that many bytes (fewer is an error:
+// a truncated document); a part without one ends at the next boundary. A document without a
+// <Msmq> element takes defaults for its properties and no id ([MC-MQSRM] 2.2.4.3). Addresses of
+// other machines (http:// URLs in <to>, <via>, <sendTo>) become MSMQ direct format names
+// (DIRECT=http://...), used only when the Mqf elements are absent.
+//
+// Several documents in one stream (mq-admin export --format srmp): each is an HTTP request
+// (SrmpHttpRequest) and ends with its closing boundary line; the next begins on the next line.
+// SrmpDocumentEnd finds where the first document of a stream ends.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "base/message.hpp"
+#include "base/status.hpp"
+
+namespace mq {
+
+// <Stream> of a transactional message (MC-MQSRM): stream id, current ordinal, previous ordinal.
+struct SrmpStream {
+  std::string stream_id;
+  uint64_t current = 0;
+  uint64_t previous = 0;
+};
+
+// One message as an SRMP document: MIME multipart/related, first part the SOAP 1.1 envelope
+// (<se:Header> with <path>, <properties>, <Stream> when stream != nullptr, <Msmq> in seed 002's
+// order and namespace; empty <se:Body>), second part the body (application/octet-stream,
+// Content-Id). Without `stream`, a message with a tx_sequence_number gets a <Stream> made of its
+// own fields (uid:SOURCE-QM-GUID\TX_SEQUENCE_ID, current, previous). The message's own tx_*
+// fields travel in <Mq> too (with a `stream`, even when 0), so a link's stream never replaces
+// them when the document is read back.
+// Without `local_state`, what belongs to this store's copy of the message and what any store
+// sets anew when the message arrives in it is left out of <Mq>: arrived_time,
+// message_enqueue_time, queuing_order, status, delivery_count, abort_count, awaiting_arrival
+// (a link's documents: accept stores each as a new message of its store).
+std::string EncodeSrmp(const Message& m, const SrmpStream* stream = nullptr,
+                       bool local_state = true);
+// The same document, appended to `out`.
+void AppendSrmp(std::string& out, const Message& m, const SrmpStream* stream = nullptr,
+                bool local_state = true);
+
+// Parses one document (with or without an HTTP request line and headers in front). On failure
+// the Status (E_INVALIDARG) message names the element (and the caller adds which document).
+// Fills stream if present and stream != nullptr. `m` is reset first; lookup_id and queue are
+// left empty.
+Status DecodeSrmp(std::string_view doc, Message& m, SrmpStream* stream = nullptr);
+
+// The document as an HTTP/1.1 request, as MSMQ posts it: POST /msmq/PATH (PATH: `queue` with
+// private$/ in front), Host, SOAPAction "MSMQMessage", Content-Length, then the document's
+// own Content-Type and body.
+std::string SrmpHttpRequest(std::string_view doc, std::string_view queue);
+
+// Where the first document of `input` ends (an offset into input): after its closing boundary
+// line; for a document that has no multipart body, before the next line that starts with
+// "POST " or at the end. Leading blank lines belong to the document. 0 if input holds only
+// white space. A document that has no closing boundary extends to the end of the input.
+size_t SrmpDocumentEnd(std::string_view input);
+
+// SRMP date strings (ISO 8601 basic, UTC): YYYYMMDDTHHMMSS[.fff].
+std::string FormatSrmpTime(int64_t ms);
+Result<int64_t> ParseSrmpTime(std::string_view text);
+
+}  // namespace mq
