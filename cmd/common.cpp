@@ -52,45 +52,29 @@ int Fail(const Status& status) {
 
 namespace {
 
-int g_stop_pipe[2] = {-1, -1};
-volatile sig_atomic_t g_stopping = 0;
-
-void OnStopSignal(int) {
-  g_stopping = 1;
-  WakeStopPipe();
-}
+void OnStopSignal(int) { Stop().Request(); }
 
 }  // namespace
 
-void WakeStopPipe() {
-  int saved = errno;
-  char b = 1;
-  ssize_t ignored = ::write(g_stop_pipe[1], &b, 1);
-  (void)ignored;
-  errno = saved;
+proc::StopSignal& Stop() {
+  static proc::StopSignal stop;
+  return stop;
 }
 
-bool Stopping() { return g_stopping != 0; }
+void WakeStopPipe() { Stop().Wake(); }
 
-bool SleepUnlessStopped(int stop_fd, int64_t ms) {
-  pollfd p{stop_fd, POLLIN, 0};
-  int64_t until = MonotonicMs() + ms;
-  while (!Stopping()) {
-    int64_t left = until - MonotonicMs();
-    if (left <= 0) return false;
-    ::poll(&p, 1, static_cast<int>(left));
-  }
-  return true;
-}
+bool Stopping() { return Stop().Requested(); }
+
+bool SleepUnlessStopped(int, int64_t ms) { return Stop().SleepFor(ms); }
 
 int StopOnSignals() {
-  if (g_stop_pipe[0] < 0 && ::pipe2(g_stop_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return -1;
+  if (!Stop().valid()) return -1;
   struct sigaction sa {};
   sa.sa_handler = OnStopSignal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
-  return g_stop_pipe[0];
+  return Stop().fd();
 }
 
 void AddVersionFlag(CLI::App& app) {

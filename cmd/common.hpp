@@ -13,6 +13,7 @@
 #include "output/format.hpp"
 #include "base/names.hpp"
 #include "base/status.hpp"
+#include "proc/stop.hpp"
 #include "store/store.hpp"
 
 namespace mq::cli {
@@ -63,6 +64,8 @@ Result<std::unique_ptr<Store>> OpenStore(const StoreArgs& args);
 // Waiter's stop_fd); -1 if the pipe could not be made. Wake() makes it readable too (for
 // SIGCHLD handlers). Stopping() tells whether a stop signal came.
 int StopOnSignals();
+// The process's stop signal, for engines (lib/proc/stop.hpp); StopOnSignals() arms it.
+proc::StopSignal& Stop();
 void WakeStopPipe();
 bool Stopping();
 // Sleeps `ms`, or less if a stop signal comes (`stop_fd` from StopOnSignals): whether one came.

@@ -119,6 +119,12 @@ Result<uint64_t> ParseSize(std::string_view text) {
   return n << shift;
 }
 
+int64_t MonotonicMs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
+}
+
 int64_t NowMs() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);

@@ -23,6 +23,8 @@ Result<uint64_t> ParseSize(std::string_view text);
 
 // Milliseconds since the epoch now (CLOCK_REALTIME).
 int64_t NowMs();
+// Milliseconds of CLOCK_MONOTONIC: for timeouts, backoff and rates (never goes back).
+int64_t MonotonicMs();
 // RFC 3339 UTC with milliseconds: 2026-11-30T02:12:59.123Z.
 std::string FormatTime(int64_t ms);
 // RFC 3339 (with Z or a +hh:mm offset, optional fraction) or "@EPOCH" (seconds). A date

@@ -19,12 +19,6 @@
 
 namespace mq {
 
-int64_t MonotonicMs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
-}
-
 Waiter::~Waiter() {
   if (fd_ >= 0) ::close(fd_);
   if (timer_fd_ >= 0) ::close(timer_fd_);

@@ -21,11 +21,9 @@
 #include <string>
 
 #include "base/status.hpp"
+#include "base/units.hpp"
 
 namespace mq {
-
-// Milliseconds of CLOCK_MONOTONIC: for a waiter's own timeout.
-int64_t MonotonicMs();
 
 class Waiter {
  public:
