@@ -1,7 +1,7 @@
 // conversation.hpp: Service Broker conversations, conversation groups and message types
 // (seed 001, REFERENCE.md 3): their records, the keys of their indexes, and body validation.
 //
-// Databases (appended to the store's list; keys big-endian):
+// Databases (schema.hpp lists them with the rest; keys big-endian):
 //   convs      handle (16) -> conversation record (ConvRecord, TLV)
 //   conv_q     queue id, handle -> "": the conversations of a queue (for listing and deletion)
 //   groups     queue id, group id (16) -> group record (GroupRecord, TLV)

@@ -107,7 +107,7 @@ Status Store::Impl::TouchGroup(lmdb::Txn& txn, const QueueInfo& q, const Guid& g
 Status Store::Impl::ConvOnAdd(lmdb::Txn& txn, QueueInfo& q, const Message& m) {
   auto c = ConvOf(txn, q, m);
   if (!c.ok()) return c.status();
-  MQ_RETURN_IF_ERROR(txn.Put(order, OrderKeyFor(q, m), {}));
+  MQ_RETURN_IF_ERROR(msgs.PutReady(txn, OrderKeyFor(q, m)));
   if (m.status == 0) {
     std::string loc;
     PutU64BE(loc, m.lookup_id);
@@ -170,21 +170,19 @@ Status Store::Impl::Retain(lmdb::Txn& txn, QueueInfo& q, Found& f, bool from_loc
     c = std::move(*cr);
   }
   std::string old_key = OrderKeyFor(q, m);
-  auto r = txn.Del(from_locked ? locked : order, old_key);
+  auto r = from_locked ? msgs.Unlock(txn, q, old_key) : msgs.DelReady(txn, old_key);
   if (!r.ok()) return r.status();
-  if (from_locked) q.locked -= std::min<uint64_t>(q.locked, 1);
+  // Counted out of Locked even if its entry had gone already (Unlock counts what it removes).
+  if (from_locked && !*r) q.locked -= std::min<uint64_t>(q.locked, 1);
   if (conv) {
     r = txn.Del(conv_msgs, ConvMsgKeyOf(q, *c, m));
     if (!r.ok()) return r.status();
   }
   m.status = 0;
   // Received: a retained row no longer expires.
-  if (int64_t at = ExpiryOf(m)) {
-    auto d = txn.Del(deadlines, DeadlineKey(q.id, at, m.lookup_id));
-    if (!d.ok()) return d.status();
-  }
+  MQ_RETURN_IF_ERROR(msgs.DropDeadline(txn, q, m));
   MQ_RETURN_IF_ERROR(Rewrite(txn, q, m, f.size, &f.size));
-  MQ_RETURN_IF_ERROR(txn.Put(order, OrderKeyFor(q, m), {}));
+  MQ_RETURN_IF_ERROR(msgs.PutReady(txn, OrderKeyFor(q, m)));
   q.retained++;
   if (!conv) return {};
   std::string loc;
@@ -368,16 +366,11 @@ Result<Store::Impl::GroupPick> Store::Impl::PickGroup(lmdb::Txn& txn, const Queu
     lmdb::Cursor c(txn, group_sel);
     if (c.SeekGe(qprefix) && HasPrefix(c.key(), qprefix)) best = std::string(c.key());
   }
-  {
-    // The plain head: the first `order` entry below the conversation bands.
-    lmdb::Cursor c(txn, order);
-    if (c.SeekGe(qprefix) && HasPrefix(c.key(), qprefix) && c.key().size() == 13 &&
-        static_cast<uint8_t>(c.key()[4]) < 8) {
-      // Whichever comes first in delivery order: priority, then arrival.
-      if (!best || c.key().substr(4, 9) < std::string_view(*best).substr(4, 9)) {
-        p.kind = GroupPick::kPlain;
-        return p;
-      }
+  if (auto plain = msgs.FirstPlainReady(txn, q.id)) {
+    // Whichever comes first in delivery order: priority, then arrival.
+    if (!best || std::string_view(*plain).substr(4, 9) < std::string_view(*best).substr(4, 9)) {
+      p.kind = GroupPick::kPlain;
+      return p;
     }
   }
   if (!best) return p;

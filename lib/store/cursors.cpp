@@ -79,7 +79,7 @@ Result<std::optional<Store::Impl::Found>> Store::Impl::NextVisible(lmdb::Txn& tx
   // The head order of Collect (priority, then arrival, conversation messages included).
   Selection sel;
   std::vector<Found> one;
-  MQ_RETURN_IF_ERROR(Collect(txn, q, sel, after, 1, one));
+  MQ_RETURN_IF_ERROR(msgs.Collect(txn, q, sel, after, 1, one));
   if (one.empty()) return std::optional<Found>();
   return std::optional<Found>(std::move(one[0]));
 }
@@ -99,7 +99,7 @@ Result<Store::Impl::Found> Store::Impl::MoveCursor(lmdb::Txn& txn, const QueueIn
                   fmt::format("cursor {} was never moved: move it to the first message first",
                               name),
                   q.name);
-  if (action == CursorAction::kCurrent && txn.Get(order, st.key)) {
+  if (action == CursorAction::kCurrent && msgs.IsReady(txn, st.key)) {
     Found f;
     MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(st.key, 5), f));
     f.walk_key = st.key;
@@ -190,7 +190,7 @@ Status Store::CursorReceive(const QueueRef& ref, const CursorOptions& co, const 
                         fmt::format("cursor {} was never moved: use mq-peek --cursor {} --first",
                                     co.name, co.name),
                         q->name);
-        if (!txn.Get(impl_->order, st.key))
+        if (!impl_->msgs.IsReady(txn, st.key))
           return Status(Code::kMessageAlreadyReceived,
                         fmt::format("the message at cursor {} was received or moved", co.name),
                         q->name);
@@ -341,40 +341,35 @@ Status Store::WatchLocked(const QueueRef& ref, const WatchOptions& wo, const Rea
         int64_t now = NowMs();
         // First what came back from a rollback.
         for (auto it = passed_locked.begin(); it != passed_locked.end();) {
-          if (txn->Get(impl_->order, *it)) {
+          if (impl_->msgs.IsReady(*txn, *it)) {
             Impl::Found f;
-            MQ_RETURN_IF_ERROR(impl_->LoadMessage(*txn, *q, GetU64BE(*it, 5), f));
+            MQ_RETURN_IF_ERROR(impl_->LoadMessage(*txn, *q, OrderKeyLookup(*it), f));
             it = passed_locked.erase(it);
             if (Impl::Expired(*q, f.msg, now)) continue;
             f.msg.queue = q->name;
             event = std::move(f.msg);
             return {};
           }
-          it = txn->Get(impl_->locked, *it) ? it + 1 : passed_locked.erase(it);
+          it = impl_->msgs.IsLocked(*txn, *it) ? it + 1 : passed_locked.erase(it);
         }
-        lmdb::Cursor c(*txn, impl_->messages);
-        std::string prefix = QueueIdKey(q->id);
-        for (bool on = c.SeekGe(MsgKey(q->id, high_water + 1)); on && HasPrefix(c.key(), prefix);
-             on = c.Next()) {
-          Message m;
-          m.lookup_id = GetU64BE(c.key(), 4);
-          m.queue = q->name;
-          MQ_RETURN_IF_ERROR(DecodeRecord(c.value(), m));
-          high_water = m.lookup_id;
-          std::string okey = Impl::OrderKeyFor(*q, m);
-          if (!txn->Get(impl_->order, okey)) {
-            // Locked: reported with --locked, else remembered. Delayed: promoted later under a
-            // new, higher lookup id.
-            bool is_locked = txn->Get(impl_->locked, okey).has_value();
-            if (!(is_locked && wo.include_locked)) {
-              if (is_locked) passed_locked.push_back(std::move(okey));
-              continue;
-            }
-          }
-          if (Impl::Expired(*q, m, now)) continue;  // never delivered: no event either
-          event = std::move(m);
-          return {};
-        }
+        bool found = false;
+        MQ_RETURN_IF_ERROR(impl_->msgs.ForEachArrival(
+            *txn, *q, high_water, [&](Message& m, bool ready, bool is_locked) -> Result<bool> {
+              high_water = m.lookup_id;
+              if (!ready) {
+                // Locked: reported with --locked, else remembered. Delayed: promoted later
+                // under a new, higher lookup id.
+                if (!(is_locked && wo.include_locked)) {
+                  if (is_locked) passed_locked.push_back(Impl::OrderKeyFor(*q, m));
+                  return true;
+                }
+              }
+              if (Impl::Expired(*q, m, now)) return true;  // never delivered: no event either
+              event = std::move(m);
+              found = true;
+              return false;
+            }));
+        if (found) return {};
         return Status(Code::kMessageNotFound, "no message", ref.Full());
       }
       if (!named) {
@@ -389,7 +384,7 @@ Status Store::WatchLocked(const QueueRef& ref, const WatchOptions& wo, const Rea
         Selection sel;
         sel.include_locked = wo.include_locked;
         std::vector<Impl::Found> head;
-        MQ_RETURN_IF_ERROR(impl_->Collect(*txn, *q, sel, {}, 1, head));
+        MQ_RETURN_IF_ERROR(impl_->msgs.Collect(*txn, *q, sel, {}, 1, head));
         // Retained messages (status 0, the last band of `order`) are not arrivals.
         if (head.empty() || head[0].msg.status == 0)
           return Status(Code::kMessageNotFound, "no message", ref.Full());

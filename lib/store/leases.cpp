@@ -55,8 +55,8 @@ Status Store::Impl::CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
   for (size_t i = 0; i < rec.keys.size(); ++i) {
     const std::string& key = rec.keys[i];
     if (!cleared) {
-      auto holder = txn.GetSeq(locked, key);  // RemoveMessage then deletes it from there
-      if (!holder || holder->size() != 8 || GetU64BE(*holder, 0) != lease_id) continue;
+      // RemoveMessage then deletes it from there, through the same sequential cursor.
+      if (msgs.Holder(txn, key, true) != lease_id) continue;
     }
     Found f;
     if (known && held->messages_[i].lookup_id == GetU64BE(key, 5)) {
@@ -91,15 +91,14 @@ Result<bool> Store::Impl::ClearIfAllLocked(lmdb::Txn& txn, const QueueInfo& q,
                                            const Lease& held) {
   constexpr size_t kWorthIt = 64;
   // With RETENTION ON the messages stay (Retain): not a removal.
-  if (q.retention || rec.keys.size() < kWorthIt || txn.Count(locked) != rec.keys.size())
+  if (q.retention || rec.keys.size() < kWorthIt || msgs.LockedCount(txn) != rec.keys.size())
     return false;
   for (size_t i = 0; i < rec.keys.size(); ++i) {
     const Message& m = held.messages_[i];
     if (IsConvMessage(q, m) || m.lookup_id != GetU64BE(rec.keys[i], 5)) return false;
-    auto holder = txn.GetSeq(locked, rec.keys[i]);
-    if (!holder || holder->size() != 8 || GetU64BE(*holder, 0) != lease_id) return false;
+    if (msgs.Holder(txn, rec.keys[i], true) != lease_id) return false;
   }
-  MQ_RETURN_IF_ERROR(txn.Clear(locked));
+  MQ_RETURN_IF_ERROR(msgs.ClearLocked(txn));
   return true;
 }
 
@@ -112,16 +111,14 @@ Status Store::Impl::RollbackLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_i
                                   FinishReport* report, bool count_abort) {
   if (delay_ms <= 0) delay_ms = q.retry_delay;  // the queue's --retry-delay
   for (const std::string& key : rec.keys) {
-    auto holder = txn.Get(locked, key);
-    if (!holder || holder->size() != 8 || GetU64BE(*holder, 0) != lease_id) continue;
-    auto r = txn.Del(locked, key);
+    if (msgs.Holder(txn, key) != lease_id) continue;
+    auto r = msgs.Unlock(txn, q, key);
     if (!r.ok()) return r.status();
-    q.locked -= std::min<uint64_t>(q.locked, 1);
     Found f;
     MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(key, 5), f));
     Message& m = f.msg;
     if (!count_abort) {
-      MQ_RETURN_IF_ERROR(txn.Put(order, key, {}));
+      MQ_RETURN_IF_ERROR(msgs.PutReady(txn, key));
       if (IsConvMessage(q, m)) MQ_RETURN_IF_ERROR(ConvOnRestore(txn, q, m));
       continue;
     }
@@ -131,13 +128,12 @@ Status Store::Impl::RollbackLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_i
     if (!poison && delay_ms > 0 && !IsConvMessage(q, m)) {
       m.visible_time = now + delay_ms;
       MQ_RETURN_IF_ERROR(Rewrite(txn, q, m, f.size, &f.size));
-      MQ_RETURN_IF_ERROR(txn.Put(delays, DelayKey(q.id, m.visible_time, m.lookup_id), {}));
-      q.delayed++;
+      MQ_RETURN_IF_ERROR(msgs.Delay(txn, q, m));
       continue;
     }
     m.visible_time = 0;
     MQ_RETURN_IF_ERROR(Rewrite(txn, q, m, f.size, &f.size));
-    MQ_RETURN_IF_ERROR(txn.Put(order, key, {}));  // the same key: the same place
+    MQ_RETURN_IF_ERROR(msgs.PutReady(txn, key));  // the same key: the same place
     if (IsConvMessage(q, m)) MQ_RETURN_IF_ERROR(ConvOnRestore(txn, q, m));
     to_notify.insert(q.id);
     if (!poison) continue;
@@ -281,17 +277,11 @@ Result<uint64_t> Store::Impl::BeginLease(QueueInfo& q, const LockOptions& lo, in
 Status Store::Impl::MarkLocked(lmdb::Txn& txn, QueueInfo& q, Found& f, uint64_t lease_id,
                                bool count_delivery, LeaseRecord& rec, Lease& lease) {
   std::string key = OrderKeyFor(q, f.msg);
-  auto r = txn.DelSeq(order, key);
-  if (!r.ok()) return r.status();
-  std::string holder;
-  PutU64BE(holder, lease_id);
-  // A batch Locks keys in increasing order, usually above every key Locked before.
-  MQ_RETURN_IF_ERROR(txn.PutAppend(locked, key, holder));
+  MQ_RETURN_IF_ERROR(msgs.Lock(txn, q, key, lease_id));
   if (count_delivery) {
     f.msg.delivery_count++;
     MQ_RETURN_IF_ERROR(Rewrite(txn, q, f.msg, f.size, &f.size));
   }
-  q.locked++;
   rec.keys.push_back(std::move(key));
   lease.messages_.push_back(std::move(f.msg));
   lease.sizes_.push_back(f.size);
@@ -322,8 +312,8 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockPlainOnce(const QueueRef& ref,
         std::string from = n ? std::string() : resume;
         std::vector<Found> batch;
         uint64_t limit = sel.limit ? sel.limit : UINT64_MAX;
-        MQ_RETURN_IF_ERROR(
-            Collect(txn, *q, sel, from, std::min<uint64_t>(limit, kLockBatchCount), batch));
+        MQ_RETURN_IF_ERROR(msgs.Collect(txn, *q, sel, from,
+                                        std::min<uint64_t>(limit, kLockBatchCount), batch));
         if (batch.empty()) {
           deadline = NextDeadline(txn, q->id);
           return {};  // commits what Maintain did

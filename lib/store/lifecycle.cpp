@@ -147,11 +147,7 @@ Status Store::Impl::DeadLetterOrDrop(lmdb::Txn& txn, QueueInfo& q, Found& f, uin
 
 // The earliest expiry among `q`'s messages; 0 if none.
 int64_t Store::Impl::FirstExpiry(lmdb::Txn& txn, uint32_t qid) {
-  if (qid == 0) return 0;
-  std::string prefix = QueueIdKey(qid);
-  lmdb::Cursor c(txn, deadlines);
-  if (!c.SeekGe(prefix) || !HasPrefix(c.key(), prefix)) return 0;
-  return static_cast<int64_t>(GetU64BE(c.key(), 4));
+  return msgs.FirstExpiry(txn, qid);
 }
 
 // Handles the messages of `q` whose deadline is past by `now`, walking the deadline index
@@ -159,29 +155,19 @@ int64_t Store::Impl::FirstExpiry(lmdb::Txn& txn, uint32_t qid) {
 Result<uint64_t> Store::Impl::ExpireDue(lmdb::Txn& txn, QueueInfo& q, int64_t now) {
   uint64_t n = 0;
   if (q.id == 0 || !IsLive(q)) return n;
-  std::string prefix = QueueIdKey(q.id);
   std::string resume;
   for (;;) {
-    std::vector<std::string> keys;
-    {
-      lmdb::Cursor c(txn, deadlines);
-      bool on = resume.empty() ? c.SeekGe(prefix) : c.SeekGe(resume);
-      if (on && !resume.empty() && c.key() == resume) on = c.Next();
-      for (; on && HasPrefix(c.key(), prefix) &&
-             static_cast<int64_t>(GetU64BE(c.key(), 4)) <= now && keys.size() < kBatchCount;
-           on = c.Next())
-        keys.emplace_back(c.key());
-    }
-    if (keys.empty()) return n;
-    for (const std::string& key : keys) {
+    auto due = msgs.DueExpiries(txn, q.id, now, resume, kBatchCount);
+    if (due.empty()) return n;
+    for (const auto& d : due) {
       Found f;
-      MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(key, 12), f));
-      if (txn.Get(locked, OrderKeyFor(q, f.msg))) continue;
+      MQ_RETURN_IF_ERROR(LoadMessage(txn, q, d.lookup, f));
+      if (msgs.IsLocked(txn, OrderKeyFor(q, f.msg))) continue;
       MQ_RETURN_IF_ERROR(
           DeadLetterOrDrop(txn, q, f, ExpiryClass(f.msg, IsOutgoingName(q.name)), now));
       ++n;
     }
-    resume = keys.back();
+    resume = due.back().key;
   }
 }
 
@@ -191,21 +177,9 @@ Status Store::Impl::DrainQueue(lmdb::Txn& txn, QueueInfo& q, uint16_t reached, u
                                int64_t now) {
   if (q.id == 0) return {};
   if (!IsLive(q)) return RemoveAll(txn, q);
-  std::string prefix = QueueIdKey(q.id);
+  std::vector<Found> batch;
   for (;;) {
-    std::vector<Found> batch;
-    {
-      lmdb::Cursor c(txn, messages);
-      for (bool on = c.SeekGe(prefix);
-           on && HasPrefix(c.key(), prefix) && batch.size() < kBatchCount; on = c.Next()) {
-        Found f;
-        f.msg.lookup_id = GetU64BE(c.key(), 4);
-        f.msg.queue = q.name;
-        f.size = c.value().size();
-        MQ_RETURN_IF_ERROR(DecodeRecord(c.value(), f.msg));
-        batch.push_back(std::move(f));
-      }
-    }
+    MQ_RETURN_IF_ERROR(msgs.Batch(txn, q, 0, kBatchCount, batch));
     if (batch.empty()) return {};
     for (auto& f : batch)
       MQ_RETURN_IF_ERROR(
@@ -216,21 +190,9 @@ Status Store::Impl::DrainQueue(lmdb::Txn& txn, QueueInfo& q, uint16_t reached, u
 // Removes every message of `q`, visible or delayed.
 Status Store::Impl::RemoveAll(lmdb::Txn& txn, QueueInfo& q) {
   if (q.id == 0) return {};
-  std::string prefix = QueueIdKey(q.id);
+  std::vector<Found> batch;
   for (;;) {
-    std::vector<Found> batch;
-    {
-      lmdb::Cursor c(txn, messages);
-      for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix) &&
-                                        batch.size() < kBatchCount;
-           on = c.Next()) {
-        Found f;
-        f.msg.lookup_id = GetU64BE(c.key(), 4);
-        f.size = c.value().size();
-        MQ_RETURN_IF_ERROR(DecodeRecord(c.value(), f.msg));
-        batch.push_back(std::move(f));
-      }
-    }
+    MQ_RETURN_IF_ERROR(msgs.Batch(txn, q, 0, kBatchCount, batch));
     if (batch.empty()) return {};
     for (auto& f : batch) MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, f.msg, f.size));
   }
@@ -238,11 +200,7 @@ Status Store::Impl::RemoveAll(lmdb::Txn& txn, QueueInfo& q) {
 
 // The earliest visible time among `q`'s delayed messages; 0 if none.
 int64_t Store::Impl::FirstDelay(lmdb::Txn& txn, uint32_t qid) {
-  if (qid == 0) return 0;
-  std::string prefix = QueueIdKey(qid);
-  lmdb::Cursor c(txn, delays);
-  if (!c.SeekGe(prefix) || !HasPrefix(c.key(), prefix)) return 0;
-  return static_cast<int64_t>(GetU64BE(c.key(), 4));
+  return msgs.FirstDelay(txn, qid);
 }
 
 // Makes the delayed messages of `q` that are due by `now` visible: each gets a new lookup
@@ -252,16 +210,7 @@ Result<uint64_t> Store::Impl::PromoteDue(lmdb::Txn& txn, QueueInfo& q, int64_t n
   for (;;) {
     int64_t first = FirstDelay(txn, q.id);
     if (first == 0 || first > now) return n;
-    std::vector<uint64_t> due;
-    {
-      std::string prefix = QueueIdKey(q.id);
-      lmdb::Cursor c(txn, delays);
-      for (bool on = c.SeekGe(prefix);
-           on && HasPrefix(c.key(), prefix) &&
-           static_cast<int64_t>(GetU64BE(c.key(), 4)) <= now && due.size() < kBatchCount;
-           on = c.Next())
-        due.push_back(GetU64BE(c.key(), 12));
-    }
+    std::vector<uint64_t> due = msgs.DueDelays(txn, q.id, now, kBatchCount);
     for (uint64_t lookup : due) {
       Found f;
       MQ_RETURN_IF_ERROR(LoadMessage(txn, q, lookup, f));
@@ -365,7 +314,8 @@ Result<uint64_t> Store::Sweep() {
   {
     auto txn = lmdb::Txn::Begin(impl_->env, false);
     if (!txn.ok()) return txn.status();
-    for (lmdb::Dbi dbi : {impl_->delays, impl_->leases, impl_->dedup_exp, impl_->deadlines}) {
+    impl_->msgs.QueuesDue(*txn, now, due);
+    for (lmdb::Dbi dbi : {impl_->leases, impl_->dedup_exp}) {
       lmdb::Cursor c(*txn, dbi);
       for (bool on = c.First(); on && c.key().size() >= 12;) {
         uint32_t qid = GetU32BE(c.key(), 0);
@@ -461,7 +411,7 @@ Result<uint64_t> Store::Requeue(const QueueRef& from, const std::string& id,
     int64_t now = NowMs();
     for (;;) {
       std::vector<Impl::Found> batch;
-      MQ_RETURN_IF_ERROR(impl_->Collect(txn, *q, sel, {}, kBatchCount, batch));
+      MQ_RETURN_IF_ERROR(impl_->msgs.Collect(txn, *q, sel, {}, kBatchCount, batch));
       if (batch.empty()) break;
       for (auto& f : batch) {
         std::string dest = dead_letters ? f.msg.destination_queue : from.base;
@@ -551,15 +501,15 @@ Status Store::MoveToSubqueue(const QueueRef& from, uint64_t lookup_id, const Que
     if (!q.ok()) return q.status();
     Status missing(Code::kMessageNotFound, fmt::format("no message with lookup id {}", lookup_id),
                    from.Full());
-    if (q->id == 0 || !txn.Get(impl_->messages, MsgKey(q->id, lookup_id))) return missing;
+    if (q->id == 0 || !impl_->msgs.Exists(txn, q->id, lookup_id)) return missing;
     Impl::Found f;
     MQ_RETURN_IF_ERROR(impl_->LoadMessage(txn, *q, lookup_id, f));
     std::string key = Impl::OrderKeyFor(*q, f.msg);
-    if (txn.Get(impl_->locked, key))
+    if (impl_->msgs.IsLocked(txn, key))
       return Status(Code::kMessageLockedUnderTransaction,
                     fmt::format("message {} is held by an open transactional receive", lookup_id),
                     from.Full());
-    if (!txn.Get(impl_->order, key))
+    if (!impl_->msgs.IsReady(txn, key))
       return Status(Code::kMessageNotFound,
                     fmt::format("message {} is delayed: it can be moved once it is visible",
                                 lookup_id),

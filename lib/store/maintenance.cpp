@@ -40,26 +40,22 @@ void Store::Impl::CheckConversations(lmdb::Txn& t, const std::map<uint32_t, Queu
   std::map<std::pair<uint32_t, Guid>, uint64_t> group_count, group_locked, group_convs;
   std::map<uint32_t, uint64_t> retained;
   uint64_t ready = 0, kept = 0;
-  {
-    lmdb::Cursor c(t, messages);
-    for (bool on = c.First(); on; on = c.Next()) {
-      if (c.key().size() != 12) continue;
-      uint32_t qid = GetU32BE(c.key(), 0);
+  msgs.ForEachRecord(t, [&](uint32_t qid, uint64_t lookup, std::string_view rec) {
       auto qit = by_qid.find(qid);
-      if (qit == by_qid.end()) continue;
+      if (qit == by_qid.end()) return;
       const QueueInfo& q = qit->second;
       Message m;
-      m.lookup_id = GetU64BE(c.key(), 4);
-      if (!DecodeRecord(c.value(), m).ok()) continue;
+      m.lookup_id = lookup;
+      if (!DecodeRecord(rec, m).ok()) return;
       if (!IsConvMessage(q, m)) {
         if (m.status == 0) retained[qid]++;  // a plain message kept by RETENTION ON
-        continue;
+        return;
       }
       std::string where = fmt::format("queue {} lookup id {}", q.name, m.lookup_id);
       auto cr = LoadConv(t, m.conversation_handle);
       if (!cr.ok() || !*cr || (*cr)->qid != qid) {
         problem(where + ": its conversation is not in the queue");
-        continue;
+        return;
       }
       const ConvRecord& cv = **cr;
       conv_count[m.conversation_handle]++;
@@ -69,7 +65,7 @@ void Store::Impl::CheckConversations(lmdb::Txn& t, const std::map<uint32_t, Queu
       if (m.message_sequence_number >= cv.next_seq)
         problem(where + ": sequence number not below the conversation's next");
       std::string key = OrderKeyFor(q, m);
-      bool is_locked = t.Get(locked, key).has_value();
+      bool is_locked = msgs.IsLocked(t, key);
       if (is_locked) group_locked[{qid, cv.group}]++;
       if (m.status == 0) {
         ++kept;
@@ -83,8 +79,7 @@ void Store::Impl::CheckConversations(lmdb::Txn& t, const std::map<uint32_t, Queu
         if (!v || v->size() != 8 || GetU64BE(*v, 0) != m.lookup_id)
           problem(where + ": ready conversation message missing from conv_msgs");
       }
-    }
-  }
+  });
   if (t.Count(conv_msgs) != ready)
     problem(fmt::format("conv_msgs has {} entries for {} ready conversation messages",
                         t.Count(conv_msgs), ready));
@@ -182,8 +177,9 @@ Status Store::Check(std::vector<std::string>& problems) {
   {
     std::vector<std::pair<std::string, lmdb::Dbi>> trees = {{"the free-page list", 0},
                                                              {"the database catalog", 1}};
-    for (size_t i = 0; i < std::size(impl_->DbSlots); ++i)
-      trees.emplace_back(fmt::format("database {}", StoreDbName(i)), *impl_->DbSlots[i]);
+    impl_->ForEachDb([&](const char* name, lmdb::Dbi dbi) {
+      trees.emplace_back(fmt::format("database {}", name), dbi);
+    });
     for (const auto& [name, dbi] : trees) {
       lmdb::SetDamageContext("walking " + name);
       size_t before = problems.size();
@@ -236,152 +232,7 @@ Status Store::Check(std::vector<std::string>& problems) {
     if (q.id_guid.size() == 16 && !id_sources.emplace(q.id_guid, &q).second)
       problem(fmt::format("queue {}: its message id GUID is another queue's too", q.name));
 
-  struct Tally {
-    uint64_t count = 0, bytes = 0, max_lookup = 0, delayed = 0, locked = 0;
-  };
-  std::map<uint32_t, Tally> tally;
-  uint64_t messages = 0, with_corr = 0, with_deadline = 0;
-  {
-    lmdb::Cursor c(t, impl_->messages);
-    for (bool on = c.First(); on; on = c.Next()) {
-      ++messages;
-      if (c.key().size() != 12) {
-        problem("messages: bad key size");
-        continue;
-      }
-      uint32_t qid = GetU32BE(c.key(), 0);
-      uint64_t lookup = GetU64BE(c.key(), 4);
-      auto qit = by_qid.find(qid);
-      std::string qname = qit == by_qid.end() ? fmt::format("#{}", qid) : qit->second.name;
-      std::string where = fmt::format("queue {} lookup id {}", qname, lookup);
-      if (qit == by_qid.end()) problem(where + ": message of an unknown queue");
-      Message m;
-      Status s = DecodeRecord(c.value(), m);
-      if (!s.ok()) {
-        problem(fmt::format("{}: {}", where, s.text()));
-        continue;
-      }
-      Tally& ty = tally[qid];
-      ty.count++;
-      ty.bytes += c.value().size();
-      ty.max_lookup = std::max(ty.max_lookup, lookup);
-      if (m.priority > 7) problem(where + ": priority out of range");
-      m.lookup_id = lookup;
-      std::string okey = qit == by_qid.end() ? OrderKey(qid, m.priority, lookup)
-                                             : Impl::OrderKeyFor(qit->second, m);
-      bool in_order = t.Get(impl_->order, okey).has_value();
-      bool delayed = m.visible_time && t.Get(impl_->delays, DelayKey(qid, m.visible_time, lookup));
-      bool is_locked = t.Get(impl_->locked, okey).has_value();
-      if (delayed) ty.delayed++;
-      if (is_locked) ty.locked++;
-      int states = in_order + delayed + is_locked;
-      if (states == 0) problem(where + ": missing from the delivery order index");
-      if (states > 1) problem(where + ": in more than one of order, delays and locked");
-      QueueInfo owner;
-      owner.name = qname;
-      owner.id = qid;
-      auto loc = t.Get(impl_->by_id, IdKey(owner, m.id));
-      if (m.id.size() != kIdSize) problem(where + ": bad message id");
-      else if (!loc || *loc != MsgKey(qid, lookup))
-        problem(where + ": message id index does not point to it");
-      if (m.id.size() == kIdSize) {
-        auto src = id_sources.find(m.id.substr(0, 16));
-        if (src != id_sources.end() && GetU32BE(m.id, 16) > src->second->id_counter)
-          problem(fmt::format("{}: message id {} is beyond queue {}'s id counter {}", where,
-                              FormatMessageId(m.id), src->second->name,
-                              src->second->id_counter));
-      }
-      if (int64_t at = ExpiryOf(m); at && IsLive(owner) && m.status != 0) {
-        ++with_deadline;
-        if (!t.Get(impl_->deadlines, DeadlineKey(qid, at, lookup)))
-          problem(where + ": missing from the deadline index");
-      }
-      if (!m.correlation_id.empty()) {
-        ++with_corr;
-        if (!t.Get(impl_->by_corr, CorrKey(m.correlation_id, qid, m.priority, lookup)))
-          problem(where + ": missing from the correlation index");
-      }
-    }
-  }
-  for (auto& [qid, q] : by_qid) {
-    Tally ty = tally[qid];
-    if (ty.count != q.count)
-      problem(fmt::format("queue {}: counter says {} messages, found {}", q.name, q.count,
-                          ty.count));
-    if (ty.bytes != q.bytes)
-      problem(fmt::format("queue {}: counter says {} bytes, found {}", q.name, q.bytes, ty.bytes));
-    if (ty.locked != q.locked)
-      problem(fmt::format("queue {}: counter says {} locked, found {}", q.name, q.locked,
-                          ty.locked));
-    if (ty.delayed != q.delayed)
-      problem(fmt::format("queue {}: counter says {} delayed, found {}", q.name, q.delayed,
-                          ty.delayed));
-    if (ty.max_lookup >= q.next_lookup)
-      problem(fmt::format("queue {}: next lookup id {} is not above {}", q.name, q.next_lookup,
-                          ty.max_lookup));
-  }
-  // Every index entry points to a message that agrees with it.
-  {
-    lmdb::Cursor c(t, impl_->order);
-    uint64_t n = 0;
-    for (bool on = c.First(); on; on = c.Next()) {
-      ++n;
-      if (c.key().size() != 13) {
-        problem("order: bad key size");
-        continue;
-      }
-      uint32_t oqid = GetU32BE(c.key(), 0);
-      auto rec = t.Get(impl_->messages, MsgKey(oqid, GetU64BE(c.key(), 5)));
-      Message m;
-      bool decoded = rec && DecodeRecord(*rec, m).ok();
-      m.lookup_id = GetU64BE(c.key(), 5);
-      auto oq = by_qid.find(oqid);
-      uint8_t band = !decoded || oq == by_qid.end()
-                         ? static_cast<uint8_t>(7 - m.priority)
-                         : static_cast<uint8_t>(Impl::OrderKeyFor(oq->second, m)[4]);
-      if (!decoded || band != static_cast<uint8_t>(c.key()[4]))
-        problem(fmt::format("order: entry for queue #{} lookup id {} has no matching message",
-                            GetU32BE(c.key(), 0), GetU64BE(c.key(), 5)));
-    }
-    uint64_t delayed = t.Count(impl_->delays);
-    uint64_t locked = t.Count(impl_->locked);
-    if (n + delayed + locked != messages)
-      problem(fmt::format("order has {}, delays {} and locked {} entries for {} messages", n,
-                          delayed, locked, messages));
-  }
-  {
-    lmdb::Cursor c(t, impl_->by_id);
-    uint64_t n = 0;
-    for (bool on = c.First(); on; on = c.Next()) {
-      ++n;
-      if (c.value().size() != 12 || !t.Get(impl_->messages, c.value()))
-        problem(fmt::format("by_id: {} points to no message",
-                            FormatMessageId(c.key().substr(0, kIdSize))));
-    }
-    if (n != messages) problem(fmt::format("by_id has {} entries for {} messages", n, messages));
-  }
-  {
-    lmdb::Cursor c(t, impl_->by_corr);
-    uint64_t n = 0;
-    for (bool on = c.First(); on; on = c.Next()) {
-      ++n;
-      if (c.key().size() != 33) {
-        problem("by_corr: bad key size");
-        continue;
-      }
-      auto rec = t.Get(impl_->messages, MsgKey(GetU32BE(c.key(), 20), GetU64BE(c.key(), 25)));
-      Message m;
-      if (!rec || !DecodeRecord(*rec, m).ok() || m.correlation_id != c.key().substr(0, 20))
-        problem(fmt::format("by_corr: entry for lookup id {} has no matching message",
-                            GetU64BE(c.key(), 25)));
-    }
-    if (n != with_corr)
-      problem(fmt::format("by_corr has {} entries for {} messages with a correlation id", n,
-                          with_corr));
-  }
-  if (uint64_t n = t.Count(impl_->deadlines); n != with_deadline)
-    problem(fmt::format("deadlines has {} entries for {} messages with a deadline", n,
-                        with_deadline));
+  impl_->msgs.Check(t, by_qid, id_sources, problem);
   impl_->CheckConversations(t, by_qid, problem);
   return {};
 }

@@ -44,16 +44,24 @@ std::mutex g_open_mu;
 // costs a readlink per path component at every start).
 std::set<std::pair<dev_t, ino_t>> g_open_dirs;
 
-const char* kDbNames[] = {"meta",    "queues", "queue_ids", "messages", "order",
-                          "by_id",   "by_corr", "delays",   "cursors",  "locked",
-                          "leases",  "dedup",   "dedup_exp", "deadlines",
-                          // conversations (issue 5)
-                          "convs", "conv_q", "groups", "conv_msgs", "group_sel", "conv_kept",
-                          "msg_types"};
-
 }  // namespace
 
-const char* StoreDbName(size_t i) { return i < std::size(kDbNames) ? kDbNames[i] : "?"; }
+const Store::Impl::NamedDb Store::Impl::kNamedDbs[14] = {
+    {"meta", &Impl::meta},           {"queues", &Impl::queues},
+    {"queue_ids", &Impl::queue_ids}, {"cursors", &Impl::cursors},
+    {"leases", &Impl::leases},       {"dedup", &Impl::dedup},
+    {"dedup_exp", &Impl::dedup_exp},
+    // conversations (conversation.hpp)
+    {"convs", &Impl::convs},         {"conv_q", &Impl::conv_q},
+    {"groups", &Impl::groups},       {"conv_msgs", &Impl::conv_msgs},
+    {"group_sel", &Impl::group_sel}, {"conv_kept", &Impl::conv_kept},
+    {"msg_types", &Impl::msg_types}};
+
+void Store::Impl::ForEachDb(
+    const std::function<void(const char* name, lmdb::Dbi dbi)>& fn) const {
+  for (const NamedDb& d : kNamedDbs) fn(d.name, this->*d.dbi);
+  msgs.ForEachDb(fn);
+}
 
 std::string Store::Impl::NewMessageId(QueueInfo& q) {
   // A fresh GUID for a queue's first id (and for queues of stores made before ids were
@@ -202,12 +210,12 @@ void Store::Impl::Notify(uint32_t qid) {
 }
 
 Status Store::Impl::OpenDbs(lmdb::Txn& txn, bool create) {
-  for (size_t i = 0; i < std::size(kDbNames); ++i) {
-    auto dbi = txn.OpenDb(kDbNames[i], create);
+  for (const NamedDb& d : kNamedDbs) {
+    auto dbi = txn.OpenDb(d.name, create);
     if (!dbi.ok()) return dbi.status();
-    *DbSlots[i] = *dbi;
+    this->*d.dbi = *dbi;
   }
-  return {};
+  return msgs.Open(txn, create);
 }
 
 Status MakeDir(const std::string& dir, mode_t mode) {

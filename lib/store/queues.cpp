@@ -287,14 +287,9 @@ Result<QueueStat> Store::StatQueue(const QueueRef& ref) {
   QueueStat st;
   st.info = *q;
   if (q->id != 0) {
-    // The oldest message has the smallest lookup id: one seek.
-    lmdb::Cursor c(*txn, impl_->messages);
-    std::string prefix = QueueIdKey(q->id);
-    if (c.SeekGe(prefix) && HasPrefix(c.key(), prefix)) {
-      Message m;
-      MQ_RETURN_IF_ERROR(DecodeRecord(c.value(), m));
-      st.oldest_arrived = m.arrived_time;
-    }
+    auto oldest = impl_->msgs.OldestArrival(*txn, q->id);
+    if (!oldest.ok()) return oldest.status();
+    if (*oldest) st.oldest_arrived = **oldest;
   }
   txn->Abort();  // no transaction open while the lock files are probed
   if (st.info.id != 0) st.waiting = impl_->WaitingReaders(st.info.id);

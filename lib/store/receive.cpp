@@ -49,7 +49,7 @@ Status Store::Peek(const QueueRef& ref, const Selection& sel, const ReadOptions&
         if (!q.ok()) return q.status();
         if (waiting && !q->enabled)
           return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
-        MQ_RETURN_IF_ERROR(impl_->Collect(*txn, *q, sel, resume,
+        MQ_RETURN_IF_ERROR(impl_->msgs.Collect(*txn, *q, sel, resume,
                                           std::min<uint64_t>(remaining, kBatchCount), batch));
         if (batch.empty() && !seen) deadline = impl_->NextDeadline(*txn, q->id);
       }
@@ -126,18 +126,18 @@ Result<Message> Store::FindMessage(const std::string& id) {
   auto txn = lmdb::Txn::Begin(impl_->env, false);
   if (!txn.ok()) return txn.status();
   // The message itself (key = the id), else a journal copy (key = id + journal queue id).
-  lmdb::Cursor c(*txn, impl_->by_id);
-  if (id.size() != kIdSize || !c.SeekGe(id) || !HasPrefix(c.key(), id) || c.value().size() != 12)
+  auto where = id.size() == kIdSize ? impl_->msgs.FindId(*txn, id, true) : std::nullopt;
+  if (!where)
     return Status(Code::kMessageNotFound, "no message with this id in the store",
                   FormatMessageId(id));
-  uint32_t qid = GetU32BE(c.value(), 0);
+  auto [qid, lookup] = *where;
   auto name = txn->Get(impl_->queue_ids, QueueIdKey(qid));
   if (!name) return Status(Code::kCorrupted, "message of an unknown queue", FormatMessageId(id));
   QueueInfo q;
   q.name = std::string(*name);
   q.id = qid;
   Impl::Found f;
-  MQ_RETURN_IF_ERROR(impl_->LoadMessage(*txn, q, GetU64BE(c.value(), 4), f));
+  MQ_RETURN_IF_ERROR(impl_->LoadMessage(*txn, q, lookup, f));
   return std::move(f.msg);
 }
 

@@ -1,47 +1,73 @@
-// schema.hpp: the named databases of a store, and the encoding of every key and of the lease
-// record, in one place: a reader who changes a key changes it here. Internal to libmq (the
-// store_*.cpp files); records of messages and queues are message.hpp and queue.hpp, those of
-// conversations conversation.hpp.
+// schema.hpp: every named database of a store, every meta key, and the encoding of every key
+// and of the lease record, in one place: a reader who changes a key changes it here (the
+// conversation keys are encoded in conversation.hpp, records in message.hpp, queue.hpp and
+// conversation.hpp). Internal to libmq (lib/store/).
+//
+// Owner, in brackets: the message table's seven databases are private to MessageTable
+// (message_table.hpp): no other code can reach them. The others are still Store::Impl
+// members (store_impl.hpp): the file named defines their operations, but other store files
+// still read or write some of them directly (meta, queue_ids, leases, cursors).
 //
 // Named databases (keys big-endian, so byte order is numeric order):
-//   meta       "format" -> u32 format version; "guid" -> store GUID (16 bytes);
-//              "id_guid" (+ "id_counter"): where message ids came from before each queue
-//              had its own source (QueueInfo::id_guid); still written at init, for older
-//              mq; "next_queue_id" -> u32;
-//              links and transfer streams (mq-admin link, forward, accept; mq(7) "Transfer
-//              between machines"), in meta so that stores made before them open unchanged:
-//              "link:" NAME -> link record (LinkRecord below);
-//              "stream:" STREAM-ID -> u64 last accepted TxSequenceNumber of that incoming
-//              stream (written in the transaction that stores the message);
-//              "snack:" STREAM-ID "\0" u64 seq -> u16 class: a message of the stream refused
-//              here (its NACK is answered again when the message is replayed), forgotten
-//              once the sender's stream has moved past it;
-//              "rconv:" LINK "\0" HANDLE (16) -> u64 next message sequence number, far queue
-//                (the high bit of the number set once its EndDialog or Error was sent)
-//              name: a conversation begun here through a link (mq-send LINK:QUEUE
-//              --conversation new), whose record lives at the far store; dropped with the link
-//   queues     name -> queue record (queue.hpp)
-//   queue_ids  queue id (u32) -> name
-//   messages   queue id (u32), lookup id (u64) -> message record (message.hpp)
-//   order      queue id (u32), 7 - priority (u8), lookup id (u64) -> "": delivery order; the
-//              head of a queue is one seek
-//   by_id      message id (20 bytes) -> queue id, lookup id
-//   by_corr    correlation id (20), queue id, 7 - priority, lookup id -> ""
+//   meta       store-wide records, by key (the meta keys below)           [open.cpp and others]
+//   queues     name -> queue record (queue.hpp)                                   [queues.cpp]
+//   queue_ids  queue id (u32) -> name                                             [queues.cpp]
+//   messages   queue id (u32), lookup id (u64) -> message record (message.hpp)  [message table]
+//   order      queue id (u32), band (u8: 7 - priority, conversation and retained bands:
+//              conversation.hpp), lookup id (u64) -> "": delivery order; the head of a queue
+//              is one seek                                                     [message table]
+//   by_id      message id (20 bytes) [+ journal queue id] -> queue id, lookup id [message table]
+//   by_corr    correlation id (20), queue id, 7 - priority, lookup id -> ""      [message table]
 //   delays     queue id, visible time (u64 ms), lookup id -> "": messages sent with --delay or
 //              --at. They are in `messages` but not in `order` until a reader (or sweep) finds
 //              them due and promotes them: a new lookup id (the arrival in the queue proper)
-//              and an `order` entry, in one write transaction.
-//   cursors    queue id, cursor name -> state byte (0 never moved, 1 positioned), order key
-//   locked     order key -> lease id: Locked messages, out of `order` while a transactional
-//              receive holds them; a rollback puts the same order key back (same place)
-//   leases     queue id, lease id -> lease record: kind (a process holding the lease's lock
-//              file, or an expiring --lease token), pid, times, secret, the order keys held
-//   dedup      queue id, key -> expiry (u64 ms), message id: mq-send --dedup
-//   dedup_exp  queue id, expiry, key -> "": for removing expired dedup keys in order
+//              and an `order` entry, in one write transaction.                 [message table]
 //   deadlines  queue id, expiry (u64 ms), lookup id -> "": when each message of a live queue
 //              expires (message.hpp ExpiryOf: ttrq until it reaches the queue, then ttbr).
 //              Readers and sweep walk it from its start, so finding what expired is a seek.
+//                                                                              [message table]
+//   locked     order key -> lease id: Locked messages, out of `order` while a transactional
+//              receive holds them; a rollback puts the same order key back (same place)
+//                                                                              [message table]
+//   cursors    queue id, cursor name -> state byte (0 never moved, 1 positioned), order key
+//                                                                                [cursors.cpp]
+//   leases     queue id, lease id -> lease record (LeaseRecord below): kind (a process holding
+//              the lease's lock file, or an expiring --lease token), pid, times, secret, the
+//              order keys held                                                  [leases.cpp]
+//   dedup      queue id, key -> expiry (u64 ms), message id: mq-send --dedup  [send.cpp,
+//   dedup_exp  queue id, expiry, key -> "": expired dedup keys in order     lifecycle.cpp]
+//   convs      handle (16) -> conversation record (ConvRecord)          [conversations.cpp]
+//   conv_q     queue id, handle -> "": the conversations of a queue     [conversations.cpp]
+//   groups     queue id, group id (16) -> group record (GroupRecord)    [conversations.cpp]
+//   conv_msgs  queue id, group (16), 7 - priority, conversation rank (u64), handle (16),
+//              class (0 Error, 1 other), sequence number (u64) -> lookup id (u64): the ready
+//              messages of each group in RECEIVE order (conversation.hpp) [conversations.cpp]
+//   group_sel  queue id, 7 - priority, head lookup id (u64), group (16) -> "": the free groups
+//              with ready messages, best first                           [conversations.cpp]
+//   conv_kept  handle (16), sequence number (u64) -> lookup id (u64): the retained (received,
+//              status 0) messages of each conversation                  [conversations.cpp]
+//   msg_types  name -> message type record (validation)                 [conversations.cpp]
 //
+// Meta keys (in `meta`):
+//   "format"          u32: the store's format version (checked at open)
+//   "guid"            16 bytes: the store's GUID
+//   "id_guid", "id_counter"  where message ids came from before each queue had its own
+//                     source (QueueInfo::id_guid); still written at init, for older mq
+//   "next_queue_id"   u32
+//   "max_size"        u64: the store's size limit (mq-admin set --max-size; 0: none)
+//   "conv_rank"       u64: the next conversation's creation rank (ties between priorities)
+//   links and transfer streams (mq-admin link, forward, accept; mq(7) "Transfer between
+//   machines"), in meta so that stores made before them open unchanged:
+//   "link:" NAME      -> link record (LinkRecord below)
+//   "stream:" STREAM-ID  -> u64 last accepted TxSequenceNumber of that incoming stream
+//                     (written in the transaction that stores the message)
+//   "snack:" STREAM-ID "\0" u64 seq  -> u16 class: a message of the stream refused here (its
+//                     NACK is answered again when the message is replayed), forgotten once the
+//                     sender's stream has moved past it
+//   "rconv:" LINK "\0" HANDLE (16)  -> u64 next message sequence number (the high bit set
+//                     once its EndDialog or Error was sent), far queue name: a conversation
+//                     begun here through a link (mq-send LINK:QUEUE --conversation new), whose
+//                     record lives at the far store; dropped with the link
 #pragma once
 
 #include <cstddef>

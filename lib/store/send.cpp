@@ -244,9 +244,10 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
     if (options.transactional) {
       // Eod Last on the last message of the transaction.
       last.eod_last = true;
-      auto rec = txn.Get(impl_->messages, MsgKey(q.id, last.lookup_id));
-      if (!rec) return Status(Code::kCorrupted, "the last message of the transaction is gone", q.name);
-      MQ_RETURN_IF_ERROR(impl_->Rewrite(txn, q, last, rec->size()));
+      auto size = impl_->msgs.RecordSize(txn, q.id, last.lookup_id);
+      if (!size)
+        return Status(Code::kCorrupted, "the last message of the transaction is gone", q.name);
+      MQ_RETURN_IF_ERROR(impl_->Rewrite(txn, q, last, *size));
     }
     if (!options.dedup_key.empty()) MQ_RETURN_IF_ERROR(remember(options.dedup_key, first_id));
     // Ring after the commit even for delayed messages only (a waiter re-arms its timer for

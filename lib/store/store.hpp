@@ -17,8 +17,7 @@
 //   - failure (expiry, purge, queue deletion, rejection as poison): the NACK of that class if
 //     asked for; the message moves to system;deadletter (system;deadxact if transactional)
 //     with the class as its reason if it asked for dead-lettering, else it is discarded.
-//   convs, conv_q, groups, conv_msgs, group_sel, conv_kept, msg_types: Service Broker
-//              conversations, groups and message types (conversation.hpp)
+//   (the databases, conv_kept and the conversations' among them: schema.hpp)
 //
 // Locks (DESIGN.md "Locks"): a transactional receive takes an exclusive flock on
 // locks/lease.QUEUE-ID.LEASE-ID before the transaction that marks its messages Locked commits,

@@ -17,6 +17,7 @@
 #include "store/conversation.hpp"
 #include "store/filelock.hpp"
 #include "store/lmdb.hpp"
+#include "store/message_table.hpp"
 #include "base/paths.hpp"
 #include "store/schema.hpp"
 #include "store/store.hpp"
@@ -28,8 +29,6 @@ namespace mq {
 Status MakeDir(const std::string& dir, mode_t mode);
 Status MakeParents(const std::string& dir);
 bool DirIsEmpty(const std::string& dir);
-// The name of the database in slot `i` of Store::Impl::DbSlots.
-const char* StoreDbName(size_t i);
 
 // A descriptor closed when its holder goes (the store lock).
 struct OwnedFd {
@@ -54,22 +53,23 @@ struct Store::Impl {
   unsigned file_mode = 0600;
   std::set<uint32_t> to_notify;  // doorbells to ring after the current write commits
   bool express = false;          // SetExpress: every commit skips the meta sync
-  lmdb::Dbi meta = 0, queues = 0, queue_ids = 0, messages = 0, order = 0, by_id = 0, by_corr = 0,
-            delays = 0, cursors = 0, locked = 0, leases = 0, dedup = 0, dedup_exp = 0,
-            deadlines = 0;
+  // The message table owns messages, order, locked, delays, by_id, by_corr and deadlines
+  // (message_table.hpp); the databases below are the other modules' (schema.hpp lists all).
+  MessageTable msgs;
+  lmdb::Dbi meta = 0, queues = 0, queue_ids = 0, cursors = 0, leases = 0, dedup = 0,
+            dedup_exp = 0;
   lmdb::Dbi convs = 0, conv_q = 0, groups = 0, conv_msgs = 0, group_sel = 0, conv_kept = 0,
             msg_types = 0;
-  lmdb::Dbi* DbSlots[21] = {&meta,    &queues,  &queue_ids, &messages, &order,
-                            &by_id,   &by_corr, &delays,    &cursors,  &locked,
-                            &leases,  &dedup,   &dedup_exp, &deadlines,
-                            &convs,   &conv_q,  &groups,    &conv_msgs, &group_sel, &conv_kept,
-                            &msg_types};
-
-  struct Found {
-    std::string walk_key;  // where the walk stood: resume after it
-    Message msg;
-    uint64_t size = 0;
+  // Every database but the message table's, by name: opened by OpenDbs, walked by Check.
+  struct NamedDb {
+    const char* name;
+    lmdb::Dbi Impl::*dbi;
   };
+  static const NamedDb kNamedDbs[14];
+  // Calls `fn` for every database of the store, the message table's included.
+  void ForEachDb(const std::function<void(const char* name, lmdb::Dbi dbi)>& fn) const;
+
+  using Found = FoundMessage;
 
   struct LeaseEntry {
     uint64_t id;
@@ -90,31 +90,14 @@ struct Store::Impl {
     std::string prefix;  // of conv_msgs: the group's, or one conversation's
   };
 
-  // Whether `m`, a message of `q`, is past its deadline at `now` (and so never delivered,
-  // even before a writer removes it).
   static bool Expired(const QueueInfo& q, const Message& m, int64_t now) {
-    int64_t at = ExpiryOf(m);
-    return at && at <= now && IsLive(q) && m.status != 0;
+    return ExpiredAt(q, m, now);
   }
-
-  // Conversation messages are indexed only in a queue proper: moved to a poison subqueue or a
-  // dead-letter queue they are plain messages there.
-  static bool IsConvQueue(const QueueInfo& q) { return q.name.find(';') == std::string::npos; }
-
   static bool IsConvMessage(const QueueInfo& q, const Message& m) {
-    return !IsNil(m.conversation_handle) && IsConvQueue(q);
+    return IsConvMessageOf(q, m);
   }
-
   static std::string OrderKeyFor(const QueueInfo& q, const Message& m) {
-    std::string k;
-    k.reserve(13);
-    PutU32BE(k, q.id);
-    bool conv = IsConvMessage(q, m);
-    // An outgoing queue is FIFO (schema.hpp): one band whatever the priority.
-    uint8_t priority = IsOutgoingName(q.name) ? 0 : m.priority;
-    k.push_back(static_cast<char>(OrderBand(priority, conv, m.status == 0)));
-    PutU64BE(k, m.lookup_id);
-    return k;
+    return OrderKeyOf(q, m);
   }
 
   static std::string KeptKey(const Guid& handle, uint64_t seq) {
@@ -152,21 +135,20 @@ struct Store::Impl {
   Result<QueueInfo> LoadOrCreate(lmdb::Txn& txn, const std::string& name);
 
   // ---- messages.cpp
-  // Where the caller knows the message is: anywhere (looks in order, delays and locked),
-  // Locked (skips order and delays), or Locked with its `locked` entry already cleared.
-  enum class Held { kAnywhere, kLocked, kLockedCleared };
+  using Held = MessageTable::Held;
   Status RemoveMessage(lmdb::Txn& txn, QueueInfo& q, const Message& m, uint64_t size,
                        Held held = Held::kAnywhere);
-  Status LoadMessage(lmdb::Txn& txn, const QueueInfo& q, uint64_t lookup, Found& f);
-  bool Visible(lmdb::Txn& txn, const QueueInfo& q, const Message& m, bool include_locked);
-  Status Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection& sel,
-                 const std::string& resume, size_t max_count, std::vector<Found>& out);
+  Status LoadMessage(lmdb::Txn& txn, const QueueInfo& q, uint64_t lookup, Found& f) {
+    return msgs.Load(txn, q, lookup, f);
+  }
   Status InsertMessage(lmdb::Txn& txn, QueueInfo& q, Message& m, uint64_t quota,
                        uint64_t lookup = 0, bool promoted = false);
   Status MoveMessage(lmdb::Txn& txn, QueueInfo& q, Found& f, const std::string& to_name,
                      bool keep_lookup, int64_t now, bool awaiting_arrival = false);
   Status Rewrite(lmdb::Txn& txn, QueueInfo& q, const Message& m, uint64_t old_size,
-                 uint64_t* new_size = nullptr);
+                 uint64_t* new_size = nullptr) {
+    return msgs.Rewrite(txn, q, m, old_size, new_size);
+  }
 
   // ---- lifecycle.cpp
   Status EmitAck(lmdb::Txn& txn, QueueInfo& cur, const Message& orig, uint16_t cls, int64_t now);

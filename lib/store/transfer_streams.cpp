@@ -398,8 +398,7 @@ Status Store::FinishForwarded(const std::vector<Lease*>& leases,
       if (rec.keys.size() != lease.messages_.size())
         return Status(Code::kCorrupted, "the lease does not match its record", lease.queue_);
       for (size_t i = 0; i < rec.keys.size(); ++i) {
-        auto holder = txn.Get(impl_->locked, rec.keys[i]);
-        if (!holder || holder->size() != 8 || GetU64BE(*holder, 0) != lease.lease_id_) continue;
+        if (impl_->msgs.Holder(txn, rec.keys[i]) != lease.lease_id_) continue;
         Store::Impl::Found f;
         f.msg = lease.messages_[i];
         f.size = lease.sizes_[i];
@@ -484,7 +483,7 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
         if (found != queues.end()) q = &found->second;
       }
       uint16_t refusal = q ? Refusal(*q, m, now) : kClassNackBadDstQ;
-      if (!refusal && !IsNil(m.conversation_handle) && txn.Get(impl_->by_id, m.id)) {
+      if (!refusal && !IsNil(m.conversation_handle) && impl_->msgs.HasId(txn, m.id)) {
         // Stored by an earlier stream of the same link: its conversation has it already.
         it.duplicate = true;
         continue;
@@ -508,7 +507,7 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
         Status ins = impl_->InsertMessage(txn, *q, m, q->quota);
         if (ins.code() == Code::kInsufficientResources) {
           refusal = kClassNackQExceedQuota;
-        } else if (ins.code() == Code::kIllegalPropertyValue && txn.Get(impl_->by_id, m.id)) {
+        } else if (ins.code() == Code::kIllegalPropertyValue && impl_->msgs.HasId(txn, m.id)) {
           // Its id is here already: stored by an earlier stream of the same link.
           it.duplicate = true;
         } else {

@@ -1,0 +1,206 @@
+// message_table.hpp: the message table, the one owner of a message's record and of the six
+// indexes that place it. Internal to libmq (the store's own files).
+//
+// It owns these databases (their keys: schema.hpp) and is the only code that reads or
+// writes them:
+//   messages   the record (message.hpp) by queue id and lookup id
+//   order      the delivery order of the messages that are ready (the head is one seek)
+//   locked     the same keys for Locked messages, with the lease that holds each
+//   delays     messages not yet visible (--delay, --at, a rollback's retry delay)
+//   by_id      message id -> where the message is
+//   by_corr    correlation id -> the messages that carry it
+//   deadlines  when each message of a live queue expires
+//
+// Rules:
+//  - A stored message is in `messages` and `by_id`, in exactly one of `order`, `locked` and
+//    `delays`, in `by_corr` if it has a correlation id, and in `deadlines` if it expires in a
+//    live queue: `mq-admin check` verifies it (Check). Each operation below keeps this true
+//    for its step; the store's orchestration (messages.cpp: insert, remove, move; leases.cpp:
+//    lock, roll back) calls them in one write transaction.
+//  - The queue's counters (count, bytes, delayed, locked) live in its catalog record
+//    (queue.hpp); the operations that change a message's state update the QueueInfo they are
+//    given, and the caller saves it.
+//  - Keys are put and deleted in increasing order where a batch allows (the *Seq calls of
+//    lmdb.hpp): a batch of sends or a drain from the head then needs no B-tree search.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/message.hpp"
+#include "store/conversation.hpp"
+#include "store/lmdb.hpp"
+#include "store/queue.hpp"
+#include "store/schema.hpp"
+#include "store/store.hpp"
+
+namespace mq {
+
+// A message read from the table, and where a walk stood when it found it.
+struct FoundMessage {
+  std::string walk_key;  // resume after it
+  Message msg;
+  uint64_t size = 0;  // of its record
+};
+
+// Whether `m`, a message of `q`, is past its deadline at `now` (and so never delivered, even
+// before a writer removes it).
+inline bool ExpiredAt(const QueueInfo& q, const Message& m, int64_t now) {
+  int64_t at = ExpiryOf(m);
+  return at && at <= now && IsLive(q) && m.status != 0;
+}
+
+// Conversation messages are indexed only in a queue proper: moved to a poison subqueue or a
+// dead-letter queue they are plain messages there.
+inline bool IsConvQueue(const QueueInfo& q) { return q.name.find(';') == std::string::npos; }
+
+inline bool IsConvMessageOf(const QueueInfo& q, const Message& m) {
+  return !IsNil(m.conversation_handle) && IsConvQueue(q);
+}
+
+// The key of `m` in `order` (or `locked`): its queue, its band (priority; conversation and
+// retained messages in bands of their own, schema.hpp) and its lookup id.
+inline std::string OrderKeyOf(const QueueInfo& q, const Message& m) {
+  std::string k;
+  k.reserve(13);
+  PutU32BE(k, q.id);
+  // An outgoing queue is FIFO (schema.hpp): one band whatever the priority.
+  uint8_t priority = IsOutgoingName(q.name) ? 0 : m.priority;
+  k.push_back(static_cast<char>(OrderBand(priority, IsConvMessageOf(q, m), m.status == 0)));
+  PutU64BE(k, m.lookup_id);
+  return k;
+}
+
+// The lookup id in an order key.
+inline uint64_t OrderKeyLookup(std::string_view okey) { return GetU64BE(okey, 5); }
+
+class MessageTable {
+ public:
+  // Opens (creating them in a write transaction when `create`) the seven databases.
+  Status Open(lmdb::Txn& txn, bool create);
+  // Each database with its name (for the page-level check).
+  void ForEachDb(const std::function<void(const char* name, lmdb::Dbi dbi)>& fn) const;
+
+  // ---- records
+  // Loads the message `lookup` of `q` into `f` (E_CORRUPTED if an index named it and it is
+  // missing). Through the sequential cursor: a walk of the head loads records in increasing
+  // order, mostly each the next one.
+  Status Load(lmdb::Txn& txn, const QueueInfo& q, uint64_t lookup, FoundMessage& f) const;
+  bool Exists(lmdb::Txn& txn, uint32_t qid, uint64_t lookup) const;
+  // The size of a record; nullopt if there is none.
+  std::optional<uint64_t> RecordSize(lmdb::Txn& txn, uint32_t qid, uint64_t lookup) const;
+  // Up to `max` messages of `q` in arrival (lookup id) order from `from_lookup` on.
+  Status Batch(lmdb::Txn& txn, const QueueInfo& q, uint64_t from_lookup, size_t max,
+               std::vector<FoundMessage>& out) const;
+  // The arrival time of the oldest message of `qid`; nullopt for an empty queue.
+  Result<std::optional<int64_t>> OldestArrival(lmdb::Txn& txn, uint32_t qid) const;
+  // Writes the record of a stored message again (its properties changed); the queue's byte
+  // counter follows.
+  Status Rewrite(lmdb::Txn& txn, QueueInfo& q, const Message& m, uint64_t old_size,
+                 uint64_t* new_size = nullptr);
+
+  // ---- one message in, one out
+  // Stores the record and its id, correlation and deadline entries, and puts it in `delays`
+  // when `delayed`; counters count, bytes, delayed. The order entry of a ready message is
+  // the caller's (PutReady, or the conversation module's band). `rec` is m's encoded record.
+  // E_ILLEGAL_PROPERTY_VALUE (nothing written) when its id is already in the store.
+  Status Insert(lmdb::Txn& txn, QueueInfo& q, const Message& m, std::string_view rec,
+                bool delayed);
+  // Where the caller knows the message is: anywhere (looks in order, delays and locked),
+  // Locked (skips order and delays), or Locked with its `locked` entry already cleared.
+  enum class Held { kAnywhere, kLocked, kLockedCleared };
+  // Removes the record and every index entry; counters count, bytes, delayed, locked.
+  // Returns whether it was Locked.
+  Result<bool> Remove(lmdb::Txn& txn, QueueInfo& q, const Message& m, uint64_t size,
+                      Held held);
+
+  // ---- state: ready (order), Locked (locked), delayed (delays)
+  bool IsReady(lmdb::Txn& txn, std::string_view okey) const;
+  bool IsLocked(lmdb::Txn& txn, std::string_view okey) const;
+  // In `order`, or Locked when `include_locked`.
+  bool Visible(lmdb::Txn& txn, const QueueInfo& q, const Message& m, bool include_locked) const;
+  Status PutReady(lmdb::Txn& txn, std::string_view okey, bool seq = false);
+  Result<bool> DelReady(lmdb::Txn& txn, std::string_view okey);
+  // Ready -> Locked by `lease_id` (the same key); counter locked.
+  Status Lock(lmdb::Txn& txn, QueueInfo& q, const std::string& okey, uint64_t lease_id);
+  // The lease that holds a Locked message (through the sequential cursor when `seq`).
+  std::optional<uint64_t> Holder(lmdb::Txn& txn, std::string_view okey, bool seq = false) const;
+  // Locked -> nowhere (the caller puts it back, or removes it); counter locked.
+  Result<bool> Unlock(lmdb::Txn& txn, QueueInfo& q, std::string_view okey);
+  // How many messages of the whole store are Locked; and empties `locked` at once (a lone
+  // drain whose lease holds them all: one drop instead of a delete per key).
+  uint64_t LockedCount(lmdb::Txn& txn) const;
+  Status ClearLocked(lmdb::Txn& txn);
+  // Puts a message into `delays` until `m.visible_time`; counter delayed.
+  Status Delay(lmdb::Txn& txn, QueueInfo& q, const Message& m);
+  // Out of `delays` (due, or removed); counter delayed.
+  Result<bool> Undelay(lmdb::Txn& txn, QueueInfo& q, const Message& m);
+  // A received message kept by RETENTION ON no longer expires.
+  Status DropDeadline(lmdb::Txn& txn, const QueueInfo& q, const Message& m);
+
+  // ---- times
+  // The earliest visible time among `qid`'s delayed messages, expiry among its messages; 0
+  // if none.
+  int64_t FirstDelay(lmdb::Txn& txn, uint32_t qid) const;
+  int64_t FirstExpiry(lmdb::Txn& txn, uint32_t qid) const;
+  // Up to `max` lookup ids of `qid`'s delayed messages due by `now`, earliest first.
+  std::vector<uint64_t> DueDelays(lmdb::Txn& txn, uint32_t qid, int64_t now, size_t max) const;
+  // Up to `max` deadline entries of `qid` past by `now`, after `resume` (a key returned
+  // before; empty: from the start).
+  struct Due {
+    std::string key;
+    uint64_t lookup;
+  };
+  std::vector<Due> DueExpiries(lmdb::Txn& txn, uint32_t qid, int64_t now,
+                               const std::string& resume, size_t max) const;
+  // The queues with a delayed message or a deadline due by `now`: one seek per queue.
+  void QueuesDue(lmdb::Txn& txn, int64_t now, std::set<uint32_t>& out) const;
+
+  // ---- ids
+  // Where the message with by_id key `id_key` is (the first key at or after it that starts
+  // with it when `prefix`: a message or, after it, its journal copies).
+  std::optional<std::pair<uint32_t, uint64_t>> FindId(lmdb::Txn& txn, std::string_view id_key,
+                                                      bool prefix = false) const;
+  bool HasId(lmdb::Txn& txn, std::string_view id_key) const;
+
+  // ---- walks for peek and receive
+  // Up to `max_count` messages (and about kBatchBytes) chosen by `sel`, resuming after
+  // `resume` if it is not empty. The head order merges the bands of `order` (and `locked`
+  // with include_locked): see Collect in message_table.cpp.
+  Status Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection& sel,
+                 const std::string& resume, size_t max_count,
+                 std::vector<FoundMessage>& out) const;
+  // The order key of the first plain (non-conversation, not retained) ready message of
+  // `qid`; nullopt if none.
+  std::optional<std::string> FirstPlainReady(lmdb::Txn& txn, uint32_t qid) const;
+  // Calls `fn` for each message of `q` with a lookup id above `after`, in arrival order, with
+  // whether it is ready and whether it is Locked, until `fn` returns false.
+  Status ForEachArrival(lmdb::Txn& txn, const QueueInfo& q, uint64_t after,
+                        const std::function<Result<bool>(Message& m, bool ready,
+                                                         bool locked)>& fn) const;
+
+  // ---- check (mq-admin check)
+  // Every record of the store, in key order (records with a bad key are skipped: Check
+  // reports them).
+  void ForEachRecord(lmdb::Txn& txn,
+                     const std::function<void(uint32_t qid, uint64_t lookup,
+                                              std::string_view rec)>& fn) const;
+  // Every record against its indexes and the queue's counters, every index entry against its
+  // record; `id_sources` maps each queue's id GUID to the queue (an id beyond its counter
+  // is reported).
+  void Check(lmdb::Txn& txn, const std::map<uint32_t, QueueInfo>& by_qid,
+             const std::map<std::string, const QueueInfo*>& id_sources,
+             const std::function<void(std::string)>& problem) const;
+
+ private:
+  lmdb::Dbi messages_ = 0, order_ = 0, locked_ = 0, delays_ = 0, by_id_ = 0, by_corr_ = 0,
+            deadlines_ = 0;
+};
+
+}  // namespace mq
