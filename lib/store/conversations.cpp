@@ -507,7 +507,7 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockGroupOnce(const QueueRef& ref,
           g.locked += n_locked;
           g.holder = *lease_id;
         }));
-        MQ_RETURN_IF_ERROR(txn.Put(leases, LeaseKey(q->id, *lease_id), EncodeLease(rec)));
+        MQ_RETURN_IF_ERROR(PutLease(txn, q->id, *lease_id, rec));
         MQ_RETURN_IF_ERROR(PutQueue(txn, *q));
         found = true;
         return {};
@@ -615,7 +615,7 @@ Result<uint64_t> Store::EndConversation(const Guid& handle, const EndOptions& o)
     auto cr = impl_->LoadConv(txn, handle);
     if (!cr.ok()) return cr.status();
     if (!*cr) return Status(Code::kConversationNotFound, "no such conversation", text);
-    auto name = txn.Get(impl_->queue_ids, QueueIdKey((*cr)->qid));
+    auto name = impl_->QueueNameOf(txn, (*cr)->qid);
     if (!name) return Status(Code::kConversationNotFound, "the conversation's queue is gone", text);
     auto lq = impl_->LoadQueue(txn, std::string(*name));
     if (!lq.ok()) return lq.status();
@@ -685,7 +685,7 @@ Result<std::vector<ConversationInfo>> Store::ListConversations() {
     ConversationInfo ci;
     ci.handle = GuidFromBytes(c.key());
     ci.group = r.group;
-    auto name = txn->Get(impl_->queue_ids, QueueIdKey(r.qid));
+    auto name = impl_->QueueNameOf(*txn, r.qid);
     ci.queue = name ? std::string(*name) : fmt::format("#{}", r.qid);
     ci.state = ConvStateName(r.state);
     ci.priority = r.priority;
@@ -698,13 +698,142 @@ Result<std::vector<ConversationInfo>> Store::ListConversations() {
     if (g.ok() && g->locked) {
       ci.locked = true;
       ci.holder_lease = g->holder;
-      auto lv = txn->Get(impl_->leases, LeaseKey(r.qid, g->holder));
       LeaseRecord lr;
-      if (lv && DecodeLease(*lv, lr) && lr.process) ci.holder_pid = lr.pid;
+      if (impl_->LoadLease(*txn, r.qid, g->holder, &lr) && lr.process) ci.holder_pid = lr.pid;
     }
     out.push_back(std::move(ci));
   }
   return out;
+}
+
+
+Status Store::Impl::SaveConv(lmdb::Txn& txn, const Guid& handle, const ConvRecord& c) {
+  return txn.Put(convs, GuidBytes(handle), EncodeConv(c));
+}
+
+
+// Store::Check for the conversation indexes: every conversation message of a queue is in
+// conv_msgs (ready), conv_kept (retained) or locked; counts of conversations, groups and
+// queues agree; each free group with ready messages has the group_sel entry of its head.
+void Store::Impl::CheckConversations(lmdb::Txn& t, const std::map<uint32_t, QueueInfo>& by_qid,
+                                     const std::function<void(std::string)>& problem) {
+  std::map<Guid, uint64_t> conv_count;
+  std::map<std::pair<uint32_t, Guid>, uint64_t> group_count, group_locked, group_convs;
+  std::map<uint32_t, uint64_t> retained;
+  uint64_t ready = 0, kept = 0;
+  msgs.ForEachRecord(t, [&](uint32_t qid, uint64_t lookup, std::string_view rec) {
+      auto qit = by_qid.find(qid);
+      if (qit == by_qid.end()) return;
+      const QueueInfo& q = qit->second;
+      Message m;
+      m.lookup_id = lookup;
+      if (!DecodeRecord(rec, m).ok()) return;
+      if (!IsConvMessage(q, m)) {
+        if (m.status == 0) retained[qid]++;  // a plain message kept by RETENTION ON
+        return;
+      }
+      std::string where = fmt::format("queue {} lookup id {}", q.name, m.lookup_id);
+      auto cr = LoadConv(t, m.conversation_handle);
+      if (!cr.ok() || !*cr || (*cr)->qid != qid) {
+        problem(where + ": its conversation is not in the queue");
+        return;
+      }
+      const ConvRecord& cv = **cr;
+      conv_count[m.conversation_handle]++;
+      group_count[{qid, cv.group}]++;
+      if (m.priority != cv.priority)
+        problem(where + ": priority differs from its conversation's");
+      if (m.message_sequence_number >= cv.next_seq)
+        problem(where + ": sequence number not below the conversation's next");
+      std::string key = OrderKeyFor(q, m);
+      bool is_locked = msgs.IsLocked(t, key);
+      if (is_locked) group_locked[{qid, cv.group}]++;
+      if (m.status == 0) {
+        ++kept;
+        retained[qid]++;
+        auto v = t.Get(conv_kept, KeptKey(m.conversation_handle, m.message_sequence_number));
+        if (!v || v->size() != 8 || GetU64BE(*v, 0) != m.lookup_id)
+          problem(where + ": retained message missing from conv_kept");
+      } else if (!is_locked) {
+        ++ready;
+        auto v = t.Get(conv_msgs, ConvMsgKeyOf(q, cv, m));
+        if (!v || v->size() != 8 || GetU64BE(*v, 0) != m.lookup_id)
+          problem(where + ": ready conversation message missing from conv_msgs");
+      }
+  });
+  if (t.Count(conv_msgs) != ready)
+    problem(fmt::format("conv_msgs has {} entries for {} ready conversation messages",
+                        t.Count(conv_msgs), ready));
+  if (t.Count(conv_kept) != kept)
+    problem(fmt::format("conv_kept has {} entries for {} retained messages",
+                        t.Count(conv_kept), kept));
+  for (const auto& [qid, q] : by_qid)
+    if (q.retained != (retained.count(qid) ? retained[qid] : 0))
+      problem(fmt::format("queue {}: counter says {} retained, found {}", q.name, q.retained,
+                          retained.count(qid) ? retained[qid] : 0));
+  {
+    lmdb::Cursor c(t, convs);
+    uint64_t n = 0;
+    for (bool on = c.First(); on; on = c.Next()) {
+      ++n;
+      ConvRecord r;
+      if (c.key().size() != 16 || !DecodeConv(c.value(), r)) {
+        problem("convs: malformed record");
+        continue;
+      }
+      Guid h = GuidFromBytes(c.key());
+      std::string where = fmt::format("conversation {}", FormatGuid(h));
+      uint64_t found = conv_count.count(h) ? conv_count[h] : 0;
+      if (r.count != found)
+        problem(fmt::format("{}: counter says {} messages, found {}", where, r.count, found));
+      if (!by_qid.count(r.qid)) problem(where + ": its queue does not exist");
+      if (!t.Get(conv_q, ConvQKey(r.qid, h))) problem(where + ": missing from conv_q");
+      group_convs[{r.qid, r.group}]++;
+    }
+    if (t.Count(conv_q) != n)
+      problem(fmt::format("conv_q has {} entries for {} conversations", t.Count(conv_q), n));
+  }
+  uint64_t with_sel = 0;
+  {
+    lmdb::Cursor c(t, groups);
+    for (bool on = c.First(); on; on = c.Next()) {
+      GroupRecord g;
+      if (c.key().size() != 20 || !DecodeGroup(c.value(), g)) {
+        problem("groups: malformed record");
+        continue;
+      }
+      uint32_t qid = GetU32BE(c.key(), 0);
+      Guid group = GuidFromBytes(c.key().substr(4));
+      std::pair<uint32_t, Guid> id{qid, group};
+      std::string where = fmt::format("group {}", FormatGuid(group));
+      auto get = [](auto& m, const auto& k) -> uint64_t { return m.count(k) ? m[k] : 0; };
+      if (g.count != get(group_count, id))
+        problem(fmt::format("{}: counter says {} messages, found {}", where, g.count,
+                            get(group_count, id)));
+      if (g.locked != get(group_locked, id))
+        problem(fmt::format("{}: counter says {} locked, found {}", where, g.locked,
+                            get(group_locked, id)));
+      if (g.convs != get(group_convs, id))
+        problem(fmt::format("{}: counter says {} conversations, found {}", where, g.convs,
+                            get(group_convs, id)));
+      std::string want;
+      if (g.locked == 0) {
+        std::string prefix = ConvMsgGroupPrefix(qid, group);
+        lmdb::Cursor h(t, conv_msgs);
+        if (h.SeekGe(prefix) && HasPrefix(h.key(), prefix) && h.value().size() == 8)
+          want = GroupSelKey(qid, static_cast<uint8_t>(7 - static_cast<uint8_t>(h.key()[20])),
+                             GetU64BE(h.value(), 0), group);
+      }
+      if (g.sel_key != want) problem(where + ": group_sel entry is not its head");
+      if (!g.sel_key.empty()) {
+        ++with_sel;
+        if (!t.Get(group_sel, g.sel_key)) problem(where + ": its group_sel entry is missing");
+      }
+    }
+  }
+  if (t.Count(group_sel) != with_sel)
+    problem(fmt::format("group_sel has {} entries for {} receivable groups",
+                        t.Count(group_sel), with_sel));
 }
 
 }  // namespace mq

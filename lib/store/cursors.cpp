@@ -206,7 +206,7 @@ Status Store::CursorReceive(const QueueRef& ref, const CursorOptions& co, const 
         auto lease_id = impl_->BeginLease(*q, LockOptions(), now, *lease, rec);
         if (!lease_id.ok()) return lease_id.status();
         MQ_RETURN_IF_ERROR(impl_->MarkLocked(txn, *q, f, *lease_id, false, rec, *lease));
-        MQ_RETURN_IF_ERROR(txn.Put(impl_->leases, LeaseKey(q->id, *lease_id), EncodeLease(rec)));
+        MQ_RETURN_IF_ERROR(impl_->PutLease(txn, q->id, *lease_id, rec));
         return impl_->PutQueue(txn, *q);
       },
       true);
@@ -235,7 +235,7 @@ Result<std::vector<CursorInfo>> Store::ListCursors() {
     if (c.key().size() < 5) continue;
     CursorInfo ci;
     uint32_t qid = GetU32BE(c.key(), 0);
-    auto name = txn->Get(impl_->queue_ids, QueueIdKey(qid));
+    auto name = impl_->QueueNameOf(*txn, qid);
     ci.queue = name ? std::string(*name) : fmt::format("#{}", qid);
     ci.name = std::string(c.key().substr(4));
     if (c.value().size() == 14 && c.value()[0] == 1) {  // else: never moved
@@ -260,7 +260,7 @@ Result<std::vector<CursorInfo>> Store::ListCursors() {
     if (txn->Get(impl_->cursors, CursorKey(qid, name))) continue;
     auto held = FileLock::IsHeld(impl_->CursorLockPath(qid, name));
     if (!held.ok() || !*held) continue;
-    auto qname = txn->Get(impl_->queue_ids, QueueIdKey(qid));
+    auto qname = impl_->QueueNameOf(*txn, qid);
     if (!qname) continue;
     CursorInfo ci;
     ci.queue = std::string(*qname);
@@ -410,6 +410,22 @@ Status Store::WatchLocked(const QueueRef& ref, const WatchOptions& wo, const Rea
     if (!wo.follow) return {};
     if (named) action = CursorAction::kNext;
   }
+}
+
+
+Status Store::Impl::DropCursors(lmdb::Txn& txn, uint32_t qid) {
+  std::vector<std::string> keys;
+  {
+    lmdb::Cursor c(txn, cursors);
+    std::string prefix = QueueIdKey(qid);
+    for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix); on = c.Next())
+      keys.emplace_back(c.key());
+  }
+  for (auto& k : keys) {
+    auto d = txn.Del(cursors, k);
+    if (!d.ok()) return d.status();
+  }
+  return {};
 }
 
 }  // namespace mq

@@ -473,7 +473,7 @@ Status Store::FinishToken(const std::string& token, bool commit, int64_t delay_m
   std::string queue;
   Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
     expired = false;
-    auto name = txn.Get(impl_->queue_ids, QueueIdKey(static_cast<uint32_t>(qid)));
+    auto name = impl_->QueueNameOf(txn, static_cast<uint32_t>(qid));
     if (!name) return unknown;
     queue = std::string(*name);
     auto q = impl_->LoadQueue(txn, queue);
@@ -510,7 +510,7 @@ Result<std::vector<LeaseInfo>> Store::ListLeases() {
     e.id = GetU64BE(c.key(), 4);
     if (!DecodeLease(c.value(), e.rec)) continue;
     LeaseInfo li;
-    auto name = txn->Get(impl_->queue_ids, QueueIdKey(qid));
+    auto name = impl_->QueueNameOf(*txn, qid);
     li.queue = name ? std::string(*name) : fmt::format("#{}", qid);
     li.lease_id = e.id;
     li.process = e.rec.process;
@@ -522,6 +522,26 @@ Result<std::vector<LeaseInfo>> Store::ListLeases() {
     out.push_back(std::move(li));
   }
   return out;
+}
+
+
+Status Store::Impl::PutLease(lmdb::Txn& txn, uint32_t qid, uint64_t lease_id,
+                             const LeaseRecord& rec) {
+  return txn.Put(leases, LeaseKey(qid, lease_id), EncodeLease(rec));
+}
+
+bool Store::Impl::LoadLease(lmdb::Txn& txn, uint32_t qid, uint64_t lease_id, LeaseRecord* rec) {
+  auto v = txn.Get(leases, LeaseKey(qid, lease_id));
+  return v && (!rec || DecodeLease(*v, *rec));
+}
+
+Status Store::Impl::DropLease(lmdb::Txn& txn, uint32_t qid, uint64_t lease_id) {
+  auto r = txn.Del(leases, LeaseKey(qid, lease_id));
+  return r.ok() ? Status() : r.status();
+}
+
+void Store::Impl::QueuesWithLeases(lmdb::Txn& txn, std::set<uint32_t>& out) {
+  QueuesWithEntries(txn, leases, -1, out);
 }
 
 }  // namespace mq

@@ -235,19 +235,6 @@ Result<uint64_t> Store::Impl::PromoteDue(lmdb::Txn& txn, QueueInfo& q, int64_t n
   }
 }
 
-// Forgets a dedup key, given its dedup_exp key.
-Status Store::Impl::DropDedup(lmdb::Txn& txn, uint32_t qid, const std::string& exp_key) {
-  std::string key = exp_key.substr(12);
-  auto v = txn.Get(dedup, DedupKey(qid, key));
-  // Only if the dedup entry still has this expiry (a later send may have renewed it).
-  if (v && v->size() >= 8 && GetU64BE(*v, 0) == GetU64BE(exp_key, 4)) {
-    auto r = txn.Del(dedup, DedupKey(qid, key));
-    if (!r.ok()) return r.status();
-  }
-  auto r = txn.Del(dedup_exp, exp_key);
-  return r.ok() ? Status() : r.status();
-}
-
 // Promotes due delayed messages and returns what dead or expired leases hold.
 Result<uint64_t> Store::Impl::Maintain(lmdb::Txn& txn, QueueInfo& q, int64_t now) {
   auto p = PromoteDue(txn, q, now);
@@ -315,17 +302,8 @@ Result<uint64_t> Store::Sweep() {
     auto txn = lmdb::Txn::Begin(impl_->env, false);
     if (!txn.ok()) return txn.status();
     impl_->msgs.QueuesDue(*txn, now, due);
-    for (lmdb::Dbi dbi : {impl_->leases, impl_->dedup_exp}) {
-      lmdb::Cursor c(*txn, dbi);
-      for (bool on = c.First(); on && c.key().size() >= 12;) {
-        uint32_t qid = GetU32BE(c.key(), 0);
-        bool has_due = dbi == impl_->leases ||
-                       static_cast<int64_t>(GetU64BE(c.key(), 4)) <= now;
-        if (has_due) due.insert(qid);
-        if (qid == UINT32_MAX) break;
-        on = c.SeekGe(QueueIdKey(qid + 1));
-      }
-    }
+    impl_->QueuesWithLeases(*txn, due);
+    impl_->QueuesWithDueDedup(*txn, now, due);
   }
   uint64_t total = 0;
   // Lease lock files left by a holder that died after its lease ended but before it removed
@@ -353,7 +331,7 @@ Result<uint64_t> Store::Sweep() {
       if (std::sscanf(e->d_name, "lease.%u.%llu%n", &qid, &lease_id, &used) != 2 ||
           e->d_name[used] != '\0')
         continue;
-      if (txn.Get(impl_->leases, LeaseKey(qid, lease_id))) continue;
+      if (impl_->LoadLease(txn, qid, lease_id, nullptr)) continue;
       std::string path = impl_->LeaseLockPath(qid, lease_id);
       auto held = FileLock::IsHeld(path);
       if (held.ok() && !*held && ::unlink(path.c_str()) == 0) ++total;
@@ -362,7 +340,7 @@ Result<uint64_t> Store::Sweep() {
   }));
   for (uint32_t qid : due) {
     MQ_RETURN_IF_ERROR(impl_->Write([&](lmdb::Txn& txn) -> Status {
-      auto name = txn.Get(impl_->queue_ids, QueueIdKey(qid));
+      auto name = impl_->QueueNameOf(txn, qid);
       if (!name) return {};
       auto q = impl_->LoadQueue(txn, std::string(*name));
       if (!q.ok()) return q.status();
@@ -371,19 +349,9 @@ Result<uint64_t> Store::Sweep() {
       if (!n.ok()) return n.status();
       total += *n;
       // Forget expired dedup keys.
-      std::string prefix = QueueIdKey(qid);
-      std::vector<std::string> expired;
-      {
-        lmdb::Cursor c(txn, impl_->dedup_exp);
-        for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix) &&
-                                          static_cast<int64_t>(GetU64BE(c.key(), 4)) <= now;
-             on = c.Next())
-          expired.emplace_back(c.key());
-      }
-      for (const std::string& k : expired) {
-        MQ_RETURN_IF_ERROR(impl_->DropDedup(txn, qid, k));
-        ++total;
-      }
+      auto forgotten = impl_->ForgetExpiredDedup(txn, qid, now);
+      if (!forgotten.ok()) return forgotten.status();
+      total += *forgotten;
       return {};
     }));
   }

@@ -294,18 +294,19 @@ std::vector<MessageTable::Due> MessageTable::DueExpiries(lmdb::Txn& txn, uint32_
   return out;
 }
 
-void MessageTable::QueuesDue(lmdb::Txn& txn, int64_t now, std::set<uint32_t>& out) const {
-  for (lmdb::Dbi dbi : {delays_, deadlines_}) {
-    lmdb::Cursor c(txn, dbi);
-    for (bool on = c.First(); on && c.key().size() >= 12;) {
-      uint32_t qid = GetU32BE(c.key(), 0);
-      if (static_cast<int64_t>(GetU64BE(c.key(), 4)) <= now) out.insert(qid);
-      if (qid == UINT32_MAX) break;
-      std::string next;
-      PutU32BE(next, qid + 1);
-      on = c.SeekGe(next);
-    }
+void QueuesWithEntries(lmdb::Txn& txn, lmdb::Dbi dbi, int64_t due_by, std::set<uint32_t>& out) {
+  lmdb::Cursor c(txn, dbi);
+  for (bool on = c.First(); on && c.key().size() >= 12;) {
+    uint32_t qid = GetU32BE(c.key(), 0);
+    if (due_by < 0 || static_cast<int64_t>(GetU64BE(c.key(), 4)) <= due_by) out.insert(qid);
+    if (qid == UINT32_MAX) break;
+    on = c.SeekGe(QueueIdKey(qid + 1));
   }
+}
+
+void MessageTable::QueuesDue(lmdb::Txn& txn, int64_t now, std::set<uint32_t>& out) const {
+  QueuesWithEntries(txn, delays_, now, out);
+  QueuesWithEntries(txn, deadlines_, now, out);
 }
 
 std::optional<std::pair<uint32_t, uint64_t>> MessageTable::FindId(lmdb::Txn& txn,

@@ -80,6 +80,11 @@ inline std::string OrderKeyOf(const QueueInfo& q, const Message& m) {
 // The lookup id in an order key.
 inline uint64_t OrderKeyLookup(std::string_view okey) { return GetU64BE(okey, 5); }
 
+// For the databases keyed by queue id first (delays, deadlines, leases, dedup_exp): adds to
+// `out` each queue that has an entry, one seek per queue; with `due_by` >= 0 only those whose
+// first entry's time (the u64 after the queue id) is at or before it.
+void QueuesWithEntries(lmdb::Txn& txn, lmdb::Dbi dbi, int64_t due_by, std::set<uint32_t>& out);
+
 class MessageTable {
  public:
   // Opens (creating them in a write transaction when `create`) the seven databases.

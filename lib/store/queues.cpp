@@ -236,21 +236,8 @@ Status Store::DeleteQueue(const QueueRef& ref) {
       MQ_RETURN_IF_ERROR(
           impl_->DrainQueue(txn, q, kClassNackQDeleted, kClassNackBadDstQ, now));
       MQ_RETURN_IF_ERROR(impl_->DropConversations(txn, q.id));
-      std::vector<std::string> cursor_keys;
-      {
-        lmdb::Cursor c(txn, impl_->cursors);
-        std::string prefix = QueueIdKey(q.id);
-        for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix); on = c.Next())
-          cursor_keys.emplace_back(c.key());
-      }
-      for (auto& k : cursor_keys) {
-        auto d = txn.Del(impl_->cursors, k);
-        if (!d.ok()) return d.status();
-      }
-      auto r = txn.Del(impl_->queues, q.name);
-      if (!r.ok()) return r.status();
-      r = txn.Del(impl_->queue_ids, QueueIdKey(q.id));
-      if (!r.ok()) return r.status();
+      MQ_RETURN_IF_ERROR(impl_->DropCursors(txn, q.id));
+      MQ_RETURN_IF_ERROR(impl_->DropQueueRecord(txn, q));
       ids.push_back(q.id);
     }
     return {};
@@ -327,6 +314,44 @@ Result<uint64_t> Store::Purge(const QueueRef& ref) {
   });
   if (!s.ok()) return s;
   return n;
+}
+
+std::optional<std::string> Store::Impl::QueueNameOf(lmdb::Txn& txn, uint32_t qid) {
+  auto name = txn.Get(queue_ids, QueueIdKey(qid));
+  if (!name) return std::nullopt;
+  return std::string(*name);
+}
+
+Status Store::Impl::DropQueueRecord(lmdb::Txn& txn, const QueueInfo& q) {
+  auto r = txn.Del(queues, q.name);
+  if (!r.ok()) return r.status();
+  r = txn.Del(queue_ids, QueueIdKey(q.id));
+  return r.ok() ? Status() : r.status();
+}
+
+void Store::Impl::CheckCatalog(lmdb::Txn& t, std::map<uint32_t, QueueInfo>& by_qid,
+                               const std::function<void(std::string)>& problem) {
+  {
+    lmdb::Cursor c(t, queues);
+    for (bool on = c.First(); on; on = c.Next()) {
+      QueueInfo q;
+      q.name = std::string(c.key());
+      Status s = DecodeQueue(c.value(), q);
+      if (!s.ok()) {
+        problem(fmt::format("queue {}: {}", q.name, s.text()));
+        continue;
+      }
+      if (!ParseQueueRef(q.name).ok()) problem(fmt::format("queue {}: invalid name", q.name));
+      auto back = t.Get(queue_ids, QueueIdKey(q.id));
+      if (!back || *back != q.name)
+        problem(fmt::format("queue {}: id {} is not mapped back to it", q.name, q.id));
+      if (!by_qid.emplace(q.id, q).second)
+        problem(fmt::format("queue {}: id {} is used twice", q.name, q.id));
+    }
+  }
+  if (t.Count(queue_ids) != by_qid.size())
+    problem(fmt::format("queue_ids has {} entries for {} queues", t.Count(queue_ids),
+                        by_qid.size()));
 }
 
 }  // namespace mq

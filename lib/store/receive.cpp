@@ -131,7 +131,7 @@ Result<Message> Store::FindMessage(const std::string& id) {
     return Status(Code::kMessageNotFound, "no message with this id in the store",
                   FormatMessageId(id));
   auto [qid, lookup] = *where;
-  auto name = txn->Get(impl_->queue_ids, QueueIdKey(qid));
+  auto name = impl_->QueueNameOf(*txn, qid);
   if (!name) return Status(Code::kCorrupted, "message of an unknown queue", FormatMessageId(id));
   QueueInfo q;
   q.name = std::string(*name);

@@ -258,4 +258,36 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
   return s;
 }
 
+
+// Forgets a dedup key, given its dedup_exp key.
+Status Store::Impl::DropDedup(lmdb::Txn& txn, uint32_t qid, const std::string& exp_key) {
+  std::string key = exp_key.substr(12);
+  auto v = txn.Get(dedup, DedupKey(qid, key));
+  // Only if the dedup entry still has this expiry (a later send may have renewed it).
+  if (v && v->size() >= 8 && GetU64BE(*v, 0) == GetU64BE(exp_key, 4)) {
+    auto r = txn.Del(dedup, DedupKey(qid, key));
+    if (!r.ok()) return r.status();
+  }
+  auto r = txn.Del(dedup_exp, exp_key);
+  return r.ok() ? Status() : r.status();
+}
+
+Result<uint64_t> Store::Impl::ForgetExpiredDedup(lmdb::Txn& txn, uint32_t qid, int64_t now) {
+  std::string prefix = QueueIdKey(qid);
+  std::vector<std::string> expired;
+  {
+    lmdb::Cursor c(txn, dedup_exp);
+    for (bool on = c.SeekGe(prefix);
+         on && HasPrefix(c.key(), prefix) && static_cast<int64_t>(GetU64BE(c.key(), 4)) <= now;
+         on = c.Next())
+      expired.emplace_back(c.key());
+  }
+  for (const std::string& k : expired) MQ_RETURN_IF_ERROR(DropDedup(txn, qid, k));
+  return static_cast<uint64_t>(expired.size());
+}
+
+void Store::Impl::QueuesWithDueDedup(lmdb::Txn& txn, int64_t now, std::set<uint32_t>& out) {
+  QueuesWithEntries(txn, dedup_exp, now, out);
+}
+
 }  // namespace mq

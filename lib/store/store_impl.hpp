@@ -133,6 +133,13 @@ struct Store::Impl {
   Status PutMetaU32(lmdb::Txn& txn, std::string_view key, uint32_t v);
   Result<QueueInfo> NewQueue(lmdb::Txn& txn, const std::string& name);
   Result<QueueInfo> LoadOrCreate(lmdb::Txn& txn, const std::string& name);
+  // The name of the queue with id `qid`; nullopt if there is none.
+  std::optional<std::string> QueueNameOf(lmdb::Txn& txn, uint32_t qid);
+  // Takes a queue out of the catalog (its messages, cursors, conversations are gone already).
+  Status DropQueueRecord(lmdb::Txn& txn, const QueueInfo& q);
+  // The catalog's part of mq-admin check: every queue record, its id mapped back to it.
+  void CheckCatalog(lmdb::Txn& t, std::map<uint32_t, QueueInfo>& by_qid,
+                    const std::function<void(std::string)>& problem);
 
   // ---- messages.cpp
   using Held = MessageTable::Held;
@@ -164,12 +171,23 @@ struct Store::Impl {
   Status RemoveAll(lmdb::Txn& txn, QueueInfo& q);
   int64_t FirstDelay(lmdb::Txn& txn, uint32_t qid);
   Result<uint64_t> PromoteDue(lmdb::Txn& txn, QueueInfo& q, int64_t now);
+  // ---- send.cpp (owns `dedup` and `dedup_exp`)
   Status DropDedup(lmdb::Txn& txn, uint32_t qid, const std::string& exp_key);
+  // Forgets the dedup keys of `qid` expired by `now`: how many.
+  Result<uint64_t> ForgetExpiredDedup(lmdb::Txn& txn, uint32_t qid, int64_t now);
+  // The queues with a dedup key expired by `now`.
+  void QueuesWithDueDedup(lmdb::Txn& txn, int64_t now, std::set<uint32_t>& out);
   Result<uint64_t> Maintain(lmdb::Txn& txn, QueueInfo& q, int64_t now);
   int64_t NextDeadline(lmdb::Txn& txn, uint32_t qid);
   Status MaintainIfNeeded(const QueueRef& ref);
 
-  // ---- leases.cpp
+  // ---- leases.cpp (owns `leases`)
+  Status PutLease(lmdb::Txn& txn, uint32_t qid, uint64_t lease_id, const LeaseRecord& rec);
+  // Whether the lease is there (and, with `rec`, decodes it: false if it does not decode).
+  bool LoadLease(lmdb::Txn& txn, uint32_t qid, uint64_t lease_id, LeaseRecord* rec);
+  Status DropLease(lmdb::Txn& txn, uint32_t qid, uint64_t lease_id);
+  // The queues that have a lease.
+  void QueuesWithLeases(lmdb::Txn& txn, std::set<uint32_t>& out);
   std::string LeaseLockPath(uint32_t qid, uint64_t lease_id);
   Status CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id, const LeaseRecord& rec,
                      const Lease* held = nullptr);
@@ -205,7 +223,8 @@ struct Store::Impl {
   Status WaitLoop(const QueueRef& ref, const ReadOptions& ro,
                   const std::function<Status(bool waiting, int64_t& next_deadline)>& attempt);
 
-  // ---- cursors.cpp
+  // ---- cursors.cpp (owns `cursors`)
+  Status DropCursors(lmdb::Txn& txn, uint32_t qid);
   std::string CursorLockPath(uint32_t qid, const std::string& name);
   Result<FileLock> LockCursor(const QueueRef& ref, uint32_t qid, const std::string& name,
                               bool wait_lock, int64_t wait_ms);
@@ -216,7 +235,9 @@ struct Store::Impl {
   Result<Found> MoveCursor(lmdb::Txn& txn, const QueueInfo& q, const std::string& name,
                            CursorAction action, bool notify);
 
-  // ---- conversations.cpp
+  // ---- conversations.cpp (owns convs, conv_q, groups, conv_msgs, group_sel, conv_kept,
+  // msg_types)
+  Status SaveConv(lmdb::Txn& txn, const Guid& handle, const ConvRecord& c);
   Result<std::optional<ConvRecord>> LoadConv(lmdb::Txn& txn, const Guid& handle);
   Result<ConvRecord> ConvOf(lmdb::Txn& txn, const QueueInfo& q, const Message& m);
   Result<GroupRecord> LoadGroup(lmdb::Txn& txn, uint32_t qid, const Guid& group);

@@ -179,8 +179,7 @@ Result<uint16_t> Store::Impl::AcceptConvMessage(lmdb::Txn& txn, QueueInfo& q, Me
     if (*ended) {
       (*ended)->state =
           m.message_type_name == kErrorType ? ConvState::kError : ConvState::kEnded;
-      MQ_RETURN_IF_ERROR(
-          txn.Put(convs, GuidBytes(m.conversation_handle), EncodeConv(**ended)));
+      MQ_RETURN_IF_ERROR(SaveConv(txn, m.conversation_handle, **ended));
     }
   }
   return uint16_t{0};
@@ -239,10 +238,7 @@ Status Store::DeleteLink(const std::string& name, bool force) {
         return Status(Code::kSharingViolation,
                       "a forward is sending messages of this link: stop it first", name);
       MQ_RETURN_IF_ERROR(impl_->DrainQueue(txn, oq, kClassNackPurged, kClassNackPurged, NowMs()));
-      auto r = txn.Del(impl_->queues, oq.name);
-      if (!r.ok()) return r.status();
-      r = txn.Del(impl_->queue_ids, QueueIdKey(oq.id));
-      if (!r.ok()) return r.status();
+      MQ_RETURN_IF_ERROR(impl_->DropQueueRecord(txn, oq));
       qid = oq.id;
     }
     // The conversations begun through it.
@@ -390,9 +386,8 @@ Status Store::FinishForwarded(const std::vector<Lease*>& leases,
     for (size_t l = 0; l < leases.size(); ++l) {
       Lease& lease = *leases[l];
       if (oq.id != lease.qid_) continue;  // deleted and made anew: nothing of it is here
-      auto v = txn.Get(impl_->leases, LeaseKey(lease.qid_, lease.lease_id_));
       LeaseRecord rec;
-      if (!v || !DecodeLease(*v, rec))
+      if (!impl_->LoadLease(txn, lease.qid_, lease.lease_id_, &rec))
         return Status(Code::kTransactionUsage, "the lease is gone (expired or returned)",
                       lease.queue_);
       if (rec.keys.size() != lease.messages_.size())
@@ -412,8 +407,7 @@ Status Store::FinishForwarded(const std::vector<Lease*>& leases,
           MQ_RETURN_IF_ERROR(impl_->DeadLetterOrDrop(txn, oq, f, outcomes[l][i], now));
         }
       }
-      auto r = txn.Del(impl_->leases, LeaseKey(oq.id, lease.lease_id_));
-      if (!r.ok()) return r.status();
+      MQ_RETURN_IF_ERROR(impl_->DropLease(txn, oq.id, lease.lease_id_));
     }
     MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, oq));
     auto lv = txn.Get(impl_->meta, LinkKey(link));
