@@ -1,6 +1,6 @@
 // batch.hpp: a send cut into store transactions. BatchSender gathers messages (a prototype
-// with each its own body) and appends them in batches of at most kBatchMessages messages or
-// about kBatchBytes of bodies, each batch one transaction, atomic and durable when it commits;
+// with each its own body) and appends them in batches of at most kMaxMessages messages or
+// about kMaxBytes of bodies, each batch one transaction, atomic and durable when it commits;
 // after each commit it prints what the sender asked to see (message ids, a new conversation's
 // handle). SendRecords feeds it stdin cut into lines or NUL-terminated records, with memory
 // bounded by the batch; SpoolSource gives such records to one transaction (--tx) instead.
@@ -22,9 +22,6 @@
 
 namespace mq {
 
-inline constexpr size_t kBatchMessages = 10000;
-inline constexpr size_t kBatchBytes = 8 << 20;
-
 struct BatchOptions {
   // For every append. new_conversation: the prototype's handle is a conversation to begin
   // with the first commit; its handle is printed then, and later batches send on it.
@@ -36,6 +33,9 @@ struct BatchOptions {
 
 class BatchSender {
  public:
+  static constexpr size_t kMaxMessages = 10000;
+  static constexpr size_t kMaxBytes = 8 << 20;
+
   // Ids and the handle are printed on standard output.
   BatchSender(Store& store, QueueRef ref, Message proto, BatchOptions options);
 
@@ -44,7 +44,7 @@ class BatchSender {
   // message once the first batch is made.
   void Add(std::string_view body);
   // Whether the batch should be committed before more is added.
-  bool Full() const { return used_ >= kBatchMessages || bytes_ >= kBatchBytes; }
+  bool Full() const { return used_ >= kMaxMessages || bytes_ >= kMaxBytes; }
   // Appends the batch, if any, in one transaction.
   Status Commit();
   // Appends everything `src` gives in one transaction. An error after earlier commits says
