@@ -65,8 +65,6 @@ Status Validate(const Message& m, bool foreign) {
   return {};
 }
 
-// Reads JSON lines from a rewindable temporary copy of stdin, so that the transaction can run
-// again (after map growth) without holding the input in memory.
 // What both import formats share: new ids on request, and the count of what was read (of the
 // last pass, after a rewind) for the summary.
 class ImportSource : public MessageSource {
@@ -88,6 +86,8 @@ class ImportSource : public MessageSource {
   }
 };
 
+// Reads JSON lines from a rewindable temporary copy of stdin, so that the transaction can run
+// again (after map growth) without holding the input in memory.
 class JsonLinesSource : public ImportSource {
  public:
   explicit JsonLinesSource(FILE* f) : f_(f) {}

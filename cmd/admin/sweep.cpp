@@ -1,5 +1,7 @@
-// mq-admin sweep: make due delayed messages visible in every queue (safe from cron; readers
-//   do it too whenever they meet one).
+// mq-admin sweep: in every queue, expire (dead-letter, NACK) messages past their deadline, make
+//   due delayed messages visible (readers do that too whenever they meet one), return the
+//   leases of dead holders and expired leases, and forget expired dedup keys (Store::Sweep).
+//   Safe from cron (the mq-sweep.timer unit runs it every minute).
 #include "admin.hpp"
 
 namespace mq::admin {

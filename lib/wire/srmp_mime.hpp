@@ -1,9 +1,9 @@
-// srmp_mime.hpp: the MIME side of the SRMP codec (srmp.cpp): an SRMP document is a MIME
-// multipart/related entity, read and written here by hand, as it is not XML ([MC-MQSRM] 2.2.2,
-// RFC 2046): the parts written one after the other, and on reading the framing that finds the
-// envelope, the body and the extension, by Content-Length where a part has one, else by the
-// boundary. Also the small helpers and constants both halves of the codec (the writer in
-// srmp.cpp, the reader in srmp_read.cpp) use. For those two only.
+// srmp_mime.hpp: the MIME side of the SRMP codec: an SRMP document is a MIME multipart/related
+// entity, read and written here by hand, as it is not XML ([MC-MQSRM] 2.2.2, RFC 2046): the
+// parts written one after the other, and on reading the framing that finds the envelope, the
+// body and the extension, by Content-Length where a part has one, else by the boundary. Also
+// the small helpers and constants both halves of the codec (the writer in srmp.cpp, the reader
+// in srmp_read.cpp) use. For those two only.
 #pragma once
 
 #include <charconv>
