@@ -461,7 +461,8 @@ void AppendSrmp(std::string& out, const Message& m, const SrmpStream* stream,
 
 std::string SrmpHttpRequest(std::string_view doc, std::string_view queue) {
   size_t split = doc.find("\r\n\r\n");
-  std::string_view head = split == std::string_view::npos ? std::string_view() : doc.substr(0, split);
+  std::string_view head =
+      split == std::string_view::npos ? std::string_view() : doc.substr(0, split);
   std::string_view entity = split == std::string_view::npos ? doc : doc.substr(split + 4);
   std::string path;
   for (char c : queue) {
