@@ -1,6 +1,7 @@
 // common.hpp: what the five tools share: diagnostics, exit codes, store options, and the
 // options and output of the reading tools (mq-peek, mq-receive), each set up in one place so
-// that spelling and help text agree everywhere.
+// that spelling and help text agree everywhere. Implemented in common.cpp, select.cpp (the
+// selection options) and output.cpp (the output options and OutputSink).
 #pragma once
 
 #include <cstdint>

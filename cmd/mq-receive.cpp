@@ -6,8 +6,9 @@
 //   mq-receive [options] QUEUE --lease DURATION
 //
 // Protocol (why nothing is lost, and why no one waits for our reader):
-//  1. one write transaction Locks a batch (up to 1000 messages) under a lease whose lock file
-//     this process holds, and commits (lib/store/leases.cpp);
+//  1. one write transaction Locks a batch (up to 4000 messages, kLockBatchCount in
+//     lib/store/schema.hpp) under a lease whose lock file this process holds, and commits
+//     (lib/store/leases.cpp);
 //  2. with no transaction open, the batch is written to stdout and we wait until the reader
 //     has taken it: for a pipe or socket, until it has read every byte (FIONREAD/SIOCOUTQ is
 //     0); a file or terminal has taken what was written. --into FILE appends the batch whole
@@ -18,9 +19,9 @@
 // released by the kernel). At least once, never lost. Standard output closed at start (>&-)
 // is refused before anything is touched.
 // --exec: each message (or, with --batch, each batch) is Locked in the store under a lease
-// whose lock file this process holds (lib/store/store.hpp "Locks"); CMD runs with the body on stdin;
-// exit 0 commits (the message is removed), anything else rolls back (it returns to its place,
-// abort count + 1). The command runs in its own process group and holds the lease's lock
+// whose lock file this process holds (lib/store/store.hpp "Locks"); CMD runs with the body on
+// stdin; exit 0 commits (the message is removed), anything else rolls back (it returns to its
+// place, abort count + 1). The command runs in its own process group and holds the lease's lock
 // file too, as do its descendants (cmd/exec.hpp): the lease ends when the last of them and
 // mq-receive are gone, and whatever of the command's group is left when the command exits
 // is killed before the commit or rollback. SIGTERM: the running command finishes, no new one

@@ -1,8 +1,5 @@
 // mq-admin cursors [--json]: the named cursors of the store: queue, name, position (priority
 //   and lookup id of the message it stands on, or "unset"), and whether a process holds it.
-// mq-admin delete-cursor QUEUE NAME: forget a cursor.
-// mq-admin sweep: make due delayed messages visible in every queue (safe from cron; readers
-//   do it too whenever they meet one).
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -40,37 +37,6 @@ Command SetupCursors(CLI::App& app, Context&) {
             }
             Status s = out.Flush();
             return s.ok() || s.code() == Code::kBrokenPipe ? 0 : cli::Fail(s);
-          }};
-}
-
-Command SetupDeleteCursor(CLI::App& app, Context&) {
-  struct Args {
-    std::string queue, name;
-  };
-  auto args = std::make_shared<Args>();
-  auto* sub = app.add_subcommand("delete-cursor", "Forget a named cursor");
-  sub->add_option("QUEUE", args->queue, "Queue of the cursor")->required();
-  sub->add_option("NAME", args->name, "Cursor name")->required();
-  return {sub, [args](Context& ctx) {
-            auto ref = cli::ParseQueueArg(args->queue);
-            if (!ref.ok()) return cli::Fail(ref.status());
-            auto store = ctx.Open();
-            if (!store.ok()) return cli::Fail(store.status());
-            Status s = (*store)->DeleteCursor(*ref, args->name);
-            return s.ok() ? 0 : cli::Fail(s.WithSubject(ref->Full()));
-          }};
-}
-
-Command SetupSweep(CLI::App& app, Context&) {
-  auto* sub = app.add_subcommand(
-      "sweep",
-      "Expire and dead-letter, make due delayed messages visible, return stale leases");
-  return {sub, [](Context& ctx) {
-            auto store = ctx.Open();
-            if (!store.ok()) return cli::Fail(store.status());
-            auto n = (*store)->Sweep();
-            if (!n.ok()) return cli::Fail(n.status());
-            return 0;
           }};
 }
 

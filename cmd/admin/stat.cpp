@@ -115,9 +115,9 @@ Command SetupStat(CLI::App& app, Context&) {
                     {"retained", q.retained},
                     {"bytes", q.bytes},
                     {"oldest_age_ms", r.age},
-                    {"oldest_arrived_time", r.st.oldest_arrived
-                                                ? nlohmann::ordered_json(FormatTime(r.st.oldest_arrived))
-                                                : nlohmann::ordered_json(nullptr)},
+                    {"oldest_arrived_time",
+                     r.st.oldest_arrived ? nlohmann::ordered_json(FormatTime(r.st.oldest_arrived))
+                                         : nlohmann::ordered_json(nullptr)},
                     {"status", q.enabled ? "on" : "off"},
                     {"quota", q.quota},
                     {"max_message_size", q.max_message_size},
@@ -140,13 +140,16 @@ Command SetupStat(CLI::App& app, Context&) {
               std::vector<Metric> metrics = {
                   {"mq_queue_messages", "gauge", "Messages in the queue, of any state.",
                    [](const Row& r) { return std::to_string(r.st.info.count); }},
-                  {"mq_queue_delayed_messages", "gauge", "Messages not visible yet (--delay, --at).",
+                  {"mq_queue_delayed_messages", "gauge",
+                   "Messages not visible yet (--delay, --at).",
                    [](const Row& r) { return std::to_string(r.st.info.delayed); }},
-                  {"mq_queue_locked_messages", "gauge", "Messages held by an open transactional receive.",
+                  {"mq_queue_locked_messages", "gauge",
+                   "Messages held by an open transactional receive.",
                    [](const Row& r) { return std::to_string(r.st.info.locked); }},
                   {"mq_queue_bytes", "gauge", "Bytes of message records in the queue.",
                    [](const Row& r) { return std::to_string(r.st.info.bytes); }},
-                  {"mq_queue_oldest_message_age_seconds", "gauge", "Age of the oldest message; 0 if empty.",
+                  {"mq_queue_oldest_message_age_seconds", "gauge",
+                   "Age of the oldest message; 0 if empty.",
                    [](const Row& r) { return fmt::format("{:.3f}", r.age / 1000.0); }},
                   {"mq_queue_enabled", "gauge", "1 if the queue's status is ON.",
                    [](const Row& r) { return std::string(r.st.info.enabled ? "1" : "0"); }},

@@ -57,7 +57,8 @@ Result<std::optional<RemoteRef>> ParseRemoteRef(std::string_view text) {
     s.remove_prefix(10);
     if (IStartsWith(s, ".\\")) return std::optional<RemoteRef>();
     auto slash = s.find('\\');
-    if (slash == std::string_view::npos) return Bad(text, "expected DIRECT=OS:LINK\\private$\\QUEUE");
+    if (slash == std::string_view::npos)
+      return Bad(text, "expected DIRECT=OS:LINK\\private$\\QUEUE");
     r.link = std::string(s.substr(0, slash));
     s.remove_prefix(slash + 1);
     if (!IStartsWith(s, "private$\\"))

@@ -24,8 +24,8 @@
 // followed by two lowercase hex digits per byte (PostgreSQL's bytea hex form).
 //
 // JSON: one object per row, with exactly the listed keys in the listed order (so a column may
-// be named only once, unless an alias renames it). message_body is a string when the body is valid UTF-8, else an object
-// {"base64": "..."}; NULL is null; numbers are numbers.
+// be named only once, unless an alias renames it). message_body is a string when the body is
+// valid UTF-8, else an object {"base64": "..."}; NULL is null; numbers are numbers.
 #pragma once
 
 #include <string>

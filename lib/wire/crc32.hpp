@@ -13,7 +13,4 @@ namespace mq::transfer {
 // CRC-32 of `data`, continuing from `crc` (0 to start), as zlib's crc32(crc, data, size).
 uint32_t Crc32(std::string_view data, uint32_t crc = 0);
 
-// zlib's (for the tests: ISA-L's must agree with it).
-uint32_t Crc32Zlib(std::string_view data, uint32_t crc = 0);
-
 }  // namespace mq::transfer

@@ -6,10 +6,10 @@
 //   (blank line)
 //   --BOUNDARY
 //   Content-Type: text/xml; charset=UTF-8        the SOAP 1.1 envelope:
-//   Content-Length: L                              <se:Header> holds <path> (action MSMQ:LABEL,
-//   (blank line)                                   to, id uuid:COUNTER@GUID, rev/via), <properties>
-//   <se:Envelope ...>...</se:Envelope>             (expiresAt, sentAt), <services> (durable, receipt
-//   --BOUNDARY                                     requests), <Stream> (streamId, current,
+//   Content-Length: L                              <se:Header> holds <path> (action MSMQ:LABEL, to,
+//   (blank line)                                   id uuid:COUNTER@GUID, rev/via), <properties>
+//   <se:Envelope ...>...</se:Envelope>             (expiresAt, sentAt), <services> (durable,
+//   --BOUNDARY                                     receipt requests), <Stream> (streamId, current,
 //   Content-Type: application/octet-stream         previous), <Msmq xmlns="msmq.namespace.xml">
 //   Content-Length: B                              with seed 002's elements in seed 002's order,
 //   Content-Id: body@GUID                          then <Mq xmlns="urn:x-mq:srmp"> with the mq

@@ -1,9 +1,12 @@
 // srmp_mime.cpp: the MIME framing of SRMP documents (srmp_mime.hpp).
 #include "wire/srmp_mime.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 #include <fmt/format.h>
+
+#include "base/ids.hpp"
 
 namespace mq::srmp_mime {
 
@@ -28,6 +31,16 @@ bool IStartsWith(std::string_view s, std::string_view prefix) {
     if (a != b) return false;
   }
   return true;
+}
+
+std::string SwapObjectId(std::string_view id) {
+  std::string out(id);
+  if (out.size() != kIdSize) return out;
+  std::reverse(out.begin(), out.begin() + 4);
+  std::reverse(out.begin() + 4, out.begin() + 6);
+  std::reverse(out.begin() + 6, out.begin() + 8);
+  std::reverse(out.begin() + 16, out.end());
+  return out;
 }
 
 bool Contains(std::string_view hay, std::string_view needle) {

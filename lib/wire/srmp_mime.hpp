@@ -1,12 +1,14 @@
-// srmp_mime.hpp: the MIME side of the SRMP codec (srmp.cpp): an SRMP document is a MIME
-// multipart/related entity, read and written here by hand, as it is not XML ([MC-MQSRM] 2.2.2,
-// RFC 2046): the parts written one after the other, and on reading the framing that finds the
-// envelope, the body and the extension, by Content-Length where a part has one, else by the
-// boundary. Also the small text helpers both halves of the codec use. For srmp.cpp only.
+// srmp_mime.hpp: the MIME side of the SRMP codec: an SRMP document is a MIME multipart/related
+// entity, read and written here by hand, as it is not XML ([MC-MQSRM] 2.2.2, RFC 2046): the
+// parts written one after the other, and on reading the framing that finds the envelope, the
+// body and the extension, by Content-Length where a part has one, else by the boundary. Also
+// the small helpers and constants both halves of the codec (the writer in srmp.cpp, the reader
+// in srmp_read.cpp) use. For those two only.
 #pragma once
 
 #include <charconv>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,6 +39,21 @@ bool Contains(std::string_view hay, std::string_view needle);
 // blank line and the content.
 void AppendPart(std::string& out, std::string_view boundary, std::string_view type,
                 std::string_view content_id, std::string_view content);
+
+// The envelope's XML namespaces, for its writer (srmp.cpp) and its reader (srmp_read.cpp).
+inline constexpr const char* kSeNs = "http://schemas.xmlsoap.org/soap/envelope/";
+inline constexpr const char* kSrmpNs = "http://schemas.xmlsoap.org/srmp/";
+inline constexpr const char* kRpNs = "http://schemas.xmlsoap.org/rp/";
+inline constexpr const char* kMsmqNs = "msmq.namespace.xml";
+inline constexpr const char* kMqNs = "urn:x-mq:srmp";
+// MSMQ's INFINITE deadline: LONG_MAX seconds after the epoch, 20380119T031407.
+inline constexpr int64_t kInfiniteMs = int64_t{0x7FFFFFFF} * 1000;
+
+// A 20-byte id (message, correlation) between mq's layout (the GUID in RFC 4122 byte order, the
+// counter big-endian) and MSMQ's OBJECTID (the GUID as Windows stores it, Data1, Data2 and
+// Data3 little-endian, and the counter little-endian), as <Correlation> carries it. The same
+// swaps go both ways; other lengths are left alone.
+std::string SwapObjectId(std::string_view id);
 
 // Where the parts of one document are.
 struct Framing {

@@ -113,7 +113,8 @@ TEST_CASE("TSV escapes like PostgreSQL COPY text", "[columns]") {
   CHECK(c->Row(m) == "\\N\t\t\n");  // NULL, empty body, empty label
 }
 
-TEST_CASE("CSV quotes as RFC 4180 and writes bodies that are not text as hex escapes", "[columns]") {
+TEST_CASE("CSV quotes as RFC 4180 and writes bodies that are not text as hex escapes",
+          "[columns]") {
   CHECK(CsvQuote("plain") == "plain");
   CHECK(CsvQuote("") == "\"\"");
   CHECK(CsvQuote("a,b") == "\"a,b\"");

@@ -4,7 +4,9 @@
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
+#include <zlib.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "store/store.hpp"
@@ -15,6 +17,17 @@ using namespace mq::transfer;
 namespace fs = std::filesystem;
 
 namespace {
+
+// zlib's CRC-32, the reference ISA-L's (Crc32) must agree with. Only this test links zlib.
+uint32_t Crc32Zlib(std::string_view data, uint32_t crc = 0) {
+  uLong c = crc;
+  while (!data.empty()) {
+    auto n = static_cast<uInt>(std::min<size_t>(data.size(), 1u << 30));
+    c = crc32(c, reinterpret_cast<const Bytef*>(data.data()), n);
+    data.remove_prefix(n);
+  }
+  return static_cast<uint32_t>(c);
+}
 
 struct TempDir {
   std::string path;

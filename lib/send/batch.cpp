@@ -1,0 +1,148 @@
+// batch.cpp: a send in batches (batch.hpp).
+#include "send/batch.hpp"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "base/ids.hpp"
+#include "output/format.hpp"
+
+namespace mq {
+
+BatchSender::BatchSender(Store& store, QueueRef ref, Message proto, BatchOptions options)
+    : store_(store), ref_(std::move(ref)), proto_(std::move(proto)),
+      options_(std::move(options)) {}
+
+void BatchSender::Add(std::string_view body) {
+  if (used_ == batch_.size()) batch_.push_back(proto_);
+  batch_[used_].body.assign(body);
+  bytes_ += body.size();
+  ++used_;
+}
+
+Status BatchSender::Commit() {
+  if (used_ == 0) return {};
+  VectorSource src(batch_, used_);
+  return Append(src);
+}
+
+Status BatchSender::Append(MessageSource& src) {
+  const std::string& dedup = options_.append.dedup_key;
+  ids_.clear();
+  AppendReport report;
+  Status s =
+      store_.Append(ref_, options_.append, src, options_.print_ids ? &ids_ : nullptr, &report);
+  for (const std::string& note : report.notes)
+    if (s.ok() && noted_.insert(note).second && options_.note) options_.note(note);
+  if (s.ok() && report.duplicate) {
+    if (options_.note)
+      options_.note(fmt::format("duplicate of {} (dedup key '{}'): dropped",
+                                FormatMessageId(report.original_id), dedup));
+    if (options_.print_ids) ids_ = {report.original_id};
+  }
+  if (!s.ok()) {
+    if (sent_)
+      return Status(s.code(), fmt::format("{}; {} earlier messages were sent", s.text(), sent_),
+                    s.subject());
+    return s;
+  }
+  sent_ += used_;
+  used_ = 0;
+  bytes_ = 0;
+  if (options_.append.new_conversation) {
+    // The new conversation's handle, once it exists: later batches send on it.
+    options_.append.new_conversation = false;
+    FdWriter out(1, "stdout");
+    out.Append(FormatGuid(proto_.conversation_handle) + "\n");
+    MQ_RETURN_IF_ERROR(out.Flush());
+  }
+  if (options_.print_ids) {
+    FdWriter out(1, "stdout");
+    for (const auto& id : ids_) out.Append(FormatMessageId(id) + "\n");
+    MQ_RETURN_IF_ERROR(out.Flush());
+  }
+  return {};
+}
+
+Status SendRecords(int fd, char sep, BatchSender& sender) {
+  std::string pending;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(errno, "stdin", "read failed");
+    }
+    if (n == 0) break;
+    // memchr finds each separator; a record whole in `buf` goes to the batch from there, one
+    // that spans reads is put together in `pending`.
+    const char* p = buf;
+    const char* end = buf + n;
+    for (;;) {
+      auto* hit = static_cast<const char*>(memchr(p, sep, static_cast<size_t>(end - p)));
+      if (!hit) break;
+      std::string_view rec(p, static_cast<size_t>(hit - p));
+      if (pending.empty()) {
+        sender.Add(rec);
+      } else {
+        pending.append(rec);
+        sender.Add(pending);
+        pending.clear();
+      }
+      p = hit + 1;
+      if (sender.Full()) MQ_RETURN_IF_ERROR(sender.Commit());
+    }
+    pending.append(p, static_cast<size_t>(end - p));
+  }
+  if (!pending.empty()) sender.Add(pending);
+  return sender.Commit();
+}
+
+SpoolSource::~SpoolSource() {
+  if (f_) fclose(f_);
+  std::free(line_);
+}
+
+Status SpoolSource::Spool() {
+  f_ = tmpfile();
+  if (!f_) return ErrnoStatus(errno, "tmpfile", "cannot spool stdin");
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd_, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoStatus(errno, "stdin", "read failed");
+    if (n == 0) break;
+    if (fwrite(buf, 1, static_cast<size_t>(n), f_) != static_cast<size_t>(n))
+      return ErrnoStatus(errno, "tmpfile", "cannot spool stdin");
+  }
+  if (fflush(f_) != 0) return ErrnoStatus(errno, "tmpfile", "cannot spool stdin");
+  return {};
+}
+
+Result<bool> SpoolSource::Next(Message& m) {
+  errno = 0;
+  ssize_t n = getdelim(&line_, &cap_, sep_, f_);
+  if (n < 0) {
+    if (errno) return ErrnoStatus(errno, "tmpfile", "read failed");
+    return false;
+  }
+  size_t len = static_cast<size_t>(n);
+  if (len && line_[len - 1] == sep_) --len;
+  m = proto_;
+  m.body.assign(line_, len);
+  return true;
+}
+
+Status SpoolSource::Rewind() {
+  if (fseek(f_, 0, SEEK_SET) != 0) return ErrnoStatus(errno, "tmpfile", "cannot rewind");
+  return {};
+}
+
+}  // namespace mq

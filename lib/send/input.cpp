@@ -1,0 +1,63 @@
+// input.cpp: bodies and extensions read whole (input.hpp).
+#include "send/input.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include <fmt/format.h>
+
+#include "base/codec.hpp"
+
+namespace mq {
+
+Status ReadAll(int fd, const std::string& name, std::string& out) {
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n == 0) return {};
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(errno, name, "read failed");
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+}
+
+Status ReadBody(const std::string& file, std::string& out) {
+  if (file.empty() || file == "-") return ReadAll(0, "stdin", out);
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT)
+      return Status(Code::kInvalidArg, "cannot open body file: no such file", file);
+    return ErrnoStatus(errno, file, "cannot open body file");
+  }
+  Status s = ReadAll(fd, file, out);
+  ::close(fd);
+  return s;
+}
+
+Status ReadExtension(const std::string& text, std::string& out) {
+  if (text[0] != '@') {
+    auto raw = HexDecode(text);
+    if (!raw)
+      return Status(Code::kInvalidArg,
+                    fmt::format("invalid --extension '{}': use hex digits or @FILE", text));
+    out = std::move(*raw);
+    return {};
+  }
+  std::string file = text.substr(1);
+  if (file.empty()) return Status(Code::kInvalidArg, "--extension @ needs a file name: @FILE");
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT)
+      return Status(Code::kInvalidArg, "cannot open extension file: no such file", file);
+    return ErrnoStatus(errno, file, "cannot open extension file");
+  }
+  Status s = ReadAll(fd, file, out);
+  ::close(fd);
+  return s;
+}
+
+}  // namespace mq

@@ -1,0 +1,25 @@
+// input.hpp: where a send's bytes come from (lib/send/: what mq-send does between its options
+// and Store::Append; it leans on base/ and store/ only, never on wire/, so that mq-send links
+// no libxml2, zstd or ISA-L): a body read whole from a descriptor or a file, and the bytes of
+// --extension.
+#pragma once
+
+#include <string>
+
+#include "base/status.hpp"
+
+namespace mq {
+
+// Appends everything `fd` gives until end of file to `out`, retrying on EINTR. `name` is the
+// subject of an error ("stdin", a file name).
+Status ReadAll(int fd, const std::string& name, std::string& out);
+
+// A message body: the contents of `file`, or all of stdin when `file` is empty or "-". A file
+// that does not exist is E_INVALIDARG ("cannot open body file: no such file").
+Status ReadBody(const std::string& file, std::string& out);
+
+// --extension: hex digits, or @FILE for the bytes of a file. Bad hex digits, a bare "@" and a
+// file that does not exist are E_INVALIDARG.
+Status ReadExtension(const std::string& text, std::string& out);
+
+}  // namespace mq
