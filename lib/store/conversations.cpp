@@ -234,11 +234,11 @@ Status Store::Impl::ConvPrepare(lmdb::Txn& txn, QueueInfo& q, Message& m, bool m
     c.contract = m.service_contract_name;
     c.created = now;
     c.next_seq = keep_identity ? m.message_sequence_number : 0;
-    auto rank = txn.Get(meta, "conv_rank");
+    auto rank = GetMeta(txn, "conv_rank");
     c.rank = rank && rank->size() == 8 ? GetU64BE(*rank, 0) : 0;
     std::string next;
     PutU64BE(next, c.rank + 1);
-    MQ_RETURN_IF_ERROR(txn.Put(meta, "conv_rank", next));
+    MQ_RETURN_IF_ERROR(PutMeta(txn, "conv_rank", next));
     MQ_RETURN_IF_ERROR(txn.Put(convs, GuidBytes(m.conversation_handle), EncodeConv(c)));
     MQ_RETURN_IF_ERROR(txn.Put(conv_q, ConvQKey(q.id, m.conversation_handle), {}));
     MQ_RETURN_IF_ERROR(TouchGroup(txn, q, c.group, [](GroupRecord& g) { g.convs++; }));

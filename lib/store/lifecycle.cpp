@@ -387,7 +387,7 @@ Result<uint64_t> Store::Requeue(const QueueRef& from, const std::string& id,
         // a message of its own in the link's stream (a transaction of one at the far side).
         auto remote = dead_letters ? ParseRemoteRef(dest) : std::optional<RemoteRef>();
         if (remote.ok() && *remote) {
-          if (!txn.Get(impl_->meta, LinkKey((*remote)->link)))
+          if (!impl_->GetMeta(txn, LinkKey((*remote)->link)))
             return Status(Code::kQueueNotFound,
                           fmt::format("message {} was going to '{}', and there is no link '{}'",
                                       f.msg.lookup_id, dest, (*remote)->link),

@@ -74,9 +74,9 @@ Status Store::Check(std::vector<std::string>& problems) {
     }
     lmdb::SetDamageContext("checking the indexes");
   }
-  auto format = t.Get(impl_->meta, "format");
+  auto format = impl_->GetMeta(t, "format");
   if (!format || format->size() != 4) problem("meta: no format record");
-  if (!t.Get(impl_->meta, "guid")) problem("meta: no store GUID");
+  if (!impl_->GetMeta(t, "guid")) problem("meta: no store GUID");
 
   std::map<uint32_t, QueueInfo> by_qid;
   impl_->CheckCatalog(t, by_qid, problem);

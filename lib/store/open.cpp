@@ -175,7 +175,7 @@ std::string Store::Impl::ResourceShortage() {
 uint64_t Store::Impl::MaxMapSize() {
   auto txn = lmdb::Txn::Begin(env, false);
   if (!txn.ok()) return kMaxMapSize;
-  auto v = txn->Get(meta, "max_size");
+  auto v = GetMeta(*txn, "max_size");
   if (!v || v->size() != 8) return kMaxMapSize;
   uint64_t limit = GetU64BE(*v, 0);
   return limit ? std::min(limit, kMaxMapSize) : kMaxMapSize;
@@ -559,7 +559,7 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
     auto meta = txn->OpenDb("meta", false);
     if (meta.ok()) {
       impl->meta = *meta;
-      auto format = txn->Get(impl->meta, "format");
+      auto format = impl->GetMeta(*txn, "format");
       if (!format || format->size() != 4) return Status(Code::kCorrupted, "bad format record", dir);
       uint32_t v = GetU32BE(*format, 0);
       if (v > kFormatVersion)
@@ -568,7 +568,7 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
                                   "upgrade mq or use the mq that made it",
                                   v, kFormatVersion),
                       dir);
-      auto g = txn->Get(impl->meta, "guid");
+      auto g = impl->GetMeta(*txn, "guid");
       if (!g || g->size() != 16) return Status(Code::kCorrupted, "store has no GUID", dir);
       impl->guid = GuidFromBytes(*g);
       found = Found::kStore;
@@ -586,12 +586,12 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   if (found == Found::kEmpty || missing_db) {
     s = impl->Write([&](lmdb::Txn& w) -> Status {
       MQ_RETURN_IF_ERROR(impl->OpenDbs(w, true));
-      if (w.Get(impl->meta, "format")) return {};  // an existing store, or another process won
+      if (impl->GetMeta(w, "format")) return {};  // an existing store, or another process won
       std::string v;
       PutU32BE(v, kFormatVersion);
-      MQ_RETURN_IF_ERROR(w.Put(impl->meta, "format", v));
-      MQ_RETURN_IF_ERROR(w.Put(impl->meta, "guid", GuidBytes(NewGuid())));
-      MQ_RETURN_IF_ERROR(w.Put(impl->meta, "id_guid", GuidBytes(NewGuid())));
+      MQ_RETURN_IF_ERROR(impl->PutMeta(w, "format", v));
+      MQ_RETURN_IF_ERROR(impl->PutMeta(w, "guid", GuidBytes(NewGuid())));
+      MQ_RETURN_IF_ERROR(impl->PutMeta(w, "id_guid", GuidBytes(NewGuid())));
       for (const char* name : {"system;deadletter", "system;deadxact", "system;journal"}) {
         auto q = impl->NewQueue(w, name);
         if (!q.ok()) return q.status();
@@ -632,7 +632,7 @@ Status Store::SetMaxSize(uint64_t bytes) {
   MQ_RETURN_IF_ERROR(impl_->Write([&](lmdb::Txn& txn) -> Status {
     std::string v;
     PutU64BE(v, bytes);
-    return txn.Put(impl_->meta, "max_size", v);
+    return impl_->PutMeta(txn, "max_size", v);
   }));
   return impl_->ApplyMaxMapSize();
 }
@@ -640,9 +640,29 @@ Status Store::SetMaxSize(uint64_t bytes) {
 Result<uint64_t> Store::MaxSize() {
   auto txn = lmdb::Txn::Begin(impl_->env, false);
   if (!txn.ok()) return txn.status();
-  auto v = txn->Get(impl_->meta, "max_size");
+  auto v = impl_->GetMeta(*txn, "max_size");
   if (!v || v->size() != 8) return uint64_t{0};
   return GetU64BE(*v, 0);
+}
+
+std::optional<std::string_view> Store::Impl::GetMeta(lmdb::Txn& txn, std::string_view key) {
+  return txn.Get(meta, key);
+}
+
+Status Store::Impl::PutMeta(lmdb::Txn& txn, std::string_view key, std::string_view value) {
+  return txn.Put(meta, key, value);
+}
+
+Result<bool> Store::Impl::DelMeta(lmdb::Txn& txn, std::string_view key) {
+  return txn.Del(meta, key);
+}
+
+void Store::Impl::ScanMeta(
+    lmdb::Txn& txn, std::string_view prefix,
+    const std::function<bool(std::string_view key, std::string_view value)>& fn) {
+  lmdb::Cursor c(txn, meta);
+  for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix); on = c.Next())
+    if (!fn(c.key(), c.value())) return;
 }
 
 }  // namespace mq

@@ -64,7 +64,7 @@ Status Store::Impl::PutQueue(lmdb::Txn& txn, const QueueInfo& q) {
 }
 
 Result<uint32_t> Store::Impl::MetaU32(lmdb::Txn& txn, std::string_view key, uint32_t dflt) {
-  auto v = txn.Get(meta, key);
+  auto v = GetMeta(txn, key);
   if (!v) return dflt;
   if (v->size() != 4) return Status(Code::kCorrupted, fmt::format("bad meta record {}", key));
   return GetU32BE(*v, 0);
@@ -73,7 +73,7 @@ Result<uint32_t> Store::Impl::MetaU32(lmdb::Txn& txn, std::string_view key, uint
 Status Store::Impl::PutMetaU32(lmdb::Txn& txn, std::string_view key, uint32_t v) {
   std::string b;
   PutU32BE(b, v);
-  return txn.Put(meta, key, b);
+  return PutMeta(txn, key, b);
 }
 
 Result<QueueInfo> Store::Impl::NewQueue(lmdb::Txn& txn, const std::string& name) {
@@ -352,6 +352,10 @@ void Store::Impl::CheckCatalog(lmdb::Txn& t, std::map<uint32_t, QueueInfo>& by_q
   if (t.Count(queue_ids) != by_qid.size())
     problem(fmt::format("queue_ids has {} entries for {} queues", t.Count(queue_ids),
                         by_qid.size()));
+}
+
+bool Store::Impl::QueueExists(lmdb::Txn& txn, const std::string& name) {
+  return txn.Get(queues, name).has_value();
 }
 
 }  // namespace mq

@@ -213,7 +213,7 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
         m.tx_previous_sequence_number = m.tx_sequence_number - 1;
       }
       if (report && !m.admin_queue.empty() && m.ack && m.admin_queue != q.name &&
-          !txn.Get(impl_->queues, m.admin_queue)) {
+          !impl_->QueueExists(txn, m.admin_queue)) {
         std::string note = fmt::format(
             "admin queue {} does not exist: its acknowledgements will not be sent",
             m.admin_queue);
@@ -223,7 +223,7 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
       // The same for a local response queue (a far one, LINK:QUEUE, is not ours to know).
       if (report && !m.response_queue.empty() && m.response_queue != q.name &&
           m.response_queue.find(':') == std::string::npos &&
-          !txn.Get(impl_->queues, m.response_queue)) {
+          !impl_->QueueExists(txn, m.response_queue)) {
         std::string note = fmt::format(
             "response queue {} does not exist: a reply sent there will fail until it is made",
             m.response_queue);

@@ -124,6 +124,14 @@ struct Store::Impl {
   Status Grow();
   void Notify(uint32_t qid);
   Status OpenDbs(lmdb::Txn& txn, bool create);
+  // `meta` (schema.hpp lists its keys), read and written through these alone.
+  std::optional<std::string_view> GetMeta(lmdb::Txn& txn, std::string_view key);
+  Status PutMeta(lmdb::Txn& txn, std::string_view key, std::string_view value);
+  Result<bool> DelMeta(lmdb::Txn& txn, std::string_view key);
+  // Calls `fn` with each meta key that starts with `prefix` and its value, in key order,
+  // until it returns false.
+  void ScanMeta(lmdb::Txn& txn, std::string_view prefix,
+                const std::function<bool(std::string_view key, std::string_view value)>& fn);
 
   // ---- queues.cpp
   Result<std::optional<QueueInfo>> LoadQueue(lmdb::Txn& txn, const std::string& name);
@@ -133,6 +141,7 @@ struct Store::Impl {
   Status PutMetaU32(lmdb::Txn& txn, std::string_view key, uint32_t v);
   Result<QueueInfo> NewQueue(lmdb::Txn& txn, const std::string& name);
   Result<QueueInfo> LoadOrCreate(lmdb::Txn& txn, const std::string& name);
+  bool QueueExists(lmdb::Txn& txn, const std::string& name);
   // The name of the queue with id `qid`; nullopt if there is none.
   std::optional<std::string> QueueNameOf(lmdb::Txn& txn, uint32_t qid);
   // Takes a queue out of the catalog (its messages, cursors, conversations are gone already).

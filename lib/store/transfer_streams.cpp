@@ -55,7 +55,7 @@ uint16_t Refusal(const QueueInfo& q, const Message& m, int64_t now) {
 
 Result<std::optional<QueueInfo>> Store::Impl::LoadOutgoing(lmdb::Txn& txn,
                                                            const std::string& link) {
-  if (!txn.Get(meta, LinkKey(link))) return std::optional<QueueInfo>();
+  if (!GetMeta(txn, LinkKey(link))) return std::optional<QueueInfo>();
   std::string name = std::string(kOutgoingBase) + ";" + link;
   auto q = LoadQueue(txn, name);
   if (!q.ok() || *q) return q;
@@ -77,7 +77,7 @@ Status Store::Impl::RemoteConvPrepare(lmdb::Txn& txn, const std::string& link,
   std::string handle_text = FormatGuid(m.conversation_handle);
   std::string where = link + ":" + queue;
   bool made_here = created.count(m.conversation_handle) > 0;
-  auto v = txn.Get(meta, key);
+  auto v = GetMeta(txn, key);
   if (v && may_create && !made_here)
     return Status(Code::kConversationClosed,
                   fmt::format("conversation {} already exists", handle_text), where);
@@ -119,7 +119,7 @@ Status Store::Impl::RemoteConvPrepare(lmdb::Txn& txn, const std::string& link,
   std::string value;
   PutU64BE(value, (next + 1) | (ends ? kRemoteConvEnded : 0));
   value += queue;
-  return txn.Put(meta, key, value);
+  return PutMeta(txn, key, value);
 }
 
 // The link and far queue of a conversation begun here through a link, if `handle` is one.
@@ -127,10 +127,13 @@ Result<std::optional<std::pair<std::string, std::string>>> Store::Impl::FindRemo
     lmdb::Txn& txn, const Guid& handle) {
   using Found = std::optional<std::pair<std::string, std::string>>;
   const std::string links = LinkKey("");
-  lmdb::Cursor c(txn, meta);
-  for (bool on = c.SeekGe(links); on && HasPrefix(c.key(), links); on = c.Next()) {
-    std::string link(c.key().substr(links.size()));
-    auto v = txn.Get(meta, RemoteConvPrefix(link) + std::string(GuidBytes(handle)));
+  std::vector<std::string> names;
+  ScanMeta(txn, links, [&](std::string_view key, std::string_view) {
+    names.emplace_back(key.substr(links.size()));
+    return true;
+  });
+  for (std::string& link : names) {
+    auto v = GetMeta(txn, RemoteConvPrefix(link) + std::string(GuidBytes(handle)));
     if (!v) continue;
     if (v->size() < 8) return Status(Code::kCorrupted, "malformed conversation record", link);
     return Found(std::make_pair(std::move(link), std::string(v->substr(8))));
@@ -190,13 +193,13 @@ Status Store::AddLink(const std::string& name, const LinkSettings& settings) {
   if (!settings.via || settings.via->empty())
     return Status(Code::kInvalidArg, "a link needs --via COMMAND", name);
   return impl_->Write([&](lmdb::Txn& txn) -> Status {
-    if (txn.Get(impl_->meta, LinkKey(name)))
+    if (impl_->GetMeta(txn, LinkKey(name)))
       return Status(Code::kQueueExists, "the link exists (mq-admin link set changes it)", name);
     LinkRecord r;
     r.via = *settings.via;
     if (settings.return_link) r.return_link = *settings.return_link;
     r.created = NowMs();
-    MQ_RETURN_IF_ERROR(txn.Put(impl_->meta, LinkKey(name), EncodeLink(r)));
+    MQ_RETURN_IF_ERROR(impl_->PutMeta(txn, LinkKey(name), EncodeLink(r)));
     // An out;LINK kept from an earlier link of that name is its again: its stream goes on.
     auto q = impl_->LoadOutgoing(txn, name);
     return q.ok() ? Status() : q.status();
@@ -205,7 +208,7 @@ Status Store::AddLink(const std::string& name, const LinkSettings& settings) {
 
 Status Store::SetLink(const std::string& name, const LinkSettings& settings) {
   return impl_->Write([&](lmdb::Txn& txn) -> Status {
-    auto v = txn.Get(impl_->meta, LinkKey(name));
+    auto v = impl_->GetMeta(txn, LinkKey(name));
     if (!v) return NoLink(name);
     LinkRecord r;
     if (!DecodeLink(*v, r)) return Status(Code::kCorrupted, "malformed link record", name);
@@ -214,7 +217,7 @@ Status Store::SetLink(const std::string& name, const LinkSettings& settings) {
       r.via = *settings.via;
     }
     if (settings.return_link) r.return_link = *settings.return_link;
-    return txn.Put(impl_->meta, LinkKey(name), EncodeLink(r));
+    return impl_->PutMeta(txn, LinkKey(name), EncodeLink(r));
   });
 }
 
@@ -222,7 +225,7 @@ Status Store::DeleteLink(const std::string& name, bool force) {
   uint32_t qid = 0;
   Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
     qid = 0;
-    if (!txn.Get(impl_->meta, LinkKey(name))) return NoLink(name);
+    if (!impl_->GetMeta(txn, LinkKey(name))) return NoLink(name);
     std::string out = std::string(kOutgoingBase) + ";" + name;
     auto q = impl_->LoadQueue(txn, out);
     if (!q.ok()) return q.status();
@@ -244,16 +247,16 @@ Status Store::DeleteLink(const std::string& name, bool force) {
     // The conversations begun through it.
     std::vector<std::string> convs;
     {
-      std::string prefix = RemoteConvPrefix(name);
-      lmdb::Cursor c(txn, impl_->meta);
-      for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix); on = c.Next())
-        convs.emplace_back(c.key());
+      impl_->ScanMeta(txn, RemoteConvPrefix(name), [&](std::string_view key, std::string_view) {
+        convs.emplace_back(key);
+        return true;
+      });
     }
     for (const std::string& k : convs) {
-      auto d = txn.Del(impl_->meta, k);
+      auto d = impl_->DelMeta(txn, k);
       if (!d.ok()) return d.status();
     }
-    auto r = txn.Del(impl_->meta, LinkKey(name));
+    auto r = impl_->DelMeta(txn, LinkKey(name));
     return r.ok() ? Status() : r.status();
   });
   if (s.ok() && qid) ::unlink(impl_->paths.notify(qid).c_str());
@@ -286,13 +289,18 @@ Result<std::vector<LinkInfo>> Store::ListLinks() {
   {
     auto txn = lmdb::Txn::Begin(impl_->env, false);
     if (!txn.ok()) return txn.status();
-    lmdb::Cursor c(*txn, impl_->meta);
-    for (bool on = c.SeekGe("link:"); on && HasPrefix(c.key(), "link:"); on = c.Next()) {
-      std::string name(c.key().substr(5));
+    Status bad;
+    impl_->ScanMeta(*txn, LinkKey(""), [&](std::string_view key, std::string_view value) {
+      std::string name(key.substr(5));
       LinkRecord r;
-      if (!DecodeLink(c.value(), r)) return Status(Code::kCorrupted, "malformed link record", name);
+      if (!DecodeLink(value, r)) {
+        bad = Status(Code::kCorrupted, "malformed link record", name);
+        return false;
+      }
       out.push_back(ToInfo(name, r));
-    }
+      return true;
+    });
+    MQ_RETURN_IF_ERROR(bad);
     for (LinkInfo& i : out) {
       auto q = impl_->LoadQueue(*txn, std::string(kOutgoingBase) + ";" + i.name);
       if (!q.ok()) return q.status();
@@ -333,7 +341,7 @@ Result<FileLock> Store::LockLink(const std::string& name) {
 
 Status Store::NoteLink(const std::string& name, const LinkEvent& event) {
   return impl_->Write([&](lmdb::Txn& txn) -> Status {
-    auto v = txn.Get(impl_->meta, LinkKey(name));
+    auto v = impl_->GetMeta(txn, LinkKey(name));
     if (!v) return NoLink(name);
     LinkRecord r;
     if (!DecodeLink(*v, r)) return Status(Code::kCorrupted, "malformed link record", name);
@@ -355,7 +363,7 @@ Status Store::NoteLink(const std::string& name, const LinkEvent& event) {
         r.last_error_time = now;
         break;
     }
-    return txn.Put(impl_->meta, LinkKey(name), EncodeLink(r));
+    return impl_->PutMeta(txn, LinkKey(name), EncodeLink(r));
   });
 }
 
@@ -410,14 +418,14 @@ Status Store::FinishForwarded(const std::vector<Lease*>& leases,
       MQ_RETURN_IF_ERROR(impl_->DropLease(txn, oq.id, lease.lease_id_));
     }
     MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, oq));
-    auto lv = txn.Get(impl_->meta, LinkKey(link));
+    auto lv = impl_->GetMeta(txn, LinkKey(link));
     if (!lv) return {};
     LinkRecord lr;
     if (!DecodeLink(*lv, lr)) return Status(Code::kCorrupted, "malformed link record", link);
     lr.acked += acked;
     lr.refused += refused;
     lr.last_ack = now;
-    return txn.Put(impl_->meta, LinkKey(link), EncodeLink(lr));
+    return impl_->PutMeta(txn, LinkKey(link), EncodeLink(lr));
   }, true);
   Status closed = s;
   for (Lease* lease : leases) {
@@ -431,20 +439,20 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
                                        uint64_t forget_below) {
   uint64_t last = 0;
   Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
-    auto v = txn.Get(impl_->meta, StreamKey(stream));
+    auto v = impl_->GetMeta(txn, StreamKey(stream));
     last = v && v->size() == 8 ? GetU64BE(*v, 0) : 0;
     // Refusals the sender has moved past are answered already: forget them.
     if (forget_below) {
       std::vector<std::string> old;
       std::string prefix = StreamNackPrefix(stream);
-      lmdb::Cursor c(txn, impl_->meta);
-      for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix) &&
-                                        c.key().size() == prefix.size() + 8 &&
-                                        GetU64BE(c.key(), prefix.size()) < forget_below;
-           on = c.Next())
-        old.emplace_back(c.key());
+      impl_->ScanMeta(txn, prefix, [&](std::string_view key, std::string_view) {
+        if (key.size() != prefix.size() + 8 || GetU64BE(key, prefix.size()) >= forget_below)
+          return false;
+        old.emplace_back(key);
+        return true;
+      });
       for (const std::string& k : old) {
-        auto r = txn.Del(impl_->meta, k);
+        auto r = impl_->DelMeta(txn, k);
         if (!r.ok()) return r.status();
       }
     }
@@ -456,7 +464,7 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
       it.duplicate = false;
       if (it.seq <= last) {
         it.duplicate = true;
-        auto n = txn.Get(impl_->meta, StreamNackKey(stream, it.seq));
+        auto n = impl_->GetMeta(txn, StreamNackKey(stream, it.seq));
         if (n && n->size() == 2)
           it.outcome = static_cast<uint16_t>((static_cast<uint8_t>((*n)[0]) << 8) |
                                              static_cast<uint8_t>((*n)[1]));
@@ -513,13 +521,13 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
         std::string cls;
         cls.push_back(static_cast<char>(refusal >> 8));
         cls.push_back(static_cast<char>(refusal & 0xFF));
-        MQ_RETURN_IF_ERROR(txn.Put(impl_->meta, StreamNackKey(stream, it.seq), cls));
+        MQ_RETURN_IF_ERROR(impl_->PutMeta(txn, StreamNackKey(stream, it.seq), cls));
       }
     }
     for (auto& [name, q] : queues) MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, q));
     std::string pos;
     PutU64BE(pos, last);
-    return txn.Put(impl_->meta, StreamKey(stream), pos);
+    return impl_->PutMeta(txn, StreamKey(stream), pos);
   });
   if (!s.ok()) return s;
   return last;
@@ -528,7 +536,7 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
 Result<uint64_t> Store::StreamPosition(const std::string& stream) {
   auto txn = lmdb::Txn::Begin(impl_->env, false);
   if (!txn.ok()) return txn.status();
-  auto v = txn->Get(impl_->meta, StreamKey(stream));
+  auto v = impl_->GetMeta(*txn, StreamKey(stream));
   return v && v->size() == 8 ? GetU64BE(*v, 0) : 0;
 }
 
