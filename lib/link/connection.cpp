@@ -1,6 +1,8 @@
 // connection.cpp: CommandConnector, the link's command as a Connection (connection.hpp).
 #include "link/connection.hpp"
 
+#include "proc/child.hpp"
+
 namespace mq::link {
 
 namespace {

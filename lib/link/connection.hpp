@@ -18,7 +18,6 @@
 #include <string>
 
 #include "base/status.hpp"
-#include "proc/child.hpp"
 
 namespace mq::link {
 

@@ -89,10 +89,10 @@ class Forwarder {
   Forwarder& operator=(const Forwarder&) = delete;
 
   // Runs sessions until out;LINK is empty (or, with `follow`, until a stop is requested):
-  // ok then, and ok on a stop. An error is the last session's (with the link as its subject;
-  // "(gave up after DURATION)" once the retry budget is spent), or one that no retry can
-  // mend: no such link, another forward holds the link, a far side that is not a compatible
-  // accept or is this same store.
+  // ok then, and ok on a stop. Errors: no such link, or another forward holds it (at once);
+  // without `follow`, the last session's, with the link as its subject, once the retry
+  // budget is spent ("... (gave up after DURATION)") or at once if no retry can mend it (the
+  // link's command cannot start, the far side is not a compatible accept or is this store).
   Status Run();
 
  private:
