@@ -520,3 +520,36 @@ TEST_CASE("link: compression is used when both sides can and it is asked for", "
   }
   CHECK(All(*p.far.store, "dest").size() == 50);
 }
+
+TEST_CASE("link: with follow, forward runs until a stop is requested, then ends cleanly",
+          "[link]") {
+  Pair p;
+  for (int i = 0; i < 20; ++i) p.Send("dest", Body("f" + std::to_string(i)));
+  std::mutex mu;
+  uint64_t highest = 0, acked = 0;
+  bool bye = false;
+  p.connector.up = [&](int, const Frame& f) {
+    std::lock_guard<std::mutex> l(mu);
+    if (f.type == Type::kMessage) highest = std::max(highest, Be64(f.payload));
+    if (f.type == Type::kBye) bye = true;
+    return Tap::kPass;
+  };
+  p.connector.down = [&](int, const Frame& f) {
+    std::lock_guard<std::mutex> l(mu);
+    if (f.type == Type::kAck) {
+      acked = AckLast(f);
+      // Everything is across, and forward waits for more: as a SIGTERM would.
+      if (acked == highest) p.stop.Request();
+    }
+    return Tap::kPass;
+  };
+  link::ForwardOptions o;
+  o.follow = true;
+  REQUIRE(p.Forward(o).ok());
+  CHECK(p.stop.Requested());
+  CHECK(bye);  // the session ended with a bye, not a cut
+  CHECK(p.connector.sessions == 1);
+  CHECK(p.notes.empty());
+  CHECK(All(*p.far.store, "dest").size() == 20);
+  CHECK(All(*p.here.store, "out;b").empty());
+}
