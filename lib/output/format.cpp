@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "base/codec.hpp"
+#include "base/fd.hpp"
 #include "base/ids.hpp"
 #include "base/units.hpp"
 
@@ -360,19 +361,9 @@ std::string Template::Render(const Message& m) const {
 }
 
 Status FdWriter::Flush() {
-  size_t off = 0;
-  while (off < buf_.size()) {
-    ssize_t n = ::write(fd_, buf_.data() + off, buf_.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      buf_.clear();
-      return ErrnoStatus(err, name_, "write failed");
-    }
-    off += static_cast<size_t>(n);
-  }
+  Status s = WriteAll(fd_, buf_, name_);
   buf_.clear();
-  return {};
+  return s;
 }
 
 Status FdWriter::WaitTaken() {

@@ -1,0 +1,555 @@
+// link_test.cpp: the forward and accept engines (lib/link/), in process: forward runs against
+// an accept in a thread of its own, with its own store, behind a test Connector whose relays
+// watch (and may cut) the frames going each way; accept alone is fed streams built by hand.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/fd.hpp"
+#include "base/ids.hpp"
+#include "link/accept.hpp"
+#include "link/connection.hpp"
+#include "link/forward.hpp"
+#include "proc/stop.hpp"
+#include "test_support.hpp"
+#include "wire/transfer.hpp"
+
+using namespace mq;
+using mq::test::OneMessage;
+using mq::test::TempStore;
+using transfer::Frame;
+using transfer::Type;
+
+namespace {
+
+// Writes to a closed pipe are errors here, as in the tools.
+struct IgnoreSigpipe {
+  IgnoreSigpipe() { ::signal(SIGPIPE, SIG_IGN); }
+};
+
+struct Pipe {
+  int r = -1, w = -1;
+  Pipe() {
+    int fds[2];
+    REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+    r = fds[0];
+    w = fds[1];
+  }
+};
+
+void Close(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+// What a relay does with a frame: pass it on, or end the stream there (the frame is lost).
+enum class Tap { kPass, kCut };
+// Called from the relay threads with the session (1, 2...) and each whole frame.
+using TapFn = std::function<Tap(int session, const Frame& f)>;
+
+// Copies frames from `in` to `out` (blocking), showing each to `tap`. At the end of `in`, or
+// at a cut, `out` is closed; what still comes is read and dropped, so that the writer never
+// blocks.
+void Relay(int in, int out, int session, const TapFn& tap) {
+  transfer::FrameReader reader;
+  bool cut = false;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(in, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (cut) continue;
+    reader.Feed(std::string_view(buf, static_cast<size_t>(n)));
+    for (;;) {
+      auto f = reader.Next();
+      if (!f.ok() || !*f) break;
+      if (tap && tap(session, **f) == Tap::kCut) {
+        cut = true;
+        break;
+      }
+      std::string bytes;
+      transfer::PutFrame(bytes, (*f)->type, (*f)->payload);
+      if (!WriteAll(out, bytes, "relay").ok()) {
+        cut = true;
+        break;
+      }
+    }
+    if (cut) Close(out);
+  }
+  Close(out);
+  ::close(in);
+}
+
+// An accept in a thread, over pipes, with relays both ways.
+class LocalConnection : public link::Connection {
+ public:
+  LocalConnection(Store& far, int session, const TapFn& up, const TapFn& down) {
+    Pipe to, acc_in, acc_out, from;
+    to_ = to.w;
+    from_ = from.r;
+    ::fcntl(to_, F_SETFL, O_NONBLOCK);
+    ::fcntl(from_, F_SETFL, O_NONBLOCK);
+    up_ = std::thread(Relay, to.r, acc_in.w, session, up);
+    down_ = std::thread(Relay, acc_out.r, from.w, session, down);
+    accept_ = std::thread([this, &far, in = acc_in.r, out = acc_out.w] {
+      link::Acceptor a(far, in, out);
+      result_ = a.Run();
+      ::close(in);
+      ::close(out);
+    });
+  }
+  ~LocalConnection() override { Stop(); }
+  int to() const override { return to_; }
+  int from() const override { return from_; }
+  void CloseTo() override { Close(to_); }
+  std::string Reap(int64_t) override {
+    Join();
+    return result_.status.ok() ? "exit status 0" : "exit status 10";
+  }
+  void Stop() override {
+    Close(to_);
+    Close(from_);
+    Join();
+  }
+  const link::AcceptResult& result() const { return result_; }
+
+ private:
+  void Join() {
+    for (std::thread* t : {&up_, &accept_, &down_})
+      if (t->joinable()) t->join();
+  }
+  int to_ = -1, from_ = -1;
+  std::thread up_, down_, accept_;
+  link::AcceptResult result_;
+};
+
+class LocalConnector : public link::Connector {
+ public:
+  explicit LocalConnector(Store& far) : far_(far) {}
+  TapFn up, down;  // forward -> accept, accept -> forward
+  int sessions = 0;
+  Result<std::unique_ptr<link::Connection>> Connect() override {
+    return std::unique_ptr<link::Connection>(
+        std::make_unique<LocalConnection>(far_, ++sessions, up, down));
+  }
+
+ private:
+  Store& far_;
+};
+
+uint64_t Be64(std::string_view p) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < 8; ++i) v = v << 8 | static_cast<uint8_t>(p[i]);
+  return v;
+}
+
+// Two stores and a link "b" from the first to the second, whose queue "dest" exists.
+struct Pair : IgnoreSigpipe {
+  TempStore here, far;
+  LocalConnector connector{*far.store};
+  proc::StopSignal stop;
+  std::vector<link::ForwardNote> notes;
+  Pair() {
+    REQUIRE(here.store->AddLink("b", LinkSettings{std::string("not run"), std::nullopt}).ok());
+    REQUIRE(far.store->CreateQueue(QueueRef{"dest", ""}, QueueSettings{}).ok());
+  }
+  // Sends to b:QUEUE.
+  void Send(const std::string& queue, Message m) {
+    AppendOptions o;
+    o.remote_queue = queue;
+    OneMessage src(std::move(m));
+    REQUIRE(here.store->Append(QueueRef{"out", "b"}, o, src, nullptr).ok());
+  }
+  Status Forward(link::ForwardOptions o = {}) {
+    o.link = "b";
+    link::Forwarder f(*here.store, o, stop,
+                      [this](const link::ForwardNote& n) { notes.push_back(n); }, &connector);
+    return f.Run();
+  }
+};
+
+std::vector<Message> All(Store& s, const std::string& queue) {
+  struct Sink : MessageSink {
+    std::vector<Message> got;
+    Status Add(const Message& m) override {
+      got.push_back(m);
+      return {};
+    }
+    Status Flush() override { return {}; }
+  } sink;
+  auto ref = ParseQueueRef(queue);
+  REQUIRE(ref.ok());
+  Selection sel;
+  sel.limit = 0;
+  Status st = s.Peek(*ref, sel, ReadOptions{}, sink);
+  if (!st.ok()) REQUIRE(st.code() == Code::kMessageNotFound);
+  return sink.got;
+}
+
+Message Body(const std::string& body) {
+  Message m;
+  m.body = body;
+  return m;
+}
+
+// --- accept alone, fed a stream built by hand -------------------------------------------------
+
+struct AcceptRun {
+  link::AcceptResult result;
+  std::vector<Frame> out;
+};
+
+// Runs accept over `input` (whole frames), with its answers collected.
+AcceptRun RunAccept(Store& store, const std::string& input) {
+  Pipe in, out;
+  REQUIRE(WriteAll(in.w, input, "input").ok());  // small: fits in the pipe
+  ::close(in.w);
+  AcceptRun run;
+  link::Acceptor a(store, in.r, out.w);
+  run.result = a.Run();
+  ::close(in.r);
+  ::close(out.w);
+  std::string bytes;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(out.r, buf, sizeof buf)) > 0;) bytes.append(buf, n);
+  ::close(out.r);
+  transfer::FrameReader r;
+  r.Feed(bytes);
+  for (;;) {
+    auto f = r.Next();
+    REQUIRE(f.ok());
+    if (!*f) break;
+    run.out.push_back(std::move(**f));
+  }
+  return run;
+}
+
+// A forward's stream from `source`, as bytes: hello, messages, bye.
+struct StreamBuilder {
+  Guid source;
+  std::string stream;
+  std::string bytes;
+  uint32_t counter = 0;  // of the message ids
+  explicit StreamBuilder(bool reports_errors = true, Guid src = NewGuid())
+      : source(src), stream("uid:" + FormatGuid(src) + "\\7") {
+    transfer::Hello h;
+    h.source = source;
+    h.stream = stream;
+    h.link = "b";
+    h.window = 100;
+    h.reports_errors = reports_errors;
+    transfer::PutFrame(bytes, Type::kHello, transfer::EncodeHello(h));
+  }
+  StreamBuilder& Msg(uint64_t seq, uint64_t prev, const std::string& body) {
+    Message m;
+    m.id = MakeMessageId(source, ++counter);
+    m.destination_queue = "dest";
+    m.body = body;
+    transfer::MessageHeader h;
+    h.seq = seq;
+    h.prev = prev;
+    std::string payload;
+    transfer::AppendMessage(payload, h, m, stream);
+    transfer::PutFrame(bytes, Type::kMessage, payload);
+    return *this;
+  }
+  std::string Bye() {
+    transfer::PutFrame(bytes, Type::kBye, "");
+    return bytes;
+  }
+};
+
+// For the relays' taps, which run in threads of their own, where Catch2's assertions may not.
+uint64_t AckLast(const Frame& f) {
+  transfer::Ack a;
+  return transfer::DecodeAck(f.payload, a).ok() ? a.last : 0;
+}
+
+transfer::Ack AckOf(const Frame& f) {
+  REQUIRE(f.type == Type::kAck);
+  transfer::Ack a;
+  REQUIRE(transfer::DecodeAck(f.payload, a).ok());
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("link: messages arrive exactly once, in order, with their properties", "[link]") {
+  Pair p;
+  for (int i = 0; i < 30; ++i) {
+    Message m = Body("m" + std::to_string(i));
+    m.label = "label " + std::to_string(i);
+    m.priority = static_cast<uint8_t>(i % 8);
+    m.app_specific = static_cast<uint32_t>(1000 + i);
+    p.Send("dest", m);
+  }
+  REQUIRE(p.Forward().ok());
+  CHECK(p.notes.empty());
+  CHECK(p.connector.sessions == 1);
+  // The far queue orders by priority first: compare in send order.
+  std::vector<Message> got = All(*p.far.store, "dest");
+  REQUIRE(got.size() == 30);
+  std::sort(got.begin(), got.end(),
+            [](const Message& a, const Message& b) { return a.app_specific < b.app_specific; });
+  std::set<std::string> ids;
+  for (int i = 0; i < 30; ++i) {
+    const Message& m = got[static_cast<size_t>(i)];
+    CHECK(m.body == "m" + std::to_string(i));
+    CHECK(m.label == "label " + std::to_string(i));
+    CHECK(m.priority == i % 8);
+    CHECK(m.app_specific == static_cast<uint32_t>(1000 + i));
+    CHECK(m.source_qm_guid == p.here.store->guid());
+    ids.insert(m.id);
+  }
+  CHECK(ids.size() == 30);
+  // Stored in the order sent (arrival order within a priority).
+  std::vector<Message> prio0;
+  for (const Message& m : All(*p.far.store, "dest"))
+    if (m.priority == 0) prio0.push_back(m);
+  REQUIRE(prio0.size() == 4);
+  for (size_t i = 0; i + 1 < prio0.size(); ++i)
+    CHECK(prio0[i].app_specific < prio0[i + 1].app_specific);
+  CHECK(All(*p.here.store, "out;b").empty());
+  // A second forward finds nothing to send, and the far side nothing new.
+  REQUIRE(p.Forward().ok());
+  CHECK(All(*p.far.store, "dest").size() == 30);
+}
+
+TEST_CASE("link: accept answers a replay of an acknowledged message again, storing it once",
+          "[link]") {
+  IgnoreSigpipe ignore;
+  TempStore far;
+  REQUIRE(far.store->CreateQueue(QueueRef{"dest", ""}, QueueSettings{}).ok());
+  StreamBuilder first;
+  AcceptRun one = RunAccept(*far.store, first.Msg(1, 0, "a").Msg(2, 1, "b").Bye());
+  REQUIRE(one.result.status.ok());
+  REQUIRE(one.out.size() == 2);
+  CHECK(one.out[0].type == Type::kWelcome);
+  CHECK(AckOf(one.out[1]).last == 2);
+
+  // The same stream again (a forward that never read that acknowledgement): message 2 anew.
+  StreamBuilder again(true, first.source);
+  again.counter = 1;  // message 2 has the same id as before
+  AcceptRun two = RunAccept(*far.store, again.Msg(2, 0, "b").Bye());
+  REQUIRE(two.result.status.ok());
+  REQUIRE(two.out.size() == 2);
+  transfer::Welcome w;
+  REQUIRE(transfer::DecodeWelcome(two.out[0].payload, w).ok());
+  CHECK(w.last == 2);
+  transfer::Ack a = AckOf(two.out[1]);
+  CHECK(a.last == 2);
+  CHECK(a.ack_seq == 1);
+  CHECK(a.nacks.empty());
+  std::vector<Message> got = All(*far.store, "dest");
+  REQUIRE(got.size() == 2);
+  CHECK(got[0].body == "a");
+  CHECK(got[1].body == "b");
+}
+
+TEST_CASE("link: accept refuses a sequence gap", "[link]") {
+  IgnoreSigpipe ignore;
+  TempStore far;
+  REQUIRE(far.store->CreateQueue(QueueRef{"dest", ""}, QueueSettings{}).ok());
+  SECTION("the forward reports it") {
+    StreamBuilder s;
+    AcceptRun run = RunAccept(*far.store, s.Msg(5, 3, "x").Bye());
+    CHECK(run.result.status.code() == Code::kLinkFailed);
+    CHECK(run.result.status.text().find("the stream has a gap") != std::string::npos);
+    CHECK(run.result.reported_by_sender);
+    REQUIRE(run.out.size() == 2);
+    CHECK(run.out[0].type == Type::kWelcome);
+    CHECK(run.out[1].type == Type::kError);
+    CHECK(run.out[1].payload == run.result.status.text());
+  }
+  SECTION("a sender that does not report errors: accept's tool shows it") {
+    StreamBuilder s(false);
+    AcceptRun run = RunAccept(*far.store, s.Msg(5, 3, "x").Bye());
+    CHECK(run.result.status.code() == Code::kLinkFailed);
+    CHECK_FALSE(run.result.reported_by_sender);
+  }
+  CHECK(All(*far.store, "dest").empty());
+}
+
+TEST_CASE("link: a message for a queue missing at the far side is dead-lettered here", "[link]") {
+  Pair p;
+  Message m = Body("lost");
+  m.deadletter = true;
+  p.Send("nosuch", m);
+  p.Send("dest", Body("kept"));
+  REQUIRE(p.Forward().ok());
+  CHECK(All(*p.here.store, "out;b").empty());
+  std::vector<Message> dead = All(*p.here.store, "system;deadletter");
+  REQUIRE(dead.size() == 1);
+  CHECK(dead[0].body == "lost");
+  CHECK(dead[0].msg_class == kClassNackBadDstQ);
+  CHECK(dead[0].destination_queue == "b:nosuch");
+  std::vector<Message> far = All(*p.far.store, "dest");
+  REQUIRE(far.size() == 1);
+  CHECK(far[0].body == "kept");
+}
+
+TEST_CASE("link: a cut between the far commit and the acknowledgement stores nothing twice",
+          "[link]") {
+  Pair p;
+  for (int i = 0; i < 10; ++i) p.Send("dest", Body("m" + std::to_string(i)));
+  std::mutex mu;
+  uint64_t acked_at_cut = 0;
+  int resent = 0;
+  uint64_t welcome_last = 0;
+  p.connector.down = [&](int session, const Frame& f) {
+    std::lock_guard<std::mutex> l(mu);
+    if (session == 1 && f.type == Type::kAck) {
+      // accept has committed what this acknowledges (it acknowledges after its commit): the
+      // forward never hears of it.
+      acked_at_cut = AckLast(f);
+      return Tap::kCut;
+    }
+    if (session == 2 && f.type == Type::kWelcome) {
+      transfer::Welcome w;
+      if (transfer::DecodeWelcome(f.payload, w).ok()) welcome_last = w.last;
+    }
+    return Tap::kPass;
+  };
+  p.connector.up = [&](int session, const Frame& f) {
+    std::lock_guard<std::mutex> l(mu);
+    if (session == 2 && f.type == Type::kMessage) ++resent;
+    return Tap::kPass;
+  };
+  link::ForwardOptions o;
+  o.compress = link::Compress::kNever;
+  o.retry_ms = 20000;
+  REQUIRE(p.Forward(o).ok());
+  CHECK(p.connector.sessions == 2);
+  CHECK(acked_at_cut > 0);
+  REQUIRE(p.notes.size() == 1);
+  CHECK(p.notes[0].kind == link::ForwardNote::kRetrying);
+  CHECK(p.notes[0].text.find("the link's command ended") != std::string::npos);
+  CHECK(p.notes[0].text.find("retrying in 100ms") != std::string::npos);
+  CHECK(welcome_last == acked_at_cut);  // the far side kept what it had committed
+  CHECK(resent == 10);  // the unacknowledged messages came back to out;b and went again
+  std::vector<Message> got = All(*p.far.store, "dest");
+  REQUIRE(got.size() == 10);
+  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i].body == "m" + std::to_string(i));
+  CHECK(All(*p.here.store, "out;b").empty());
+}
+
+TEST_CASE("link: never more than the window sent and unacknowledged", "[link]") {
+  Pair p;
+  for (int i = 0; i < 60; ++i) p.Send("dest", Body("w" + std::to_string(i)));
+  std::mutex mu;
+  std::set<uint64_t> unacked;
+  size_t most = 0;
+  p.connector.up = [&](int, const Frame& f) {
+    std::lock_guard<std::mutex> l(mu);
+    if (f.type == Type::kMessage) {
+      unacked.insert(Be64(f.payload));
+      most = std::max(most, unacked.size());
+    }
+    return Tap::kPass;
+  };
+  p.connector.down = [&](int, const Frame& f) {
+    std::lock_guard<std::mutex> l(mu);
+    if (f.type == Type::kAck) {
+      uint64_t last = AckLast(f);
+      unacked.erase(unacked.begin(), unacked.upper_bound(last));
+    }
+    return Tap::kPass;
+  };
+  link::ForwardOptions o;
+  o.window = 5;
+  o.compress = link::Compress::kNever;
+  REQUIRE(p.Forward(o).ok());
+  CHECK(most <= 5);
+  CHECK(most >= 1);
+  CHECK(unacked.empty());
+  CHECK(All(*p.far.store, "dest").size() == 60);
+}
+
+TEST_CASE("link: compression is used when both sides can and it is asked for", "[link]") {
+  Pair p;
+  for (int i = 0; i < 50; ++i) p.Send("dest", Body(std::string(200, 'a' + i % 26)));
+  std::mutex mu;
+  int compressed = 0, plain = 0;
+  std::string offered = "unset", chosen = "unset";
+  p.connector.up = [&](int, const Frame& f) {
+    std::lock_guard<std::mutex> l(mu);
+    if (f.type == Type::kHello) {
+      transfer::Hello h;
+      if (transfer::DecodeHello(f.payload, h).ok()) offered = h.compression;
+    }
+    if (f.type == Type::kCompressed) ++compressed;
+    if (f.type == Type::kMessage) ++plain;
+    return Tap::kPass;
+  };
+  p.connector.down = [&](int, const Frame& f) {
+    std::lock_guard<std::mutex> l(mu);
+    if (f.type == Type::kWelcome) {
+      transfer::Welcome w;
+      if (transfer::DecodeWelcome(f.payload, w).ok()) chosen = w.compression;
+    }
+    return Tap::kPass;
+  };
+  link::ForwardOptions o;
+  SECTION("always: 'Z' frames") {
+    o.compress = link::Compress::kAlways;
+    REQUIRE(p.Forward(o).ok());
+    CHECK(offered == "zstd");
+    CHECK(chosen == "zstd");
+    CHECK(compressed > 0);
+    CHECK(plain == 0);
+  }
+  SECTION("never: none offered, plain frames") {
+    o.compress = link::Compress::kNever;
+    REQUIRE(p.Forward(o).ok());
+    CHECK(offered.empty());
+    CHECK(chosen.empty());
+    CHECK(compressed == 0);
+    CHECK(plain == 50);
+  }
+  CHECK(All(*p.far.store, "dest").size() == 50);
+}
+
+TEST_CASE("link: with follow, forward runs until a stop is requested, then ends cleanly",
+          "[link]") {
+  Pair p;
+  for (int i = 0; i < 20; ++i) p.Send("dest", Body("f" + std::to_string(i)));
+  std::mutex mu;
+  uint64_t highest = 0, acked = 0;
+  bool bye = false;
+  p.connector.up = [&](int, const Frame& f) {
+    std::lock_guard<std::mutex> l(mu);
+    if (f.type == Type::kMessage) highest = std::max(highest, Be64(f.payload));
+    if (f.type == Type::kBye) bye = true;
+    return Tap::kPass;
+  };
+  p.connector.down = [&](int, const Frame& f) {
+    std::lock_guard<std::mutex> l(mu);
+    if (f.type == Type::kAck) {
+      acked = AckLast(f);
+      // Everything is across, and forward waits for more: as a SIGTERM would.
+      if (acked == highest) p.stop.Request();
+    }
+    return Tap::kPass;
+  };
+  link::ForwardOptions o;
+  o.follow = true;
+  REQUIRE(p.Forward(o).ok());
+  CHECK(p.stop.Requested());
+  CHECK(bye);  // the session ended with a bye, not a cut
+  CHECK(p.connector.sessions == 1);
+  CHECK(p.notes.empty());
+  CHECK(All(*p.far.store, "dest").size() == 20);
+  CHECK(All(*p.here.store, "out;b").empty());
+}
