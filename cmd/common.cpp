@@ -18,7 +18,6 @@
 
 #include "base/ids.hpp"
 #include "base/units.hpp"
-#include "store/waiter.hpp"
 
 namespace mq::cli {
 

@@ -43,7 +43,7 @@
 //    doorbell rings (a commit, a rollback, a holder's death), unless the doorbell already rang
 //    after that receiver started (counted in `rings`): that ring may be the very one that
 //    freed the work it missed.
-//  - Otherwise it sleeps in the Waiter until a ring, the store's next deadline, a child's
+//  - Otherwise it sleeps on the doorbell until a ring, the store's next deadline, a child's
 //    exit (SIGCHLD through the stop pipe) or a stop signal, and then looks again.
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -60,7 +60,6 @@
 #include "common.hpp"
 #include "exec.hpp"
 #include "base/units.hpp"
-#include "store/waiter.hpp"
 
 namespace mq {
 namespace {
@@ -164,9 +163,9 @@ int Activate(Store& store, const QueueRef& ref, const std::vector<std::string>& 
     }
     if (stopping && children.empty()) return rc;
     int64_t until = hold_until && !stopping ? hold_until : -1;
-    auto wake = waiter->Wait(deadline, until, stop_fd);
+    auto wake = (*waiter)->Wait(deadline, until, stop_fd);
     if (!wake.ok()) return cli::Fail(wake.status());
-    if (*wake == Waiter::Wake::kLook) {
+    if (*wake == Doorbell::Wake::kLook) {
       ++rings;
       idle = false;
     }

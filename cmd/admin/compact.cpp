@@ -11,7 +11,6 @@
 #include "admin.hpp"
 #include "progress.hpp"
 #include "base/units.hpp"
-#include "store/waiter.hpp"
 
 namespace mq::admin {
 

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "../common.hpp"
-#include "store/waiter.hpp"
+#include "base/units.hpp"
 
 namespace mq::admin {
 

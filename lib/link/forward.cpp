@@ -18,7 +18,6 @@
 #include "link/outgoing.hpp"
 #include "proc/backoff.hpp"
 #include "store/filelock.hpp"
-#include "store/waiter.hpp"
 #include "wire/transfer.hpp"
 
 namespace mq::link {
@@ -364,7 +363,7 @@ class Forwarder::Impl {
     (void)store_.NoteLink(opts_.link,
                           LinkEvent{LinkEvent::kConnected, FormatGuid(welcome->store), ""});
 
-    std::optional<Waiter> waiter;
+    std::unique_ptr<Doorbell> waiter;
     if (opts_.follow) {
       auto w = store_.ArmDoorbell(out_ref_);
       if (!w.ok()) return Fail(conn, w.status(), true);
@@ -471,7 +470,7 @@ class Forwarder::Impl {
   Connector* connector_;
   std::unique_ptr<Connector> own_connector_;  // the link's command, when none was given
   LinkInfo link_;
-  FileLock lock_;
+  std::unique_ptr<HeldLock> lock_;
   QueueRef out_ref_;
   std::string stream_;
   transfer::FrameReader reader_;

@@ -637,14 +637,6 @@ Status Store::SetMaxSize(uint64_t bytes) {
   return impl_->ApplyMaxMapSize();
 }
 
-Result<uint64_t> Store::MaxSize() {
-  auto txn = lmdb::Txn::Begin(impl_->env, false);
-  if (!txn.ok()) return txn.status();
-  auto v = impl_->GetMeta(*txn, "max_size");
-  if (!v || v->size() != 8) return uint64_t{0};
-  return GetU64BE(*v, 0);
-}
-
 std::optional<std::string_view> Store::Impl::GetMeta(lmdb::Txn& txn, std::string_view key) {
   return txn.Get(meta, key);
 }

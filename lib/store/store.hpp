@@ -52,13 +52,11 @@
 #include <string>
 #include <vector>
 
-#include "store/filelock.hpp"
 #include "base/ids.hpp"
 #include "base/message.hpp"
 #include "base/names.hpp"
 #include "store/queue.hpp"
 #include "base/status.hpp"
-#include "store/waiter.hpp"
 
 namespace mq {
 
@@ -376,6 +374,25 @@ class MessageSink {
   }
 };
 
+// A queue's doorbell, armed (Store::ArmDoorbell; the protocol is DESIGN.md "Waits").
+class Doorbell {
+ public:
+  virtual ~Doorbell() = default;
+  enum class Wake { kLook, kTimeout, kStop };
+  // Blocks until the doorbell rings, a re-look after a lock holder's end is due, the
+  // wall-clock time `deadline_real_ms` passes (0: none; a step of the clock moves it along)
+  // or the clock is set: kLook; the monotonic time `until_mono_ms` passes (-1: never):
+  // kTimeout; or `stop_fd` (if >= 0) becomes readable: kStop.
+  virtual Result<Wake> Wait(int64_t deadline_real_ms, int64_t until_mono_ms,
+                            int stop_fd = -1) = 0;
+};
+
+// A lock held until it is destroyed (Store::LockLink); a killed holder's goes with it.
+class HeldLock {
+ public:
+  virtual ~HeldLock() = default;
+};
+
 class Store {
  public:
   ~Store();
@@ -485,11 +502,10 @@ class Store {
   Result<Message> FindMessage(const std::string& id);
   // The store's size limit: the map grows by itself up to it. 0: the built-in 1 TiB.
   Status SetMaxSize(uint64_t bytes);
-  Result<uint64_t> MaxSize();
 
-  // For activators (mq-watch --exec): the queue's doorbell, armed (lib/store/waiter.hpp), and the
-  // next time something in the queue becomes due by itself (0: none).
-  Result<Waiter> ArmDoorbell(const QueueRef& ref);
+  // For activators (mq-watch --exec) and movers: the queue's doorbell, armed (Doorbell), and
+  // the next time something in the queue becomes due by itself (0: none).
+  Result<std::unique_ptr<Doorbell>> ArmDoorbell(const QueueRef& ref);
   Result<int64_t> NextDeadline(const QueueRef& ref);
 
   // Makes due delayed messages visible, returns leases of dead holders and expired leases,
@@ -538,7 +554,7 @@ class Store {
   Result<LinkInfo> GetLink(const std::string& name);
   // The lock a forward holds while it runs (one forward per link: the stream is sent in
   // order from the head of out;LINK). Held by another: MQ_ERROR_SHARING_VIOLATION.
-  Result<FileLock> LockLink(const std::string& name);
+  Result<std::unique_ptr<HeldLock>> LockLink(const std::string& name);
   // mq-admin forward's record of its connection, shown by link list/stat.
   Status NoteLink(const std::string& name, const LinkEvent& event);
   // Ends a forward's leases of out;LINK messages the far side has answered (what one

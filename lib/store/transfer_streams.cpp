@@ -331,12 +331,22 @@ Result<LinkInfo> Store::GetLink(const std::string& name) {
   return NoLink(name);
 }
 
-Result<FileLock> Store::LockLink(const std::string& name) {
+namespace {
+
+struct HeldFileLock : HeldLock {
+  explicit HeldFileLock(FileLock l) : lock(std::move(l)) {}
+  FileLock lock;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<HeldLock>> Store::LockLink(const std::string& name) {
   auto l = FileLock::Acquire(impl_->paths.locks_dir() + "/link." + name, impl_->file_mode, false);
   if (!l.ok() && l.status().code() == Code::kSharingViolation)
     return Status(Code::kSharingViolation, "another mq-admin forward is running for this link",
                   name);
-  return l;
+  if (!l.ok()) return l.status();
+  return std::unique_ptr<HeldLock>(std::make_unique<HeldFileLock>(std::move(*l)));
 }
 
 Status Store::NoteLink(const std::string& name, const LinkEvent& event) {

@@ -141,10 +141,34 @@ uint64_t Store::Impl::WaitingReaders(uint32_t qid) {
   return n;
 }
 
-Result<Waiter> Store::ArmDoorbell(const QueueRef& ref) {
+namespace {
+
+class WaiterDoorbell : public Doorbell {
+ public:
+  explicit WaiterDoorbell(Waiter w) : w_(std::move(w)) {}
+  Result<Wake> Wait(int64_t deadline_real_ms, int64_t until_mono_ms, int stop_fd) override {
+    auto r = w_.Wait(deadline_real_ms, until_mono_ms, stop_fd);
+    if (!r.ok()) return r.status();
+    switch (*r) {
+      case Waiter::Wake::kLook: return Wake::kLook;
+      case Waiter::Wake::kTimeout: return Wake::kTimeout;
+      case Waiter::Wake::kStop: return Wake::kStop;
+    }
+    return Wake::kLook;
+  }
+
+ private:
+  Waiter w_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Doorbell>> Store::ArmDoorbell(const QueueRef& ref) {
   auto qid = impl_->QueueIdForWait(ref, false);
   if (!qid.ok()) return qid.status();
-  return Waiter::Arm(impl_->paths.notify(*qid), impl_->file_mode, impl_->paths.locks_dir());
+  auto w = Waiter::Arm(impl_->paths.notify(*qid), impl_->file_mode, impl_->paths.locks_dir());
+  if (!w.ok()) return w.status();
+  return std::unique_ptr<Doorbell>(std::make_unique<WaiterDoorbell>(std::move(*w)));
 }
 
 Result<int64_t> Store::NextDeadline(const QueueRef& ref) {
