@@ -72,8 +72,8 @@ void AddCommonOptions(CLI::App& sub, BridgeArgs& a) {
 
 // The engine's options from the command line's, in the order the checks ran before the
 // engine moved to lib/ (so that a command line with several faults reports the same one).
-Result<bridge::BridgeOptions> MakeOptions(const BridgeArgs& a, const QueueRef& ref,
-                                          bridge::Endpoint& ep) {
+Result<bridge::BridgeOptions> MakeBridgeOptions(const BridgeArgs& a, const QueueRef& ref,
+                                                bridge::Endpoint& ep) {
   // rabbitmq-c is loaded now, not at start-up (amqp_link.hpp).
   MQ_RETURN_IF_ERROR(bridge::LoadRabbitmq());
   std::string url = a.amqp;
@@ -115,7 +115,7 @@ Result<bridge::BridgeOptions> MakeOptions(const BridgeArgs& a, const QueueRef& r
   return o;
 }
 
-int Run(Context& ctx, const BridgeArgs& a, bool out) {
+int RunBridge(Context& ctx, const BridgeArgs& a, bool out) {
   auto ref = cli::ParseQueueArg(a.queue);
   if (!ref.ok()) return cli::Fail(ref.status());
   if (ref->IsSub() || ref->IsSystem())
@@ -126,7 +126,7 @@ int Run(Context& ctx, const BridgeArgs& a, bool out) {
   auto store = ctx.Open();
   if (!store.ok()) return cli::Fail(store.status());
   bridge::Endpoint ep;
-  auto o = MakeOptions(a, *ref, ep);
+  auto o = MakeBridgeOptions(a, *ref, ep);
   if (!o.ok()) return cli::Fail(o.status());
   if (cli::StopOnSignals() < 0)
     return cli::Fail(ErrnoStatus(errno, "pipe", "cannot set up signal handling"));
@@ -169,7 +169,8 @@ Command SetupBridge(CLI::App& app, Context&) {
                  "is stored once (default 7d)")
       ->type_name("DURATION");
   return {sub, [out, out_args, in_args](Context& ctx) {
-            return out->parsed() ? Run(ctx, *out_args, true) : Run(ctx, *in_args, false);
+            bool is_out = out->parsed();
+            return RunBridge(ctx, is_out ? *out_args : *in_args, is_out);
           }};
 }
 
