@@ -28,10 +28,10 @@
 //          queue's dead-letter exchange) with a note; the others are stored.
 // Without `follow` an engine stops when the source is empty; with it, it waits (the doorbell
 // on the mq side, the consumer on the AMQP side). A transient error (channel.hpp) is
-// reconnected with proc::Backoff (doubling from 100 ms to 10 s) for `retry_ms`; without
-// `follow` the first connection is not retried, so a wrong URL fails at once. A stop request
-// (proc::StopSignal): the batch in flight is finished (confirmed and removed, or stored and
-// acked), then the engine returns ok.
+// reconnected with proc::Backoff (doubling from 100 ms to 10 s), for `retry_ms` from the first
+// failed attempt; without `follow` the first connection is not retried, so a wrong URL fails
+// at once. A stop request (proc::StopSignal): the batch in flight is finished (confirmed and
+// removed, or stored and acked), then the engine returns ok.
 #pragma once
 
 #include <cstddef>
@@ -54,15 +54,18 @@ constexpr size_t kConfirmWindow = 2;
 // bridge in: the dedup key of a delivery with a message_id is this followed by it.
 inline constexpr const char* kDedupPrefix = "amqp:";
 
-// What mq-admin bridge's options say, parsed.
+// What mq-admin bridge's options say, parsed. Where to connect (URL, credentials, TLS files)
+// is the Connector's (amqp_link.hpp: LinkConnector).
 struct BridgeOptions {
   QueueRef queue;      // a plain queue (not a journal, subqueue or system queue)
   std::string broker;  // the broker as shown to users (its URL without the password)
-  int timeout_ms = 30000;                   // waiting for the broker's replies and confirms
-  int64_t retry_ms = proc::Backoff::kNever;  // reconnecting after a transient error
+  int timeout_ms = 30000;  // waiting for the broker's replies and confirms
+  // How long to keep reconnecting after a transient error (kNever: for ever).
+  int64_t retry_ms = proc::Backoff::kNever;
   bool follow = false;   // false: --once
   bool declare = false;  // declare what the bridge uses (channel.hpp)
-  uint32_t batch = 500;  // messages per store transaction (out: per lease and confirm round)
+  // Messages per store transaction (out: per lease and confirm round), at least 1.
+  uint32_t batch = 500;
   // out
   std::string exchange;
   std::string routing_key;  // empty: the queue's name (and, with declare, the queue's)
