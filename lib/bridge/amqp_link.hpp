@@ -12,7 +12,7 @@
 //   - a broker that refuses a message or a declaration (basic.nack, 406 PRECONDITION_FAILED
 //     ...): MQ_BROKER_REFUSED (5)
 //   - a broker that cannot be reached, or a connection lost: MQ_BROKER_UNAVAILABLE (10);
-//     Transient() tells the bridge that a reconnection may cure it.
+//     Transient() (channel.hpp) tells the bridge that a reconnection may cure it.
 // Link is the bridge engines' Channel (channel.hpp has the contract), LinkConnector their
 // Connector.
 #pragma once
