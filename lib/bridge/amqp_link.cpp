@@ -357,8 +357,6 @@ AmqpMessage ThroughWire(const AmqpMessage& m) {
   return out;
 }
 
-bool Transient(const Status& s) { return s.code() == Code::kBrokerUnavailable; }
-
 Link::Link(Endpoint ep) : ep_(std::move(ep)), st_(std::make_unique<State>()) {}
 
 Link::~Link() {
@@ -837,6 +835,12 @@ Status Link::Nack(uint64_t tag, bool multiple, bool requeue) {
         Status(Code::kBrokerUnavailable,
                fmt::format("nack failed: {}", Rmq().amqp_error_string2(rc)), ep_.url_shown);
   return st_->broken;
+}
+
+Result<std::unique_ptr<Channel>> LinkConnector::Connect() {
+  auto link = Link::Connect(ep_, timeout_ms_);
+  if (!link.ok()) return link.status();
+  return std::unique_ptr<Channel>(std::move(*link));
 }
 
 }  // namespace mq::bridge

@@ -12,7 +12,9 @@
 //   - a broker that refuses a message or a declaration (basic.nack, 406 PRECONDITION_FAILED
 //     ...): MQ_BROKER_REFUSED (5)
 //   - a broker that cannot be reached, or a connection lost: MQ_BROKER_UNAVAILABLE (10);
-//     Transient() tells the bridge that a reconnection may cure it.
+//     Transient() (channel.hpp) tells the bridge that a reconnection may cure it.
+// Link is the bridge engines' Channel (channel.hpp has the contract), LinkConnector their
+// Connector.
 #pragma once
 
 #include <cstdint>
@@ -21,8 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "bridge/amqp_map.hpp"
 #include "base/status.hpp"
+#include "bridge/amqp_map.hpp"
+#include "bridge/channel.hpp"
 
 namespace mq::bridge {
 
@@ -53,18 +56,9 @@ Result<Endpoint> ParseEndpoint(const std::string& url, const std::string& creden
 // properties (headers table included), and back, as a broker would pass it on.
 AmqpMessage ThroughWire(const AmqpMessage& m);
 
-// Whether a reconnection may cure the error (a lost connection, a broker restarting).
-bool Transient(const Status& s);
-
-struct Delivery {
-  uint64_t tag = 0;
-  bool redelivered = false;
-  AmqpMessage message;
-};
-
-class Link {
+class Link : public Channel {
  public:
-  ~Link();
+  ~Link() override;
   Link(const Link&) = delete;
   Link& operator=(const Link&) = delete;
 
@@ -74,40 +68,40 @@ class Link {
   // --declare: a durable exchange of type direct (unless `exchange` is empty: the default
   // exchange), a durable quorum queue, and its binding with `routing_key`. Declarations that
   // exist with other arguments are the broker's 406.
-  Status DeclareExchange(const std::string& exchange);
-  Status DeclareQueue(const std::string& queue);
+  Status DeclareExchange(const std::string& exchange) override;
+  Status DeclareQueue(const std::string& queue) override;
   Status Bind(const std::string& queue, const std::string& exchange,
-              const std::string& routing_key);
+              const std::string& routing_key) override;
   // Whether `exchange` exists (a passive declare on a channel of its own).
-  Status CheckExchange(const std::string& exchange);
+  Status CheckExchange(const std::string& exchange) override;
 
   // Publisher: confirm mode on channel 1.
-  Status EnableConfirms();
+  Status EnableConfirms() override;
   // Publishes one persistent, mandatory message; its delivery tag is the count of messages
   // published on this link (Published() after the call).
   Status Publish(const std::string& exchange, const std::string& routing_key,
-                 const AmqpMessage& m);
-  uint64_t Published() const;
+                 const AmqpMessage& m) override;
+  uint64_t Published() const override;
   // Waits until the broker has confirmed (acked or nacked) every delivery tag up to `tag`,
   // reading the confirms of later tags as they come (or `timeout_ms` passed:
   // MQ_BROKER_UNAVAILABLE, the link is then broken).
-  Status WaitConfirmed(uint64_t tag, int timeout_ms);
+  Status WaitConfirmed(uint64_t tag, int timeout_ms) override;
   // Whether the broker refused a message whose tag may be in [first, last]: a nack
   // (MQ_BROKER_REFUSED), or a returned, unroutable message (MQ_ERROR_QUEUE_NOT_FOUND; a
   // return names no tag, so it counts against every tag unconfirmed when it came).
-  Status Refused(uint64_t first, uint64_t last) const;
+  Status Refused(uint64_t first, uint64_t last) const override;
   // Lets rabbitmq-c read what arrived (heartbeats, a close) without blocking: an error if the
   // connection is gone.
-  Status Poll();
+  Status Poll() override;
 
   // Consumer: basic.qos(prefetch) and basic.consume with manual acknowledgements on channel 1.
-  Status Consume(const std::string& queue, uint16_t prefetch);
+  Status Consume(const std::string& queue, uint16_t prefetch) override;
   // The next delivery, waiting up to `timeout_ms` (0: only what has arrived): nullopt if none.
-  Result<std::optional<Delivery>> Next(int timeout_ms);
-  Status Ack(uint64_t tag, bool multiple);
-  Status Nack(uint64_t tag, bool multiple, bool requeue);
+  Result<std::optional<Delivery>> Next(int timeout_ms) override;
+  Status Ack(uint64_t tag, bool multiple) override;
+  Status Nack(uint64_t tag, bool multiple, bool requeue) override;
   // Messages ready in `queue` (a passive declare on a channel of its own).
-  Result<uint32_t> ReadyCount(const std::string& queue);
+  Result<uint32_t> ReadyCount(const std::string& queue) override;
 
   const Endpoint& endpoint() const { return ep_; }
 
@@ -116,6 +110,17 @@ class Link {
   explicit Link(Endpoint ep);
   Endpoint ep_;
   std::unique_ptr<State> st_;
+};
+
+// Connects Links to one endpoint, each within `timeout_ms` for the socket.
+class LinkConnector : public Connector {
+ public:
+  LinkConnector(Endpoint ep, int timeout_ms) : ep_(std::move(ep)), timeout_ms_(timeout_ms) {}
+  Result<std::unique_ptr<Channel>> Connect() override;
+
+ private:
+  Endpoint ep_;
+  int timeout_ms_;
 };
 
 }  // namespace mq::bridge
