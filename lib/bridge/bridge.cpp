@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "base/units.hpp"
-#include "store/waiter.hpp"
+#include "base/units.hpp"
 
 namespace mq::bridge {
 
@@ -113,7 +113,7 @@ class Out : public Engine {
       }
       return c.CheckExchange(o_.exchange);
     };
-    std::optional<Waiter> waiter;
+    std::unique_ptr<Doorbell> waiter;
     if (o_.follow) {
       auto w = store_.ArmDoorbell(ref_);
       if (!w.ok()) return w.status().WithSubject(ref_.Full());
