@@ -23,30 +23,8 @@ QueueRef Ref(const std::string& text) {
   return *r;
 }
 
-class Sink : public MessageSink {
- public:
-  std::vector<Message> got;
-  Status Add(const Message& m) override {
-    got.push_back(m);
-    return {};
-  }
-  Status Flush() override { return {}; }
-};
-
-class Many : public MessageSource {
- public:
-  std::vector<Message> v;
-  size_t i = 0;
-  Result<bool> Next(Message& m) override {
-    if (i >= v.size()) return false;
-    m = v[i++];
-    return true;
-  }
-  Status Rewind() override {
-    i = 0;
-    return {};
-  }
-};
+using Sink = test::Collect;
+using Many = test::Vec;
 
 void RequireClean(Store& st, const std::string& step) {
   std::vector<std::string> problems;

@@ -16,6 +16,7 @@
 #include "store/queue.hpp"
 #include "store/store.hpp"
 #include "base/units.hpp"
+#include "test_support.hpp"
 
 using namespace mq;
 namespace fs = std::filesystem;
@@ -31,15 +32,7 @@ struct TempDir {
   ~TempDir() { fs::remove_all(path); }
 };
 
-class Collect : public MessageSink {
- public:
-  std::vector<Message> got;
-  Status Add(const Message& m) override {
-    got.push_back(m);
-    return {};
-  }
-  Status Flush() override { return {}; }
-};
+using test::Collect;
 
 class FailingSink : public MessageSink {
  public:
@@ -47,20 +40,7 @@ class FailingSink : public MessageSink {
   Status Flush() override { return Status(Code::kBrokenPipe, "Broken pipe", "stdout"); }
 };
 
-class Vec : public MessageSource {
- public:
-  std::vector<Message> v;
-  size_t i = 0;
-  Result<bool> Next(Message& m) override {
-    if (i >= v.size()) return false;
-    m = v[i++];
-    return true;
-  }
-  Status Rewind() override {
-    i = 0;
-    return {};
-  }
-};
+using test::Vec;
 
 std::unique_ptr<Store> OpenNew(const std::string& dir) {
   OpenOptions o;

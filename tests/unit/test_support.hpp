@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "store/store.hpp"
 
@@ -30,6 +31,33 @@ struct TempStore {
   ~TempStore() {
     store.reset();
     std::filesystem::remove_all(path);
+  }
+};
+
+// Keeps what a peek or receive gives it.
+class Collect : public MessageSink {
+ public:
+  std::vector<Message> got;
+  Status Add(const Message& m) override {
+    got.push_back(m);
+    return {};
+  }
+  Status Flush() override { return {}; }
+};
+
+// Gives Store::Append the messages of `v` (again after a Rewind).
+class Vec : public MessageSource {
+ public:
+  std::vector<Message> v;
+  size_t i = 0;
+  Result<bool> Next(Message& m) override {
+    if (i >= v.size()) return false;
+    m = v[i++];
+    return true;
+  }
+  Status Rewind() override {
+    i = 0;
+    return {};
   }
 };
 
