@@ -213,10 +213,10 @@ Status Store::CursorReceive(const QueueRef& ref, const CursorOptions& co, const 
   if (!locked.ok()) return locked;
   Status out = Impl::Deliver(*lease, sink, true);
   if (!out.ok()) {
-    (void)impl_->EndLease(*lease, false, 0, nullptr, true, false);
+    (void)impl_->EndLease(*lease, Impl::LeaseEnd::Release(true));
     return Status(out.code(), fmt::format("{}; nothing was removed", out.text()), out.subject());
   }
-  Status fin = impl_->EndLease(*lease, true, 0, nullptr, true, true);
+  Status fin = impl_->EndLease(*lease, Impl::LeaseEnd::Commit(true));
   if (!fin.ok())
     return Status(fin.code(),
                   fmt::format("{}; the message was written but not removed, and will be "

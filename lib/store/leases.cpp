@@ -381,11 +381,10 @@ Status Store::Impl::Deliver(Lease& lease, MessageSink& sink, bool wait_taken) {
   return wait_taken ? sink.Taken() : Status();
 }
 
-// Ends a lease: commit removes its messages (with journal copies, acks, retention), rollback
-// returns them (abort count + 1, unless `count_abort` is false: a release). `light` commits
-// without the meta sync. The lock file goes only after the commit: until then the lease is ours.
-Status Store::Impl::EndLease(Lease& lease, bool commit, int64_t delay_ms, FinishReport* report,
-                             bool light, bool count_abort) {
+// Ends a lease (LeaseEnd says how): a commit removes its messages (with journal copies, acks,
+// retention), a rollback or release returns them. The lock file goes only after the commit:
+// until then the lease is ours.
+Status Store::Impl::EndLease(Lease& lease, const LeaseEnd& how) {
   if (lease.finished_) return Status(Code::kTransactionUsage, "lease already ended", lease.queue_);
   auto fn = [&](lmdb::Txn& txn) -> Status {
     auto q = LoadQueue(txn, lease.queue_);
@@ -396,10 +395,12 @@ Status Store::Impl::EndLease(Lease& lease, bool commit, int64_t delay_ms, Finish
     if (!v || !DecodeLease(*v, rec))
       return Status(Code::kTransactionUsage, "the lease is gone (expired or returned)",
                     lease.queue_);
-    if (commit) return CommitLease(txn, **q, lease.lease_id_, rec, &lease);
-    return RollbackLease(txn, **q, lease.lease_id_, rec, delay_ms, NowMs(), report, count_abort);
+    if (how.outcome == LeaseEnd::Outcome::kCommit)
+      return CommitLease(txn, **q, lease.lease_id_, rec, &lease);
+    return RollbackLease(txn, **q, lease.lease_id_, rec, how.delay_ms, NowMs(), how.report,
+                         how.outcome == LeaseEnd::Outcome::kRollback);
   };
-  Status s = light ? WriteLight(fn, true) : Write(fn);
+  Status s = how.light ? WriteLight(fn, true) : Write(fn);
   return CloseLease(lease, s);
 }
 
@@ -435,7 +436,7 @@ Result<std::unique_ptr<Lease>> Store::Lock(const QueueRef& ref, const Selection&
     // Printed after the commit: output that cannot be written returns the messages untouched.
     Status out = Impl::Deliver(*lease, *sink, false);
     if (!out.ok()) {
-      Status back = impl_->EndLease(*lease, false, 0, nullptr, true, false);
+      Status back = impl_->EndLease(*lease, Impl::LeaseEnd::Release(true));
       if (!back.ok()) return Status(out.code(), fmt::format("{}; and the messages could not be "
                                                             "returned ({}): the lease expires",
                                                             out.text(), back.text()),
@@ -448,11 +449,12 @@ Result<std::unique_ptr<Lease>> Store::Lock(const QueueRef& ref, const Selection&
 }
 
 Status Store::Finish(Lease& lease, bool commit, int64_t delay_ms, FinishReport* report) {
-  return impl_->EndLease(lease, commit, delay_ms, report, false, true);
+  return impl_->EndLease(lease, commit ? Impl::LeaseEnd::Commit(false)
+                                      : Impl::LeaseEnd::Rollback(delay_ms, report));
 }
 
 Status Store::Release(Lease& lease) {
-  return impl_->EndLease(lease, false, 0, nullptr, false, false);
+  return impl_->EndLease(lease, Impl::LeaseEnd::Release(false));
 }
 
 Lease::~Lease() {

@@ -102,10 +102,10 @@ Status Store::Receive(const QueueRef& ref, const Selection& sel_in, const ReadOp
       if (!out.ok()) {
         // Not taken: the batch goes back as it was. Should that fail too, the lease ends
         // with this process and the next reader returns the batch.
-        (void)impl_->EndLease(lease, false, 0, nullptr, true, false);
+        (void)impl_->EndLease(lease, Impl::LeaseEnd::Release(true));
         return Stopped(out, received);
       }
-      Status fin = impl_->EndLease(lease, true, 0, nullptr, true, true);
+      Status fin = impl_->EndLease(lease, Impl::LeaseEnd::Commit(true));
       if (!fin.ok())
         return Status(fin.code(),
                       fmt::format("{}; the last {} message(s) were written but not removed, and "

@@ -222,8 +222,23 @@ struct Store::Impl {
                                          const LockOptions& lo, bool count_delivery,
                                          std::string& resume, int64_t& deadline, bool* group);
   static Status Deliver(Lease& lease, MessageSink& sink, bool wait_taken);
-  Status EndLease(Lease& lease, bool commit, int64_t delay_ms, FinishReport* report, bool light,
-                  bool count_abort);
+  // How a lease ends: commit (its messages are received), rollback (they return, abort
+  // count + 1, after `delay_ms` or the queue's retry delay; poison actions go to `report`),
+  // or release (they return untouched, as if never received). `light`: the transaction
+  // skips the meta sync (the steps of a plain receive).
+  struct LeaseEnd {
+    enum class Outcome { kCommit, kRollback, kRelease };
+    Outcome outcome = Outcome::kRelease;
+    int64_t delay_ms = 0;
+    FinishReport* report = nullptr;
+    bool light = false;
+    static LeaseEnd Commit(bool light) { return {Outcome::kCommit, 0, nullptr, light}; }
+    static LeaseEnd Rollback(int64_t delay_ms, FinishReport* report) {
+      return {Outcome::kRollback, delay_ms, report, false};
+    }
+    static LeaseEnd Release(bool light) { return {Outcome::kRelease, 0, nullptr, light}; }
+  };
+  Status EndLease(Lease& lease, const LeaseEnd& how);
 
   // ---- wait.cpp
   std::string WaitMarkPath(uint32_t qid, long pid);
