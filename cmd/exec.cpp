@@ -43,7 +43,8 @@ Status CheckCommand(const std::vector<std::string>& cmd) {
   const std::string& name = cmd.front();
   auto runnable = [](const std::string& path) {
     struct stat st;
-    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+           ::access(path.c_str(), X_OK) == 0;
   };
   if (name.find('/') != std::string::npos) {
     if (runnable(name)) return {};

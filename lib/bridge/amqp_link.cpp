@@ -147,7 +147,8 @@ nlohmann::ordered_json FieldToJson(const amqp_field_value_t& v);
 
 nlohmann::ordered_json TableToJson(const amqp_table_t& t) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
-  for (int i = 0; i < t.num_entries; ++i) j[Str(t.entries[i].key)] = FieldToJson(t.entries[i].value);
+  for (int i = 0; i < t.num_entries; ++i)
+    j[Str(t.entries[i].key)] = FieldToJson(t.entries[i].value);
   return j;
 }
 

@@ -37,7 +37,8 @@ std::string_view MimeOf(std::string_view content_type) {
 
 std::optional<uint32_t> BodyTypeOfMime(std::string_view content_type) {
   std::string mime(MimeOf(content_type));
-  std::transform(mime.begin(), mime.end(), mime.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(mime.begin(), mime.end(), mime.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   for (const auto& c : kContentTypes)
     if (mime == c.mime) return c.body_type;
   if (mime.size() > 5 && mime.compare(mime.size() - 5, 5, "+json") == 0) return kBodyJson;

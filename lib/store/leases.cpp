@@ -83,9 +83,10 @@ Status Store::Impl::CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
 }
 
 // Whether `locked` holds exactly the keys of this lease, all plain messages as `held` has
-// them (a lone drain); if so, it is now empty. One drop empties `locked` (LMDB frees its pages whole), where a
-// delete per key would move a key between pages at nearly every delete (LMDB rebalances a
-// page below a quarter full by borrowing from its neighbour, and a batch deletes in order).
+// them (a lone drain); if so, it is now empty. One drop empties `locked` (LMDB frees its pages
+// whole), where a delete per key would move a key between pages at nearly every delete (LMDB
+// rebalances a page below a quarter full by borrowing from its neighbour, and a batch deletes in
+// order).
 Result<bool> Store::Impl::ClearIfAllLocked(lmdb::Txn& txn, const QueueInfo& q,
                                            uint64_t lease_id, const LeaseRecord& rec,
                                            const Lease& held) {

@@ -140,7 +140,8 @@ Status Store::Impl::DeadLetterOrDrop(lmdb::Txn& txn, QueueInfo& q, Found& f, uin
   } else if (IsOutgoingName(q.name)) {
     // It was going to QUEUE at the far side of the link: the dead letter names both, as
     // LINK:QUEUE, the name mq-send takes and requeue sends it back through.
-    f.msg.destination_queue = q.name.substr(kOutgoingBase.size() + 1) + ":" + f.msg.destination_queue;
+    f.msg.destination_queue =
+        q.name.substr(kOutgoingBase.size() + 1) + ":" + f.msg.destination_queue;
   }
   return MoveMessage(txn, q, f, to, false, now);
 }
@@ -397,8 +398,10 @@ Result<uint64_t> Store::Requeue(const QueueRef& from, const std::string& id,
           if (!*oq) return Status(Code::kQueueNotFound, "no outgoing queue", (*remote)->link);
           f.msg.abort_count = 0;
           f.msg.msg_class = kClassNormal;
-          if (ttbr_ms) f.msg.ttbr = *ttbr_ms < 0 ? 0 : now + *ttbr_ms;
-          else if (f.msg.ttbr) f.msg.ttbr = now + std::max<int64_t>(f.msg.ttbr - f.msg.sent_time, 0);
+          if (ttbr_ms)
+            f.msg.ttbr = *ttbr_ms < 0 ? 0 : now + *ttbr_ms;
+          else if (f.msg.ttbr)
+            f.msg.ttbr = now + std::max<int64_t>(f.msg.ttbr - f.msg.sent_time, 0);
           f.msg.ttrq = 0;
           f.msg.destination_queue = (*remote)->queue;
           if (!f.msg.xact_id.empty()) f.msg.eod_first = f.msg.eod_last = true;
@@ -429,8 +432,10 @@ Result<uint64_t> Store::Requeue(const QueueRef& from, const std::string& id,
         if (dead_letters) {
           f.msg.msg_class = kClassNormal;
           // Fresh deadlines: the one given, or the time to be received it was sent with.
-          if (ttbr_ms) f.msg.ttbr = *ttbr_ms < 0 ? 0 : now + *ttbr_ms;
-          else if (f.msg.ttbr) f.msg.ttbr = now + std::max<int64_t>(f.msg.ttbr - f.msg.sent_time, 0);
+          if (ttbr_ms)
+            f.msg.ttbr = *ttbr_ms < 0 ? 0 : now + *ttbr_ms;
+          else if (f.msg.ttbr)
+            f.msg.ttbr = now + std::max<int64_t>(f.msg.ttbr - f.msg.sent_time, 0);
           f.msg.ttrq = 0;
         } else if (ttbr_ms) {
           f.msg.ttbr = *ttbr_ms < 0 ? 0 : now + *ttbr_ms;

@@ -56,7 +56,8 @@ void WriteStr(const char* s) { WriteAll(s, std::strlen(s)); }
     WriteStr(" while ");
     WriteStr(g_context);
   }
-  WriteStr(": run mq-admin check; mq(7) DAMAGE AND RECOVERY says what to do (MQ_CORRUPTED_STORE)\n");
+  WriteStr(
+      ": run mq-admin check; mq(7) DAMAGE AND RECOVERY says what to do (MQ_CORRUPTED_STORE)\n");
   ::_exit(10);
 }
 
@@ -97,7 +98,9 @@ uint64_t Le64(const unsigned char* p) {
   for (int i = 7; i >= 0; --i) v = v << 8 | p[i];
   return v;
 }
-uint32_t Le32(const unsigned char* p) { return p[0] | p[1] << 8 | p[2] << 16 | uint32_t(p[3]) << 24; }
+uint32_t Le32(const unsigned char* p) {
+  return p[0] | p[1] << 8 | p[2] << 16 | uint32_t(p[3]) << 24;
+}
 
 }  // namespace
 
@@ -370,7 +373,8 @@ Result<bool> Txn::PutNew(Dbi dbi, std::string_view key, std::string_view value) 
 
 Result<bool> Txn::PagesAreFree(uint64_t first, uint64_t last) {
   if (last < first) return true;
-  if (last - first > (1u << 24)) return false;  // more than 64 GiB missing: not a tail of loose pages
+  // More than 64 GiB missing: not a tail of loose pages.
+  if (last - first > (1u << 24)) return false;
   std::vector<bool> seen(last - first + 1);
   uint64_t left = seen.size();
   MDB_cursor* c = nullptr;

@@ -458,7 +458,8 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   // The store lock first: a compaction that runs now replaces data.mdb, and a file looked at
   // before it ends would not be the one opened after.
   OwnedFd store_lock;
-  if (exists) MQ_RETURN_IF_ERROR(TakeStoreLock(paths.marker(), options.exclusive_wait_ms, store_lock));
+  if (exists)
+    MQ_RETURN_IF_ERROR(TakeStoreLock(paths.marker(), options.exclusive_wait_ms, store_lock));
   StoreFile data_file, lock_file;
   if (exists) {
     MQ_RETURN_IF_ERROR(InspectStoreFile(paths.data(), st, true, data_file));

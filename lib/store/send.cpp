@@ -62,8 +62,8 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
       if (!made.ok()) return made.status();
       q = std::move(*made);
     } else {
-      return Status(Code::kQueueNotFound, "no such queue (mq-admin create makes it, or pass --create)",
-                    ref.Full());
+      return Status(Code::kQueueNotFound,
+                    "no such queue (mq-admin create makes it, or pass --create)", ref.Full());
     }
     if (!q.enabled)
       return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q.name);
