@@ -528,7 +528,7 @@ echo
 load_end=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0)
 echo "(e) source and build"
 echo "  largest source files (lines):"
-(cd "$SRC" && wc -l lib/*.cpp lib/*.hpp cmd/*.cpp cmd/admin/*.cpp | grep -v ' total$' |
+(cd "$SRC" && wc -l lib/*/*.cpp lib/*/*.hpp cmd/*.cpp cmd/admin/*.cpp | grep -v ' total$' |
   sort -rn | head -3 | awk '{ printf "    %6d  %s\n", $1, $2 }')
 # build_time DIR-OF-SOURCE: "real cpu" seconds of a full build into a fresh directory.
 build_time() {
