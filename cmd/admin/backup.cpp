@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "admin.hpp"
+#include "base/paths.hpp"
 #include "progress.hpp"
 
 namespace mq::admin {
@@ -22,7 +23,7 @@ Command SetupBackup(CLI::App& app, Context& ctx) {
             Status s = (*store)->Backup(*dir);
             if (!s.ok()) return cli::Fail(s.WithSubject(*dir));
             struct stat st {};
-            uint64_t size = ::stat((*dir + "/data.mdb").c_str(), &st) == 0
+            uint64_t size = ::stat(StorePaths(*dir).data().c_str(), &st) == 0
                                 ? static_cast<uint64_t>(st.st_size)
                                 : 0;
             progress.Done(*dir, fmt::format("backup of {} written, data.mdb {}",

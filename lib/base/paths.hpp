@@ -38,6 +38,19 @@ class StorePaths {
   std::string notify(uint32_t queue_id) const {
     return notify_dir() + "/" + std::to_string(queue_id);
   }
+  // Lock files (locks/): a cursor's, a process lease's, a link's forward, a waiting reader's
+  // mark, and any entry of the directory by name.
+  std::string in_locks(const std::string& name) const { return locks_dir() + "/" + name; }
+  std::string cursor_lock(uint32_t queue_id, const std::string& cursor) const {
+    return in_locks("cursor." + std::to_string(queue_id) + "." + cursor);
+  }
+  std::string lease_lock(uint32_t queue_id, uint64_t lease_id) const {
+    return in_locks("lease." + std::to_string(queue_id) + "." + std::to_string(lease_id));
+  }
+  std::string link_lock(const std::string& link) const { return in_locks("link." + link); }
+  std::string wait_mark(uint32_t queue_id, long pid) const {
+    return in_locks("wait." + std::to_string(queue_id) + "." + std::to_string(pid));
+  }
   std::string marker() const { return dir_ + "/mq-store"; }
   std::string compact_dir() const { return dir_ + "/compact.tmp"; }
 

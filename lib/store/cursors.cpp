@@ -32,7 +32,7 @@
 namespace mq {
 
 std::string Store::Impl::CursorLockPath(uint32_t qid, const std::string& name) {
-  return paths.locks_dir() + "/cursor." + std::to_string(qid) + "." + name;
+  return paths.cursor_lock(qid, name);
 }
 
 // Takes a named cursor's lock, waiting at most `wait_ms` (0: not at all; -1: as long as it

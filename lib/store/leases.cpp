@@ -35,7 +35,7 @@
 namespace mq {
 
 std::string Store::Impl::LeaseLockPath(uint32_t qid, uint64_t lease_id) {
-  return paths.locks_dir() + "/lease." + std::to_string(qid) + "." + std::to_string(lease_id);
+  return paths.lease_lock(qid, lease_id);
 }
 
 // Ends a lease by removing its messages.

@@ -323,7 +323,7 @@ Result<uint64_t> Store::Sweep() {
       // its process is gone (a mark being made is not locked yet either).
       if (std::sscanf(e->d_name, "wait.%u.%ld%n", &qid, &pid, &used) == 2 &&
           e->d_name[used] == '\0') {
-        std::string path = impl_->paths.locks_dir() + "/" + e->d_name;
+        std::string path = impl_->paths.in_locks(e->d_name);
         auto held = FileLock::IsHeld(path);
         if (held.ok() && !*held && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
           ::unlink(path.c_str());

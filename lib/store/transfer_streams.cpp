@@ -314,7 +314,7 @@ Result<std::vector<LinkInfo>> Store::ListLinks() {
   // A forward that died leaves its record saying connected: its lock file tells.
   for (LinkInfo& i : out) {
     if (!i.connected_since) continue;
-    auto held = FileLock::IsHeld(impl_->paths.locks_dir() + "/link." + i.name);
+    auto held = FileLock::IsHeld(impl_->paths.link_lock(i.name));
     if (held.ok() && !*held) {
       i.connected_since = 0;
       i.forward_pid = 0;
@@ -341,7 +341,7 @@ struct HeldFileLock : HeldLock {
 }  // namespace
 
 Result<std::unique_ptr<HeldLock>> Store::LockLink(const std::string& name) {
-  auto l = FileLock::Acquire(impl_->paths.locks_dir() + "/link." + name, impl_->file_mode, false);
+  auto l = FileLock::Acquire(impl_->paths.link_lock(name), impl_->file_mode, false);
   if (!l.ok() && l.status().code() == Code::kSharingViolation)
     return Status(Code::kSharingViolation, "another mq-admin forward is running for this link",
                   name);

@@ -123,7 +123,7 @@ Status Store::Impl::WaitLoop(
 }
 
 std::string Store::Impl::WaitMarkPath(uint32_t qid, long pid) {
-  return paths.locks_dir() + "/wait." + std::to_string(qid) + "." + std::to_string(pid);
+  return paths.wait_mark(qid, pid);
 }
 
 // The readers waiting on queue `qid` now: the wait marks whose lock is held.
@@ -135,7 +135,7 @@ uint64_t Store::Impl::WaitingReaders(uint32_t qid) {
     dirent* e = readdir(dir.get());
     if (!e) break;
     if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) != 0) continue;
-    auto held = FileLock::IsHeld(paths.locks_dir() + "/" + e->d_name);
+    auto held = FileLock::IsHeld(paths.in_locks(e->d_name));
     if (held.ok() && *held) ++n;
   }
   return n;

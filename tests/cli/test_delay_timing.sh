@@ -135,13 +135,15 @@ expect_window "mq-send --at @$at" "$NOW" $((at * 1000000))
 wait "$PID" || fail "the receiver exited $?"
 exec 3<&-
 
-# --at RFC 3339 with milliseconds, in UTC and with an offset: the same instant.
-now_us
-due_ms=$(((NOW / 1000) + 400))
-utc=$(date -u -d "@$((due_ms / 1000))" +%Y-%m-%dT%H:%M:%S).$(printf '%03d' $((due_ms % 1000)))Z
-plus2=$(TZ=Etc/GMT-2 date -d "@$((due_ms / 1000))" +%Y-%m-%dT%H:%M:%S).$(printf '%03d' $((due_ms % 1000)))+02:00
+# --at RFC 3339 with milliseconds, in UTC and with an offset: the same instant, 1.5 s after
+# the receiver is waiting (taken before it started, the instant could pass while it started on
+# a loaded machine, and a time already past is no delay at all).
 waiter_start mq-receive q --wait 5s -n 2 --template '{body} {visible_time}\n'
 wait_blocked "$PID" poll
+now_us
+due_ms=$(((NOW / 1000) + 1500))
+utc=$(date -u -d "@$((due_ms / 1000))" +%Y-%m-%dT%H:%M:%S).$(printf '%03d' $((due_ms % 1000)))Z
+plus2=$(TZ=Etc/GMT-2 date -d "@$((due_ms / 1000))" +%Y-%m-%dT%H:%M:%S).$(printf '%03d' $((due_ms % 1000)))+02:00
 expect_rc 0 mq-send --at "$utc" q utc
 expect_rc 0 mq-send --at "$plus2" q plus2
 waiter_line
