@@ -126,11 +126,10 @@ int Parse(CLI::App& app, int argc, char** argv) {
       if (what.size() >= w.size() && what.compare(what.size() - w.size(), w.size(), w) == 0)
         return Fail(ParseDuration(w).status());
     if (!after_wait.empty()) return Fail(ParseDuration(after_wait.front()).status());
-    return Fail(Status(Code::kInvalidArg, what + fmt::format(" (see {} --help)", g_tool)));
+    return Fail(Status::InvalidArg(what + fmt::format(" (see {} --help)", g_tool)));
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
-    return Fail(Status(Code::kInvalidArg,
-                       what + fmt::format(" (see {} --help)", g_tool)));
+    return Fail(Status::InvalidArg(what + fmt::format(" (see {} --help)", g_tool)));
   }
   return -1;
 }

@@ -39,7 +39,7 @@ bool SplitExec(int argc, char** argv, std::vector<char*>& own, std::vector<std::
 }
 
 Status CheckCommand(const std::vector<std::string>& cmd) {
-  if (cmd.empty()) return Status(Code::kInvalidArg, "--exec needs a command");
+  if (cmd.empty()) return Status::InvalidArg("--exec needs a command");
   const std::string& name = cmd.front();
   auto runnable = [](const std::string& path) {
     struct stat st;
@@ -60,7 +60,7 @@ Status CheckCommand(const std::vector<std::string>& cmd) {
       start = end + 1;
     }
   }
-  return Status(Code::kInvalidArg, fmt::format("command not found or not executable: {}", name));
+  return Status::InvalidArg(fmt::format("command not found or not executable: {}", name));
 }
 
 bool ExecResult::ok() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
@@ -154,7 +154,7 @@ std::vector<std::string> Environment(const std::vector<Message>& msgs, const std
 Result<ExecResult> RunCommand(const std::vector<std::string>& cmd,
                               const std::vector<Message>& messages, bool batch, char sep,
                               const std::string& store_dir, int lease_fd) {
-  if (cmd.empty()) return Status(Code::kInvalidArg, "--exec needs a command");
+  if (cmd.empty()) return Status::InvalidArg("--exec needs a command");
   std::vector<std::string> env = Environment(messages, store_dir);
   std::vector<char*> argv, envp;
   for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));

@@ -71,13 +71,13 @@ const CLI::App* FindSubcommand(const CLI::App& app, const char* word) {
 // `what` happened; the group's subcommands are listed, with where its help is.
 int SubcommandUsage(const CLI::App& group, const std::string& what) {
   if (!group.get_parent())
-    return cli::Fail(Status(Code::kInvalidArg,
-                            fmt::format("{}; the subcommands are {} (see mq-admin help)", what,
-                                        SubcommandList(group))));
+    return cli::Fail(
+        Status::InvalidArg(fmt::format("{}; the subcommands are {} (see mq-admin help)", what,
+                                       SubcommandList(group))));
   const std::string& name = group.get_name();
-  return cli::Fail(Status(Code::kInvalidArg,
-                          fmt::format("{}; the {} subcommands are {} (see mq-admin {} --help)",
-                                      what, name, SubcommandList(group), name)));
+  return cli::Fail(
+      Status::InvalidArg(fmt::format("{}; the {} subcommands are {} (see mq-admin {} --help)", what,
+                                     name, SubcommandList(group), name)));
 }
 
 // The words of a subcommand of `group` in argv: a missing or unknown one is a usage error
@@ -108,9 +108,8 @@ int Help(CLI::App& app, int from, int argc, char** argv) {
   std::string path;
   for (int i = from; i < argc; ++i) {
     if (level->get_subcommands({}).empty())
-      return cli::Fail(Status(Code::kInvalidArg,
-                              fmt::format("help: '{}' has no subcommands (see mq-admin help {})",
-                                          path, path)));
+      return cli::Fail(Status::InvalidArg(
+          fmt::format("help: '{}' has no subcommands (see mq-admin help {})", path, path)));
     const CLI::App* sub = FindSubcommand(*level, argv[i]);
     if (!sub)
       return SubcommandUsage(*level, fmt::format("unknown {}subcommand '{}'",
@@ -155,7 +154,7 @@ int Run(int argc, char** argv) {
   if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
   for (auto& c : commands)
     if (c.app->parsed()) return c.run(ctx);
-  return cli::Fail(Status(Code::kInvalidArg, "no command given (see mq-admin --help)"));
+  return cli::Fail(Status::InvalidArg("no command given (see mq-admin --help)"));
 }
 
 }  // namespace

@@ -117,7 +117,7 @@ int RunExec(Store& store, const QueueRef& ref, Selection sel, ReadOptions ro,
       // A conversation group's messages: one run each, in order, in one transaction.
       for (const Message& m : msgs) {
         if (stopping()) {
-          ran = Status(Code::kOperationCancelled, "stopped by a signal");
+          ran = Status::OperationCancelled("stopped by a signal");
           break;
         }
         ran = cli::RunCommand(cmd, std::vector<Message>{m}, false, sep, store_dir,
@@ -135,8 +135,8 @@ int RunExec(Store& store, const QueueRef& ref, Selection sel, ReadOptions ro,
       std::string what = msgs.size() == 1
                              ? fmt::format("message {} rolled back", msgs.front().lookup_id)
                              : fmt::format("{} messages rolled back", msgs.size());
-      Status s(Code::kExecFailed, fmt::format("{} {}; {}", cmd.front(), ran->Describe(), what),
-               ref.Full());
+      Status s = Status::ExecFailed(fmt::format("{} {}; {}", cmd.front(), ran->Describe(), what),
+                                    ref.Full());
       if (!keep_going) return cli::Fail(s);
       cli::Note(ref.Full(), fmt::format("{} {}; {} (--keep-going: on to the next)", cmd.front(),
                                         ran->Describe(), what));
@@ -149,10 +149,10 @@ int RunExec(Store& store, const QueueRef& ref, Selection sel, ReadOptions ro,
     done += msgs.size();
   }
   if (failed)
-    return cli::Fail(Status(Code::kExecFailed,
-                            fmt::format("{} message(s) rolled back, {} committed; the first: {}",
-                                        failed, done, first_failure),
-                            ref.Full()));
+    return cli::Fail(
+        Status::ExecFailed(fmt::format("{} message(s) rolled back, {} committed; the first: {}",
+                                       failed, done, first_failure),
+                           ref.Full()));
   return 0;
 }
 
@@ -166,15 +166,13 @@ Status SetWhere(CLI::App& app, const cli::SelectArgs& a, const std::string& conv
     if (text->empty()) continue;
     auto g = ParseGuid(*text);
     if (!g || IsNil(*g))
-      return Status(Code::kInvalidArg,
-                    fmt::format("invalid {} '{}': expected a UUID", what, *text));
+      return Status::InvalidArg(fmt::format("invalid {} '{}': expected a UUID", what, *text));
     *field = *g;
   }
   bool where = !conversation.empty() || !group.empty();
   if (where && (sel.anchor != Anchor::kHead || !a.cursor.empty()))
-    return Status(Code::kInvalidArg,
-                  "--conversation and --group take the group's messages in order: no "
-                  "--lookup-id, --last, --id, --correlation or --cursor");
+    return Status::InvalidArg("--conversation and --group take the group's messages in order: no "
+                              "--lookup-id, --last, --id, --correlation or --cursor");
   sel.group_limit = a.all ? 0 : a.top ? a.top : app.count("--count") ? a.count : 0;
   return {};
 }
@@ -250,15 +248,14 @@ int Run(int argc, char** argv) {
 
   auto ref = cli::ParseQueueArg(queue);
   if (!ref.ok()) return cli::Fail(ref.status());
-  if (exec && cmd.empty()) return cli::Fail(Status(Code::kInvalidArg, "--exec needs a command"));
-  if (batch && !exec) return cli::Fail(Status(Code::kInvalidArg, "--batch goes with --exec"));
-  if (keep_going && !exec)
-    return cli::Fail(Status(Code::kInvalidArg, "--keep-going goes with --exec"));
+  if (exec && cmd.empty()) return cli::Fail(Status::InvalidArg("--exec needs a command"));
+  if (batch && !exec) return cli::Fail(Status::InvalidArg("--batch goes with --exec"));
+  if (keep_going && !exec) return cli::Fail(Status::InvalidArg("--keep-going goes with --exec"));
   if (exec && !lease.empty())
-    return cli::Fail(Status(Code::kInvalidArg, "--exec and --lease do not go together"));
+    return cli::Fail(Status::InvalidArg("--exec and --lease do not go together"));
   if ((exec || !lease.empty()) && !sel_args.cursor.empty())
     return cli::Fail(
-        Status(Code::kInvalidArg, "--exec and --lease take messages from the head, not a cursor"));
+        Status::InvalidArg("--exec and --lease take messages from the head, not a cursor"));
   if (exec) {
     Status runnable = cli::CheckCommand(cmd);
     if (!runnable.ok()) return cli::Fail(runnable);
@@ -266,8 +263,8 @@ int Run(int argc, char** argv) {
   cli::OutputArgs shaping = out_args;
   if (batch) shaping.lines = shaping.null = false;  // with --batch they separate the bodies
   if (exec && cli::HasOutputOptions(shaping))
-    return cli::Fail(Status(Code::kInvalidArg,
-                            "with --exec the messages go to the command: no output options"));
+    return cli::Fail(
+        Status::InvalidArg("with --exec the messages go to the command: no output options"));
   // --exec hands each body to its command alone.
   if (Status sep = cli::CheckSeparated(sel_args, out_args); !exec && !sep.ok())
     return cli::Fail(sep);
@@ -281,7 +278,7 @@ int Run(int argc, char** argv) {
   if (!lease.empty()) {
     auto d = ParseDuration(lease);
     if (!d.ok()) return cli::Fail(d.status());
-    if (*d <= 0) return cli::Fail(Status(Code::kInvalidArg, "--lease needs a finite duration"));
+    if (*d <= 0) return cli::Fail(Status::InvalidArg("--lease needs a finite duration"));
     lease_ms = *d;
   }
   std::optional<CursorOptions> co;

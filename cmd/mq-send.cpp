@@ -137,22 +137,22 @@ int Run(int argc, char** argv) {
   if (replying) {
     // The queue is the request's response queue: a lone argument is the body.
     if (app.count("BODY"))
-      return cli::Fail(Status(Code::kInvalidArg,
-                              "with --reply-to the queue is the request's response queue: give "
-                              "only a body"));
+      return cli::Fail(
+          Status::InvalidArg("with --reply-to the queue is the request's response queue: give "
+                             "only a body"));
     if (app.count("QUEUE")) {
       a.body = std::move(a.queue);
       a.queue.clear();
       a.has_body = true;
     }
     if (!a.msg.correlation.empty())
-      return cli::Fail(Status(Code::kInvalidArg,
-                              "--correlation and --reply-to both set the correlation id"));
+      return cli::Fail(
+          Status::InvalidArg("--correlation and --reply-to both set the correlation id"));
   } else if (!app.count("QUEUE")) {
-    return cli::Fail(Status(Code::kInvalidArg, "QUEUE is required"));
+    return cli::Fail(Status::InvalidArg("QUEUE is required"));
   }
   if (a.has_body && (!a.file.empty() || a.lines || a.null))
-    return cli::Fail(Status(Code::kInvalidArg, "give the body as an argument, -f, or on stdin"));
+    return cli::Fail(Status::InvalidArg("give the body as an argument, -f, or on stdin"));
 
   std::unique_ptr<Store> opened;
   std::string reply_correlation;
@@ -177,8 +177,8 @@ int Run(int argc, char** argv) {
                                  : cli::ParseQueueArg(a.queue);
   if (!ref.ok()) return cli::Fail(ref.status());
   if (!a.dedup.empty() && (a.lines || a.null) && !a.tx)
-    return cli::Fail(Status(Code::kInvalidArg,
-                            "--dedup with -l or -0 needs --tx (the key names the whole send)"));
+    return cli::Fail(
+        Status::InvalidArg("--dedup with -l or -0 needs --tx (the key names the whole send)"));
   auto proto = BuildPrototype(a.msg);
   if (!proto.ok()) return cli::Fail(proto.status().WithSubject(ref->Full()));
   if (!reply_correlation.empty()) proto->correlation_id = reply_correlation;

@@ -132,9 +132,8 @@ int Activate(Store& store, const QueueRef& ref, const std::vector<std::string>& 
     if (!stopping) {
       auto st = store.StatQueue(ref);
       if (!st.ok() || !st->info.enabled) {
-        cli::Fail(st.ok() ? Status(Code::kQueueNotActive, "queue was disabled (status OFF)",
-                                   ref.Full())
-                          : Status(Code::kQueueDeleted, "queue was deleted", ref.Full()));
+        cli::Fail(st.ok() ? Status::QueueNotActive("queue was disabled (status OFF)", ref.Full())
+                          : Status::QueueDeleted("queue was deleted", ref.Full()));
         rc = 5;
         stop_all();
       } else {
@@ -233,18 +232,17 @@ int Run(int argc, char** argv) {
   if (int rc = cli::Parse(app, static_cast<int>(own.size()), own.data()); rc >= 0) return rc;
   if (format == "json") json = true;
   else if (!format.empty() && format != "text")
-    return cli::Fail(Status(Code::kInvalidArg,
-                            fmt::format("unknown --format '{}' (mq-watch prints: text, json)",
-                                        format)));
-  if (exec && cmd.empty()) return cli::Fail(Status(Code::kInvalidArg, "--exec needs a command"));
+    return cli::Fail(Status::InvalidArg(
+        fmt::format("unknown --format '{}' (mq-watch prints: text, json)", format)));
+  if (exec && cmd.empty()) return cli::Fail(Status::InvalidArg("--exec needs a command"));
   if (!exec && app.count("--max-readers"))
-    return cli::Fail(Status(Code::kInvalidArg, "--max-readers goes with --exec"));
+    return cli::Fail(Status::InvalidArg("--max-readers goes with --exec"));
   if (exec && (follow || json || cursor_opt->count() || app.count("--cursor-name") || locked ||
                first || current || next ||
                !timeout.empty()))
-    return cli::Fail(Status(Code::kInvalidArg,
-                            "--exec runs until stopped: no --follow, --json, --cursor, --locked "
-                            "or --wait"));
+    return cli::Fail(
+        Status::InvalidArg("--exec runs until stopped: no --follow, --json, --cursor, --locked "
+                           "or --wait"));
 
   // The cursor: `--cursor NAME --first|--current|--next` (as mq-peek), or the old spelling
   // `--cursor first|current|next [--cursor-name NAME]`.
@@ -254,20 +252,19 @@ int Run(int argc, char** argv) {
   bool old_spelling = app.count("--cursor-name") > 0;
   bool is_action = cursor == "first" || cursor == "current" || cursor == "next";
   if (cursor_opt->count() && !actions && !old_spelling && !is_action)
-    return cli::Fail(Status(Code::kInvalidArg,
-                            fmt::format("invalid cursor action '{}': use first, current or next "
-                                        "(or --cursor NAME with --first, --current or --next)",
-                                        cursor)));
+    return cli::Fail(
+        Status::InvalidArg(fmt::format("invalid cursor action '{}': use first, current or next "
+                                       "(or --cursor NAME with --first, --current or --next)",
+                                       cursor)));
   if (actions) {
     if (old_spelling)
-      return cli::Fail(Status(Code::kInvalidArg,
-                              "--cursor NAME with --first, --current or --next takes no "
-                              "--cursor-name"));
+      return cli::Fail(
+          Status::InvalidArg("--cursor NAME with --first, --current or --next takes no "
+                             "--cursor-name"));
     if (!cursor_opt->count())
-      return cli::Fail(Status(Code::kInvalidArg, "--first, --current and --next need --cursor"));
+      return cli::Fail(Status::InvalidArg("--first, --current and --next need --cursor"));
     if (actions != 1)
-      return cli::Fail(Status(Code::kInvalidArg,
-                              "--cursor needs one of --first, --current, --next"));
+      return cli::Fail(Status::InvalidArg("--cursor needs one of --first, --current, --next"));
     cursor_name = cursor;
     action = first ? "first" : current ? "current" : "next";
   } else if (cursor_opt->count()) {
@@ -277,21 +274,20 @@ int Run(int argc, char** argv) {
   else if (action == "current") wo.action = CursorAction::kCurrent;
   else if (action == "next") wo.action = CursorAction::kNext;
   else
-    return cli::Fail(Status(Code::kInvalidArg,
-                            fmt::format("invalid cursor action '{}': use first, current or next",
-                                        action)));
+    return cli::Fail(Status::InvalidArg(
+        fmt::format("invalid cursor action '{}': use first, current or next", action)));
   if (timeout.empty()) timeout = "infinite";
   auto ref = cli::ParseQueueArg(queue);
   if (!ref.ok()) return cli::Fail(ref.status());
   bool named = actions || old_spelling;
   if (wo.action != CursorAction::kFirst && !named)
-    return cli::Fail(Status(Code::kInvalidArg,
-                            "--cursor current and next need a named cursor (--cursor NAME "
-                            "--current|--next, or --cursor-name NAME)"));
+    return cli::Fail(
+        Status::InvalidArg("--cursor current and next need a named cursor (--cursor NAME "
+                           "--current|--next, or --cursor-name NAME)"));
   if (locked && named)
-    return cli::Fail(Status(Code::kInvalidArg,
-                            "--locked applies to the head of the queue; a cursor skips Locked "
-                            "messages"));
+    return cli::Fail(
+        Status::InvalidArg("--locked applies to the head of the queue; a cursor skips Locked "
+                           "messages"));
   if (named) {
     Status s = CheckCursorName(cursor_name);
     if (!s.ok()) return cli::Fail(s);
@@ -310,13 +306,13 @@ int Run(int argc, char** argv) {
   if (!store.ok()) {
     Status s = store.status();
     if (s.code() == Code::kServiceNotAvailable)
-      return cli::Fail(Status(Code::kBlank, s.text(), s.subject()));
+      return cli::Fail(Status::Blank(s.text(), s.subject()));
     return cli::Fail(s);
   }
   auto st = (*store)->StatQueue(*ref);
   if (!st.ok()) return cli::Fail(st.status());
   if (!st->info.enabled && st->info.id != 0)
-    return cli::Fail(Status(Code::kInvalidHandle, "queue is closed (status OFF)", ref->Full()));
+    return cli::Fail(Status::InvalidHandle("queue is closed (status OFF)", ref->Full()));
 
   if (exec) {
     Status runnable = cli::CheckCommand(cmd);
@@ -345,7 +341,7 @@ int Run(int argc, char** argv) {
     Status w = out.Flush();
     if (w.code() == Code::kBrokenPipe) {
       reader_gone = true;
-      return Status(Code::kOperationCancelled, "the reader went away");
+      return Status::OperationCancelled("the reader went away");
     }
     return w;
   });

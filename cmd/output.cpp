@@ -48,16 +48,16 @@ Status CheckSeparated(const SelectArgs& select, const OutputArgs& output) {
   bool separated = output.json || !output.format.empty() || !output.templ.empty() ||
                    output.lines || output.null || !output.columns.empty();
   if (!several || separated) return Status();
-  return Status(Code::kInvalidArg,
-                "several bodies would run together: add -l, -0, --json or a --template");
+  return Status::InvalidArg(
+      "several bodies would run together: add -l, -0, --json or a --template");
 }
 
 Result<std::unique_ptr<OutputSink>> OutputSink::Make(const OutputArgs& a) {
   std::unique_ptr<OutputSink> sink(new OutputSink());
   std::string format = a.json ? "json" : a.format;
   if (!format.empty() && format != "json" && format != "tsv" && format != "csv")
-    return Status(Code::kInvalidArg,
-                  fmt::format("unknown --format '{}' (this tool prints: json, tsv, csv)", format));
+    return Status::InvalidArg(
+        fmt::format("unknown --format '{}' (this tool prints: json, tsv, csv)", format));
   if (format == "tsv" || format == "csv" || !a.columns.empty()) {
     RowFormat rf = format == "json" ? RowFormat::kJson
                    : format == "csv" ? RowFormat::kCsv
@@ -68,7 +68,7 @@ Result<std::unique_ptr<OutputSink>> OutputSink::Make(const OutputArgs& a) {
     sink->mode_ = Mode::kRows;
     sink->header_ = a.header;
     if (a.header && rf == RowFormat::kJson)
-      return Status(Code::kInvalidArg, "--header goes with tsv and csv rows, not json");
+      return Status::InvalidArg("--header goes with tsv and csv rows, not json");
   } else if (format == "json") {
     sink->mode_ = Mode::kJson;
   } else if (!a.templ.empty()) {
@@ -78,15 +78,15 @@ Result<std::unique_ptr<OutputSink>> OutputSink::Make(const OutputArgs& a) {
     sink->mode_ = Mode::kTemplate;
   }
   if (a.header && sink->mode_ != Mode::kRows)
-    return Status(Code::kInvalidArg, "--header goes with --format tsv or csv (or --columns)");
+    return Status::InvalidArg("--header goes with --format tsv or csv (or --columns)");
   if (sink->mode_ != Mode::kRaw && (a.lines || a.null))
-    return Status(Code::kInvalidArg, "-l and -0 apply to raw bodies only");
+    return Status::InvalidArg("-l and -0 apply to raw bodies only");
   if (a.lines) sink->sep_ = "\n";
   if (a.null) sink->sep_ = std::string(1, '\0');
   if (a.into.empty() && StdoutWasClosed())
-    return Status(Code::kBrokenPipe,
-                  "standard output is closed: nothing could read the messages (use --into FILE "
-                  "or redirect it)");
+    return Status::BrokenPipe(
+        "standard output is closed: nothing could read the messages (use --into FILE "
+        "or redirect it)");
   if (!a.into.empty()) {
     // Opened now, before any message is touched: a bad path fails with nothing received.
     auto f = FileAppender::Open(a.into);

@@ -76,14 +76,12 @@ Result<Selection> MakeSelection(const SelectArgs& a) {
   Selection s;
   s.limit = a.all ? 0 : a.top ? a.top : a.count;
   if ((a.next || a.prev) && !a.lookup_given && a.cursor.empty())
-    return Status(Code::kInvalidArg, "--next and --prev need --lookup-id (or --cursor)");
-  if (a.current && a.cursor.empty())
-    return Status(Code::kInvalidArg, "--current needs --cursor");
+    return Status::InvalidArg("--next and --prev need --lookup-id (or --cursor)");
+  if (a.current && a.cursor.empty()) return Status::InvalidArg("--current needs --cursor");
   if (a.no_wait_lock && a.cursor.empty())
-    return Status(Code::kInvalidArg, "--no-wait-lock applies to --cursor");
+    return Status::InvalidArg("--no-wait-lock applies to --cursor");
   if (a.locked && !a.cursor.empty())
-    return Status(Code::kInvalidArg,
-                  "--locked applies to plain peeks; a cursor skips Locked messages");
+    return Status::InvalidArg("--locked applies to plain peeks; a cursor skips Locked messages");
   s.include_locked = a.locked;
   // With --first or --last the lookup id is ignored (MQ_LOOKUP_PEEK_FIRST / _LAST).
   if (a.next) s.anchor = Anchor::kAfter;
@@ -93,15 +91,14 @@ Result<Selection> MakeSelection(const SelectArgs& a) {
   else if (a.lookup_given) s.anchor = Anchor::kAt;
   if (s.anchor == Anchor::kAt || s.anchor == Anchor::kAfter || s.anchor == Anchor::kBefore) {
     if (a.lookup_id == 0 && a.cursor.empty())
-      return Status(Code::kInvalidArg,
-                    "--lookup-id must be a positive number (0 only with --first or --last)");
+      return Status::InvalidArg(
+          "--lookup-id must be a positive number (0 only with --first or --last)");
     s.lookup_id = a.lookup_id;
   }
   if (!a.id.empty()) {
     auto id = ParseMessageId(a.id);
     if (!id)
-      return Status(Code::kInvalidArg,
-                    fmt::format("invalid message id '{}': expected {{GUID}}\\N", a.id));
+      return Status::InvalidArg(fmt::format("invalid message id '{}': expected {{GUID}}\\N", a.id));
     s.anchor = Anchor::kId;
     s.id = *id;
     s.limit = 1;
@@ -136,13 +133,13 @@ Result<CursorOptions> MakeCursorOptions(const SelectArgs& a, bool receive) {
   int actions = a.first + a.current + a.next;
   if (receive) {
     if (!a.current || actions != 1)
-      return Status(Code::kInvalidArg, "a receive at a cursor takes --current");
+      return Status::InvalidArg("a receive at a cursor takes --current");
     if (!a.wait.empty())
-      return Status(Code::kInvalidArg,
-                    "--wait does not apply to a receive at a cursor: the message is there or "
-                    "not");
+      return Status::InvalidArg(
+          "--wait does not apply to a receive at a cursor: the message is there or "
+          "not");
   } else if (actions != 1) {
-    return Status(Code::kInvalidArg, "--cursor needs one of --first, --current, --next");
+    return Status::InvalidArg("--cursor needs one of --first, --current, --next");
   }
   co.action = a.first ? CursorAction::kFirst
               : a.next ? CursorAction::kNext

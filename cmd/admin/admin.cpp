@@ -76,8 +76,8 @@ Result<QueueSettings> MakeSettings(CLI::App& app, const QueueOptions& o) {
     size_t chars = 0;
     for (char c : o.label) chars += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
     if (chars > kMaxQueueName)
-      return Status(Code::kLabelTooLong,
-                    fmt::format("queue label longer than {} characters", kMaxQueueName));
+      return Status::LabelTooLong(
+          fmt::format("queue label longer than {} characters", kMaxQueueName));
     s.label = o.label;
   }
   if (app.count("--quota")) {
@@ -88,7 +88,7 @@ Result<QueueSettings> MakeSettings(CLI::App& app, const QueueOptions& o) {
   if (app.count("--max-message-size")) {
     auto m = ParseSize(o.max_message_size);
     if (!m.ok()) return m.status();
-    if (*m == 0) return Status(Code::kInvalidArg, "--max-message-size must be above 0");
+    if (*m == 0) return Status::InvalidArg("--max-message-size must be above 0");
     s.max_message_size = *m;
   }
   if (!o.status.empty()) s.enabled = o.status == "on";
@@ -101,13 +101,13 @@ Result<QueueSettings> MakeSettings(CLI::App& app, const QueueOptions& o) {
   if (!o.dedup_window.empty()) {
     auto d = ParseDuration(o.dedup_window);
     if (!d.ok()) return d.status();
-    if (*d <= 0) return Status(Code::kInvalidArg, "--dedup-window must be a positive duration");
+    if (*d <= 0) return Status::InvalidArg("--dedup-window must be a positive duration");
     s.dedup_window = *d;
   }
   if (!o.retry_delay.empty()) {
     auto d = ParseDuration(o.retry_delay);
     if (!d.ok()) return d.status();
-    if (*d < 0) return Status(Code::kInvalidArg, "--retry-delay must be a finite duration");
+    if (*d < 0) return Status::InvalidArg("--retry-delay must be a finite duration");
     s.retry_delay = *d;
   }
   if (o.journal) s.journal = true;

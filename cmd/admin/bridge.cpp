@@ -79,8 +79,7 @@ Result<bridge::BridgeOptions> MakeBridgeOptions(const BridgeArgs& a, const Queue
   std::string url = a.amqp;
   if (url.empty())
     if (const char* env = std::getenv("MQ_AMQP_URL")) url = env;
-  if (url.empty())
-    return Status(Code::kInvalidArg, "no broker: pass --amqp URL or set MQ_AMQP_URL");
+  if (url.empty()) return Status::InvalidArg("no broker: pass --amqp URL or set MQ_AMQP_URL");
   auto parsed = bridge::ParseEndpoint(url, a.credentials);
   if (!parsed.ok()) return parsed.status();
   ep = std::move(*parsed);
@@ -92,12 +91,11 @@ Result<bridge::BridgeOptions> MakeBridgeOptions(const BridgeArgs& a, const Queue
   o.broker = ep.url_shown;
   auto t = ParseDuration(a.timeout);
   if (!t.ok()) return t.status();
-  if (*t <= 0 || *t > INT32_MAX)
-    return Status(Code::kInvalidArg, "--timeout must be a positive duration");
+  if (*t <= 0 || *t > INT32_MAX) return Status::InvalidArg("--timeout must be a positive duration");
   o.timeout_ms = static_cast<int>(*t);
   auto w = ParseDuration(a.dedup_window);
   if (!w.ok()) return w.status();
-  if (*w <= 0) return Status(Code::kInvalidArg, "--dedup-window must be a positive duration");
+  if (*w <= 0) return Status::InvalidArg("--dedup-window must be a positive duration");
   o.dedup_window_ms = *w;
   o.retry_ms = a.follow ? proc::Backoff::kNever : 30000;
   if (!a.retry.empty()) {
@@ -119,10 +117,10 @@ int RunBridge(Context& ctx, const BridgeArgs& a, bool out) {
   auto ref = cli::ParseQueueArg(a.queue);
   if (!ref.ok()) return cli::Fail(ref.status());
   if (ref->IsSub() || ref->IsSystem())
-    return cli::Fail(Status(Code::kUnsupportedFormatnameOperation,
-                            "a bridge moves messages of a queue, not of a journal, "
-                            "subqueue or system queue",
-                            ref->Full()));
+    return cli::Fail(Status::UnsupportedFormatnameOperation(
+        "a bridge moves messages of a queue, not of a journal, "
+        "subqueue or system queue",
+        ref->Full()));
   auto store = ctx.Open();
   if (!store.ok()) return cli::Fail(store.status());
   bridge::Endpoint ep;

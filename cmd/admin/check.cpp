@@ -18,10 +18,9 @@ Command SetupCheck(CLI::App& app, Context&) {
             FdWriter out(1, "stdout");
             for (auto& p : problems) out.Append(p + "\n");
             (void)out.Flush();
-            return cli::Fail(Status(Code::kCorrupted,
-                                    fmt::format("{} problem(s) found; first: {}",
-                                                problems.size(), problems.front()),
-                                    (*store)->dir()));
+            return cli::Fail(Status::Corrupted(fmt::format("{} problem(s) found; first: {}",
+                                                           problems.size(), problems.front()),
+                                               (*store)->dir()));
           }};
 }
 

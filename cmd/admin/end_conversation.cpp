@@ -31,20 +31,19 @@ Command SetupEndConversation(CLI::App& app, Context&) {
   return {sub, [args, sub](Context& ctx) {
             auto h = ParseGuid(args->handle);
             if (!h || IsNil(*h))
-              return cli::Fail(Status(Code::kInvalidArg,
-                                      fmt::format("invalid conversation handle '{}': expected "
-                                                  "a UUID",
-                                                  args->handle)));
+              return cli::Fail(
+                  Status::InvalidArg(fmt::format("invalid conversation handle '{}': expected "
+                                                 "a UUID",
+                                                 args->handle)));
             // The Error body is XML 1.0: no control characters but tab and newlines, UTF-8.
             for (unsigned char c : args->description)
               if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f)
-                return cli::Fail(Status(
-                    Code::kInvalidArg,
+                return cli::Fail(Status::InvalidArg(
                     fmt::format("--description has control character 0x{:02X}, which XML "
                                 "cannot carry",
                                 c)));
             if (!IsValidUtf8(args->description))
-              return cli::Fail(Status(Code::kInvalidArg, "--description is not valid UTF-8"));
+              return cli::Fail(Status::InvalidArg("--description is not valid UTF-8"));
             EndOptions o;
             o.error = sub->count("--error") > 0;
             o.code = args->code;

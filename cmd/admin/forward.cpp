@@ -34,7 +34,7 @@ int RunForward(Store& store, const ForwardArgs& a) {
   auto t = ParseDuration(a.timeout);
   if (!t.ok()) return cli::Fail(t.status());
   if (*t <= 0 || *t > INT32_MAX)
-    return cli::Fail(Status(Code::kInvalidArg, "--timeout must be a positive duration"));
+    return cli::Fail(Status::InvalidArg("--timeout must be a positive duration"));
   o.timeout_ms = *t;
   o.retry_ms = a.follow ? -1 : 30000;
   if (!a.retry.empty()) {

@@ -48,20 +48,19 @@ Status Validate(const Message& m, bool foreign) {
         (IStartsWith(*ref, "DIRECT=") || IStartsWith(*ref, "MULTICAST=")))
       continue;
     if (!parsed.ok())
-      return Status(Code::kIllegalPropertyValue,
-                    fmt::format("{} '{}' is not a valid queue name: {}", name, *ref,
-                                parsed.status().text()));
+      return Status::IllegalPropertyValue(
+          fmt::format("{} '{}' is not a valid queue name: {}", name, *ref, parsed.status().text()));
   }
   if (m.ack && m.admin_queue.empty())
-    return Status(Code::kIllegalPropertyValue, "ack is set but admin_queue is empty");
+    return Status::IllegalPropertyValue("ack is set but admin_queue is empty");
   if (m.priority > 7)
-    return Status(Code::kIllegalPropertyValue,
-                  fmt::format("priority {} is out of range 0..7", m.priority));
+    return Status::IllegalPropertyValue(
+        fmt::format("priority {} is out of range 0..7", m.priority));
   if (!m.id.empty() && m.id.size() != kIdSize)
-    return Status(Code::kIllegalPropertyValue, "id must be a message id");
+    return Status::IllegalPropertyValue("id must be a message id");
   if (!m.correlation_id.empty() && m.correlation_id.size() != kIdSize)
-    return Status(Code::kIllegalPropertyValue, "correlation_id must be 20 bytes");
-  if (!IsValidUtf8(m.label)) return Status(Code::kIllegalPropertyValue, "label is not UTF-8");
+    return Status::IllegalPropertyValue("correlation_id must be 20 bytes");
+  if (!IsValidUtf8(m.label)) return Status::IllegalPropertyValue("label is not UTF-8");
   return {};
 }
 
@@ -107,12 +106,11 @@ class JsonLinesSource : public ImportSource {
       if (text.find_first_not_of(" \t") == std::string_view::npos) continue;
       auto j = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
       if (j.is_discarded())
-        return Status(Code::kInvalidArg, fmt::format("line {}: not valid JSON", lineno_),
-                      "stdin");
+        return Status::InvalidArg(fmt::format("line {}: not valid JSON", lineno_), "stdin");
       auto msg = MessageFromJson(j);
       if (!msg.ok())
-        return Status(Code::kInvalidArg, fmt::format("line {}: {}", lineno_, msg.status().text()),
-                      "stdin");
+        return Status::InvalidArg(fmt::format("line {}: {}", lineno_, msg.status().text()),
+                                  "stdin");
       Status valid = Validate(*msg, false);
       if (!valid.ok())
         return Status(valid.code(), fmt::format("line {}: {}", lineno_, valid.text()), "stdin");

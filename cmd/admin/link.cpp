@@ -161,8 +161,7 @@ Command SetupLink(CLI::App& app, Context&) {
   }
   return {sub, [a, add, set, set_via, set_ret, del, list, stat](Context& ctx) {
             if (!a->return_link.empty() && !IsValidQueueName(a->return_link))
-              return cli::Fail(Status(Code::kInvalidArg, "invalid --return link name",
-                                      a->return_link));
+              return cli::Fail(Status::InvalidArg("invalid --return link name", a->return_link));
             auto store = ctx.Open();
             if (!store.ok()) return cli::Fail(store.status());
             Store& st = **store;
@@ -178,8 +177,8 @@ Command SetupLink(CLI::App& app, Context&) {
               if (set_via->count()) s.via = a->via;
               if (set_ret->count()) s.return_link = a->return_link;
               if (!s.via && !s.return_link)
-                return cli::Fail(Status(Code::kInvalidArg, "nothing to change: pass --via or "
-                                                           "--return"));
+                return cli::Fail(Status::InvalidArg("nothing to change: pass --via or "
+                                                    "--return"));
               Status r = st.SetLink(a->name, s);
               return r.ok() ? 0 : cli::Fail(r);
             }

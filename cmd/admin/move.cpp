@@ -27,10 +27,10 @@ Command SetupMove(CLI::App& app, Context&) {
             auto from = cli::ParseQueueArg(args->queue);
             if (!from.ok()) return cli::Fail(from.status());
             if (args->to == from->base)
-              return cli::Fail(Status(Code::kUnsupportedFormatnameOperation,
-                                      "--to names a subqueue; mq-admin requeue returns messages "
-                                      "to the queue",
-                                      args->to));
+              return cli::Fail(Status::UnsupportedFormatnameOperation(
+                  "--to names a subqueue; mq-admin requeue returns messages "
+                  "to the queue",
+                  args->to));
             std::string to_text = args->to.find(';') == std::string::npos
                                       ? fmt::format("{};{}", from->base, args->to)
                                       : args->to;

@@ -20,7 +20,7 @@ Command SetupNack(CLI::App& app, Context&) {
             if (!args->delay.empty()) {
               auto d = ParseDuration(args->delay);
               if (!d.ok()) return cli::Fail(d.status());
-              if (*d < 0) return cli::Fail(Status(Code::kInvalidArg, "--delay must be finite"));
+              if (*d < 0) return cli::Fail(Status::InvalidArg("--delay must be finite"));
               delay = *d;
             }
             auto store = ctx.Open();

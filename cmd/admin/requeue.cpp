@@ -28,8 +28,7 @@ Command SetupRequeue(CLI::App& app, Context&) {
             std::string raw;
             if (!args->id.empty()) {
               auto id = ParseMessageId(args->id);
-              if (!id)
-                return cli::Fail(Status(Code::kInvalidArg, "invalid message id", args->id));
+              if (!id) return cli::Fail(Status::InvalidArg("invalid message id", args->id));
               raw = *id;
             }
             std::optional<int64_t> ttbr;

@@ -89,9 +89,8 @@ Result<std::string> ParseCorrelationId(std::string_view text) {
   if (text.size() == 2 * kIdSize) {
     if (auto raw = HexDecode(text)) return *raw;
   }
-  return Status(Code::kInvalidArg,
-                fmt::format("invalid correlation id '{}': use 40 hex digits or a message id",
-                            text));
+  return Status::InvalidArg(
+      fmt::format("invalid correlation id '{}': use 40 hex digits or a message id", text));
 }
 
 std::string FormatCorrelationId(std::string_view id20) { return HexEncode(id20); }

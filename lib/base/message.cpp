@@ -133,18 +133,17 @@ void EncodeRecordInto(const Message& m, std::string& out) {
 }
 
 Status DecodeRecord(std::string_view record, Message& m) {
-  if (record.empty()) return Status(Code::kCorrupted, "empty message record");
+  if (record.empty()) return Status::Corrupted("empty message record");
   auto version = static_cast<uint8_t>(record[0]);
   if (version > kRecordVersion)
-    return Status(Code::kError,
-                  fmt::format("message record version {} is newer than this mq understands ({}); "
-                              "upgrade mq",
-                              version, kRecordVersion));
-  if (version == 0) return Status(Code::kCorrupted, "message record version 0");
+    return Status::Error(
+        fmt::format("message record version {} is newer than this mq understands ({}); "
+                    "upgrade mq",
+                    version, kRecordVersion));
+  if (version == 0) return Status::Corrupted("message record version 0");
   size_t pos = 1;
   auto plen = GetVarint(record, pos);
-  if (!plen || *plen > record.size() - pos)
-    return Status(Code::kCorrupted, "truncated message record");
+  if (!plen || *plen > record.size() - pos) return Status::Corrupted("truncated message record");
   TlvReader r(record.substr(pos, *plen));
   std::string_view body = record.substr(pos + *plen);
   Message d;  // defaults for every absent tag
@@ -214,7 +213,7 @@ Status DecodeRecord(std::string_view record, Message& m) {
       default: break;  // a newer writer's property: skip it
     }
   }
-  if (r.error()) return Status(Code::kCorrupted, "malformed message record");
+  if (r.error()) return Status::Corrupted("malformed message record");
   d.body = body;
   m = std::move(d);
   return {};
@@ -317,8 +316,8 @@ Result<uint32_t> ParseNamed(std::string_view text,
   uint32_t v = 0;
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (!text.empty() && ec == std::errc() && p == text.data() + text.size()) return v;
-  return Status(Code::kIllegalPropertyValue,
-                fmt::format("invalid {} '{}': use {} or a number", what, text, choices));
+  return Status::IllegalPropertyValue(
+      fmt::format("invalid {} '{}': use {} or a number", what, text, choices));
 }
 
 }  // namespace
@@ -350,9 +349,8 @@ Result<uint32_t> ParseBodyType(std::string_view text) {
   uint32_t v = 0;
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (!text.empty() && ec == std::errc() && p == text.data() + text.size()) return v;
-  return Status(Code::kIllegalPropertyValue,
-                fmt::format("invalid body type '{}': use bytes, text, json, xml or a VT number",
-                            text));
+  return Status::IllegalPropertyValue(
+      fmt::format("invalid body type '{}': use bytes, text, json, xml or a VT number", text));
 }
 
 Result<uint8_t> ParseAckLevel(std::string_view text) {
@@ -377,10 +375,10 @@ Result<uint8_t> ParseAckLevel(std::string_view text) {
       found = true;
     }
     if (!found)
-      return Status(Code::kIllegalPropertyValue,
-                    fmt::format("invalid ack level '{}': use none, full-reach-queue, "
-                                "full-receive, nack-reach-queue, nack-receive, joined by ','",
-                                part));
+      return Status::IllegalPropertyValue(
+          fmt::format("invalid ack level '{}': use none, full-reach-queue, "
+                      "full-receive, nack-reach-queue, nack-receive, joined by ','",
+                      part));
     start = end + 1;
   }
   return ack;

@@ -27,8 +27,7 @@ Status Bad(std::string_view text, const std::string& why) {
     auto u = static_cast<unsigned char>(c);
     shown += (u < 0x20 || u == 0x7F) ? fmt::format("\\x{:02x}", u) : std::string(1, c);
   }
-  return Status(Code::kIllegalQueuePathname, "invalid queue name: " + why,
-                shown.empty() ? "\"\"" : shown);
+  return Status::IllegalQueuePathname("invalid queue name: " + why, shown.empty() ? "\"\"" : shown);
 }
 
 }  // namespace
@@ -43,11 +42,11 @@ bool IsValidQueueName(std::string_view name) {
 Status CheckCursorName(std::string_view name) {
   if (IsValidQueueName(name)) return {};
   Status s = Bad(name, "");
-  return Status(Code::kInvalidArg,
-                fmt::format("invalid cursor name: use 1 to {} of A-Z a-z 0-9 _ . -, not starting "
-                            "with '.'",
-                            kMaxQueueName),
-                s.subject());
+  return Status::InvalidArg(
+      fmt::format("invalid cursor name: use 1 to {} of A-Z a-z 0-9 _ . -, not starting "
+                  "with '.'",
+                  kMaxQueueName),
+      s.subject());
 }
 
 Result<std::optional<RemoteRef>> ParseRemoteRef(std::string_view text) {

@@ -21,8 +21,8 @@ Result<std::string> DefaultStoreDir() {
     if (passwd* pw = getpwuid(getuid()); pw && pw->pw_dir) home = pw->pw_dir;
   }
   if (!home || !*home)
-    return Status(Code::kServiceNotAvailable,
-                  "no default store: set MQ_STORE, XDG_DATA_HOME or HOME, or use --store");
+    return Status::ServiceNotAvailable(
+        "no default store: set MQ_STORE, XDG_DATA_HOME or HOME, or use --store");
   return std::string(home) + "/.local/share/mq";
 }
 
@@ -62,8 +62,7 @@ Result<int> OpenStoreFile(const std::string& path, int flags, unsigned mode) {
     if (errno == EEXIST) fd = ::open(path.c_str(), flags);  // made meanwhile by another
   }
   if (fd < 0) {
-    if (errno == ELOOP)
-      return Status(Code::kCorrupted, "is a symbolic link: refusing to open it", path);
+    if (errno == ELOOP) return Status::Corrupted("is a symbolic link: refusing to open it", path);
     return ErrnoStatus(errno, path, "cannot open");
   }
   struct stat st;
@@ -74,12 +73,11 @@ Result<int> OpenStoreFile(const std::string& path, int flags, unsigned mode) {
   }
   if (!S_ISREG(st.st_mode) || st.st_nlink != 1) {
     ::close(fd);
-    return Status(Code::kCorrupted,
-                  S_ISREG(st.st_mode)
-                      ? fmt::format("has {} hard links: refusing to write through it",
-                                    st.st_nlink)
-                      : std::string("is not a regular file: refusing to open it"),
-                  path);
+    return Status::Corrupted(S_ISREG(st.st_mode)
+                                 ? fmt::format("has {} hard links: refusing to write through it",
+                                               st.st_nlink)
+                                 : std::string("is not a regular file: refusing to open it"),
+                             path);
   }
   return fd;
 }

@@ -41,7 +41,6 @@ const char* CodeSymbol(Code code) {
       return "MQ_ERROR_MESSAGE_LOCKED_UNDER_TRANSACTION";
     case Code::kCorrupted: return "MQ_CORRUPTED_STORE";
     case Code::kBrokenPipe: return "MQ_BROKEN_PIPE";
-    case Code::kMapFull: return "MQ_MAP_FULL";
     case Code::kExecFailed: return "MQ_EXEC_FAILED";
     case Code::kIo: return "MQ_IO_ERROR";
     case Code::kConversationNotFound: return "MQ_CONVERSATION_NOT_FOUND";
@@ -100,9 +99,7 @@ int ExitCode(const Status& status) {
     case Code::kMessageTypeExists:
     case Code::kBrokerRefused:
       return 5;
-    case Code::kInsufficientResources:
-    case Code::kMapFull:
-      return 6;
+    case Code::kInsufficientResources: return 6;
     case Code::kIllegalCursorAction:
     case Code::kBadXmlFormat:
     case Code::kValidationFailed:
@@ -130,17 +127,13 @@ Status ErrnoStatus(int err, const std::string& what, const std::string& doing) {
   switch (err) {
     case EACCES:
     case EPERM:
-    case EROFS:
-      return Status(Code::kAccessDenied, text, what);
+    case EROFS: return Status::AccessDenied(text, what);
     case ENOSPC:
     case EDQUOT:
     case ENOMEM:
-    case EFBIG:
-      return Status(Code::kInsufficientResources, text, what);
-    case EPIPE:
-      return Status(Code::kBrokenPipe, text, what);
-    default:
-      return Status(Code::kIo, text, what);
+    case EFBIG: return Status::InsufficientResources(text, what);
+    case EPIPE: return Status::BrokenPipe(text, what);
+    default: return Status::Io(text, what);
   }
 }
 

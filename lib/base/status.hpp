@@ -18,16 +18,16 @@ namespace mq {
 // the customer range (bit 29 set) where MSMQ has no equivalent.
 enum class Code : uint32_t {
   kOk = 0,
-  kInvalidArg = 0x80070057,             // E_INVALIDARG
-  kBlank = 0x80040007,                  // OLE_E_BLANK: mq-watch on a store that is missing
-  kError = 0xC00E0001,                  // MQ_ERROR
+  kInvalidArg = 0x80070057,  // E_INVALIDARG
+  kBlank = 0x80040007,       // OLE_E_BLANK: mq-watch on a store that is missing
+  kError = 0xC00E0001,       // MQ_ERROR
   kQueueNotFound = 0xC00E0003,
-  kQueueNotActive = 0xC00E0004,         // status OFF
+  kQueueNotActive = 0xC00E0004,  // status OFF
   kQueueExists = 0xC00E0005,
-  kInvalidHandle = 0xC00E0007,          // mq-watch: the queue is closed (status OFF)
-  kOperationCancelled = 0xC00E0008,    // a wait stopped by a signal
-  kSharingViolation = 0xC00E0009,       // a cursor or lock held by another process
-  kServiceNotAvailable = 0xC00E000B,    // the store is missing
+  kInvalidHandle = 0xC00E0007,        // mq-watch: the queue is closed (status OFF)
+  kOperationCancelled = 0xC00E0008,   // a wait stopped by a signal
+  kSharingViolation = 0xC00E0009,     // a cursor or lock held by another process
+  kServiceNotAvailable = 0xC00E000B,  // the store is missing
   kIllegalQueuePathname = 0xC00E0014,
   kIllegalPropertyValue = 0xC00E0018,
   kIoTimeout = 0xC00E001B,
@@ -45,24 +45,24 @@ enum class Code : uint32_t {
   kBadXmlFormat = 0xC00E0092,
   kMessageLockedUnderTransaction = 0xC00E009C,  // held by an open transactional receive
   // mq's own codes (customer bit set, facility 0x0E).
-  kCorrupted = 0xE00E0001,              // the store fails a consistency check
-  kBrokenPipe = 0xE00E0002,             // stdout closed by the reader
-  kMapFull = 0xE00E0003,                // internal: grow the map and retry
-  kExecFailed = 0xE00E0004,             // the --exec command failed
-  kIo = 0xE00E0005,                     // an I/O error from the system
+  kCorrupted = 0xE00E0001,   // the store fails a consistency check
+  kBrokenPipe = 0xE00E0002,  // stdout closed by the reader
+  // 0xE00E0003 was an internal "map full", now lmdb::Txn::map_full().
+  kExecFailed = 0xE00E0004,  // the --exec command failed
+  kIo = 0xE00E0005,          // an I/O error from the system
   // Service Broker conversations (issue 5): 0xE00E0010 and up.
-  kConversationNotFound = 0xE00E0010,   // no such conversation or group in the queue
-  kConversationClosed = 0xE00E0011,     // a send on an ended conversation
-  kValidationFailed = 0xE00E0012,       // a body its message type's validation refuses
+  kConversationNotFound = 0xE00E0010,  // no such conversation or group in the queue
+  kConversationClosed = 0xE00E0011,    // a send on an ended conversation
+  kValidationFailed = 0xE00E0012,      // a body its message type's validation refuses
   kMessageTypeNotFound = 0xE00E0013,
   kMessageTypeExists = 0xE00E0014,
-  kConversationMessage = 0xE00E0015,    // a plain receive aimed at a conversation message
+  kConversationMessage = 0xE00E0015,  // a plain receive aimed at a conversation message
   // mq-admin bridge (issue 16): 0xE00E0020 and up.
-  kBrokerUnavailable = 0xE00E0020,      // the AMQP broker cannot be reached, or the link broke
-  kBrokerRefused = 0xE00E0021,          // the broker refused a message or a declaration
+  kBrokerUnavailable = 0xE00E0020,  // the AMQP broker cannot be reached, or the link broke
+  kBrokerRefused = 0xE00E0021,      // the broker refused a message or a declaration
   // Links between stores (issue 14): 0xE00E0030 and up.
-  kLinkFailed = 0xE00E0030,             // the link's command ended, or its stream broke
-  kLinkProtocol = 0xE00E0031,           // the far side is not a (compatible) mq-admin accept
+  kLinkFailed = 0xE00E0030,    // the link's command ended, or its stream broke
+  kLinkProtocol = 0xE00E0031,  // the far side is not a (compatible) mq-admin accept
 };
 
 // The MSMQ symbol of a code, e.g. "MQ_ERROR_QUEUE_NOT_FOUND".
@@ -75,6 +75,54 @@ class [[nodiscard]] Status {
       : code_(code), text_(std::move(text)), subject_(std::move(subject)) {}
 
   static Status Ok() { return {}; }
+  // Named constructors, one per code: Status::QueueNotFound("no such queue", name). The
+  // general constructor above is for a code computed at run time, and for rewording a status
+  // that came from elsewhere.
+#define MQ_NAMED_STATUS(name)                                          \
+  static Status name(std::string text, std::string subject = {}) {     \
+    return Status(Code::k##name, std::move(text), std::move(subject)); \
+  }
+  MQ_NAMED_STATUS(InvalidArg)
+  MQ_NAMED_STATUS(Blank)
+  MQ_NAMED_STATUS(Error)
+  MQ_NAMED_STATUS(QueueNotFound)
+  MQ_NAMED_STATUS(QueueNotActive)
+  MQ_NAMED_STATUS(QueueExists)
+  MQ_NAMED_STATUS(InvalidHandle)
+  MQ_NAMED_STATUS(OperationCancelled)
+  MQ_NAMED_STATUS(SharingViolation)
+  MQ_NAMED_STATUS(ServiceNotAvailable)
+  MQ_NAMED_STATUS(IllegalQueuePathname)
+  MQ_NAMED_STATUS(IllegalPropertyValue)
+  MQ_NAMED_STATUS(IoTimeout)
+  MQ_NAMED_STATUS(IllegalCursorAction)
+  MQ_NAMED_STATUS(MessageAlreadyReceived)
+  MQ_NAMED_STATUS(IllegalFormatname)
+  MQ_NAMED_STATUS(UnsupportedFormatnameOperation)
+  MQ_NAMED_STATUS(AccessDenied)
+  MQ_NAMED_STATUS(InsufficientResources)
+  MQ_NAMED_STATUS(MessageStorageFailed)
+  MQ_NAMED_STATUS(TransactionUsage)
+  MQ_NAMED_STATUS(QueueDeleted)
+  MQ_NAMED_STATUS(LabelTooLong)
+  MQ_NAMED_STATUS(MessageNotFound)
+  MQ_NAMED_STATUS(BadXmlFormat)
+  MQ_NAMED_STATUS(MessageLockedUnderTransaction)
+  MQ_NAMED_STATUS(Corrupted)
+  MQ_NAMED_STATUS(BrokenPipe)
+  MQ_NAMED_STATUS(ExecFailed)
+  MQ_NAMED_STATUS(Io)
+  MQ_NAMED_STATUS(ConversationNotFound)
+  MQ_NAMED_STATUS(ConversationClosed)
+  MQ_NAMED_STATUS(ValidationFailed)
+  MQ_NAMED_STATUS(MessageTypeNotFound)
+  MQ_NAMED_STATUS(MessageTypeExists)
+  MQ_NAMED_STATUS(ConversationMessage)
+  MQ_NAMED_STATUS(BrokerUnavailable)
+  MQ_NAMED_STATUS(BrokerRefused)
+  MQ_NAMED_STATUS(LinkFailed)
+  MQ_NAMED_STATUS(LinkProtocol)
+#undef MQ_NAMED_STATUS
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
   const std::string& text() const { return text_; }

@@ -27,11 +27,11 @@ constexpr int64_t kMaxDurationMs = INT64_MAX / 4;
 Result<int64_t> ParseDuration(std::string_view text) {
   if (text == "infinite" || text == "-1" || text == "INFINITE") return kInfinite;
   auto bad = [text](std::string_view why = {}) {
-    return Status(Code::kInvalidArg,
-                  why.empty() ? fmt::format("invalid duration '{}': use e.g. 250ms, 1.5s, 1m30s, "
-                                            "5min, 2h, 1d, a number of milliseconds, or infinite",
-                                            text)
-                              : fmt::format("invalid duration '{}': {}", text, why));
+    return Status::InvalidArg(
+        why.empty() ? fmt::format("invalid duration '{}': use e.g. 250ms, 1.5s, 1m30s, "
+                                  "5min, 2h, 1d, a number of milliseconds, or infinite",
+                                  text)
+                    : fmt::format("invalid duration '{}': {}", text, why));
   };
   uint64_t plain = 0;
   if (ParseU64(text, plain)) {
@@ -114,8 +114,7 @@ Result<uint64_t> ParseSize(std::string_view text) {
   else if (unit == "G" || unit == "GiB" || unit == "GB") shift = 30;
   else if (unit == "T" || unit == "TiB" || unit == "TB") shift = 40;
   if (!ParseU64(text.substr(0, i), n) || shift < 0 || (shift && (n >> (63 - shift))))
-    return Status(Code::kInvalidArg,
-                  fmt::format("invalid size '{}': use e.g. 4096, 64K, 4M, 1G", text));
+    return Status::InvalidArg(fmt::format("invalid size '{}': use e.g. 4096, 64K, 4M, 1G", text));
   return n << shift;
 }
 
@@ -141,8 +140,8 @@ std::string FormatTime(int64_t ms) {
 }
 
 Result<int64_t> ParseTime(std::string_view text) {
-  Status bad(Code::kInvalidArg,
-             fmt::format("invalid time '{}': use RFC 3339 (2026-12-01T08:00:00Z) or @EPOCH", text));
+  Status bad = Status::InvalidArg(
+      fmt::format("invalid time '{}': use RFC 3339 (2026-12-01T08:00:00Z) or @EPOCH", text));
   if (!text.empty() && text[0] == '@') {
     uint64_t secs = 0;
     if (!ParseU64(text.substr(1), secs) || secs > 1ULL << 40) return bad;
@@ -185,9 +184,8 @@ Result<int64_t> ParseTime(std::string_view text) {
   bool leap = (t.tm_year % 4 == 0 && t.tm_year % 100 != 0) || t.tm_year % 400 == 0;
   int days = kDays[t.tm_mon - 1] + (t.tm_mon == 2 && leap ? 1 : 0);
   if (t.tm_mday < 1 || t.tm_mday > days)
-    return Status(Code::kInvalidArg,
-                  fmt::format("invalid time '{}': {:04}-{:02} has {} days", text, t.tm_year,
-                              t.tm_mon, days));
+    return Status::InvalidArg(
+        fmt::format("invalid time '{}': {:04}-{:02} has {} days", text, t.tm_year, t.tm_mon, days));
   t.tm_year -= 1900;
   t.tm_mon -= 1;
   time_t secs = timegm(&t);

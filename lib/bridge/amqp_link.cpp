@@ -80,8 +80,7 @@ const RabbitmqApi& LoadedApi() {
     void* lib = ::dlopen(kRabbitmqLibrary, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
       const char* e = ::dlerror();
-      a.status =
-          Status(Code::kError, fmt::format("cannot load the RabbitMQ client library (install "
+      a.status = Status::Error(fmt::format("cannot load the RabbitMQ client library (install "
                                            "librabbitmq4): {}",
                                            e ? e : "dlopen failed"));
       return a;
@@ -93,8 +92,8 @@ const RabbitmqApi& LoadedApi() {
     MQ_RABBITMQ_FUNCTIONS(MQ_RABBITMQ_BIND)
 #undef MQ_RABBITMQ_BIND
     if (missing)
-      a.status = Status(Code::kError, fmt::format("{} lacks {}, which mq-admin bridge needs",
-                                                  kRabbitmqLibrary, missing));
+      a.status = Status::Error(
+          fmt::format("{} lacks {}, which mq-admin bridge needs", kRabbitmqLibrary, missing));
     return a;
   }();
   return api;
@@ -131,14 +130,13 @@ Status FromReplyCode(int code, const std::string& text, const std::string& subje
   switch (code) {
     case 403:  // ACCESS_REFUSED
     case 530:  // NOT_ALLOWED (a vhost the user may not use)
-      return Status(Code::kAccessDenied, what, subject);
+      return Status::AccessDenied(what, subject);
     case 404:  // NOT_FOUND
-      return Status(Code::kQueueNotFound, what, subject);
+      return Status::QueueNotFound(what, subject);
     case 320:  // CONNECTION_FORCED: the broker is stopping
     case 541:  // INTERNAL_ERROR
-      return Status(Code::kBrokerUnavailable, what, subject);
-    default:
-      return Status(Code::kBrokerRefused, what, subject);
+      return Status::BrokerUnavailable(what, subject);
+    default: return Status::BrokerRefused(what, subject);
   }
 }
 
@@ -308,9 +306,8 @@ Result<Endpoint> ParseEndpoint(const std::string& url, const std::string& creden
   amqp_connection_info info;
   Rmq().amqp_default_connection_info(&info);
   if (url.empty() || Rmq().amqp_parse_url(buf.data(), &info) != AMQP_STATUS_OK)
-    return Status(Code::kInvalidArg,
-                  "not an AMQP URL (amqp://[USER[:PASSWORD]@]HOST[:PORT][/VHOST], or amqps://)",
-                  "--amqp");
+    return Status::InvalidArg(
+        "not an AMQP URL (amqp://[USER[:PASSWORD]@]HOST[:PORT][/VHOST], or amqps://)", "--amqp");
   Endpoint ep;
   ep.host = info.host;
   ep.port = info.port;
@@ -323,14 +320,14 @@ Result<Endpoint> ParseEndpoint(const std::string& url, const std::string& creden
   if (!credentials_file.empty()) {
     std::ifstream in(credentials_file);
     if (!in)
-      return Status(Code::kInvalidArg, fmt::format("cannot read: {}", std::strerror(errno)),
-                    credentials_file);
+      return Status::InvalidArg(fmt::format("cannot read: {}", std::strerror(errno)),
+                                credentials_file);
     std::string line;
     std::getline(in, line);
     while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) line.pop_back();
     auto colon = line.find(':');
     if (colon == std::string::npos || colon == 0)
-      return Status(Code::kInvalidArg, "the first line must be USER:PASSWORD", credentials_file);
+      return Status::InvalidArg("the first line must be USER:PASSWORD", credentials_file);
     ep.user = line.substr(0, colon);
     ep.password = line.substr(colon + 1);
     ep.url_shown = fmt::format("{}://{}@{}:{}/{}", ep.tls ? "amqps" : "amqp", ep.user, ep.host,
@@ -380,11 +377,12 @@ Status RpcStatus(amqp_connection_state_t conn, const amqp_rpc_reply_t& r, const 
     case AMQP_RESPONSE_NORMAL:
       return {};
     case AMQP_RESPONSE_NONE:
-      s = Status(Code::kBrokerUnavailable, doing + ": no reply from the broker", subject);
+      s = Status::BrokerUnavailable(doing + ": no reply from the broker", subject);
       break;
     case AMQP_RESPONSE_LIBRARY_EXCEPTION:
-      s = Status(Code::kBrokerUnavailable,
-                 fmt::format("{}: {}", doing, Rmq().amqp_error_string2(r.library_error)), subject);
+      s = Status::BrokerUnavailable(fmt::format("{}: {}", doing,
+                                                Rmq().amqp_error_string2(r.library_error)),
+                                    subject);
       break;
     case AMQP_RESPONSE_SERVER_EXCEPTION:
       if (r.reply.id == AMQP_CONNECTION_CLOSE_METHOD) {
@@ -396,7 +394,7 @@ Status RpcStatus(amqp_connection_state_t conn, const amqp_rpc_reply_t& r, const 
         auto* c = static_cast<amqp_channel_close_t*>(r.reply.decoded);
         s = FromReplyCode(c->reply_code, Str(c->reply_text), subject);
       } else {
-        s = Status(Code::kBrokerUnavailable, doing + ": unexpected reply from the broker", subject);
+        s = Status::BrokerUnavailable(doing + ": unexpected reply from the broker", subject);
       }
       s = Status(s.code(), fmt::format("{}: {}", doing, s.text()), subject);
       break;
@@ -413,22 +411,22 @@ Result<std::unique_ptr<Link>> Link::Connect(const Endpoint& ep, int timeout_ms) 
   State& st = *link->st_;
   const std::string& subject = ep.url_shown;
   st.conn = Rmq().amqp_new_connection();
-  if (!st.conn) return Status(Code::kInsufficientResources, "out of memory", subject);
+  if (!st.conn) return Status::InsufficientResources("out of memory", subject);
   amqp_socket_t* sock = nullptr;
   if (ep.tls) {
     sock = Rmq().amqp_ssl_socket_new(st.conn);
-    if (!sock) return Status(Code::kBrokerUnavailable, "cannot make a TLS socket", subject);
+    if (!sock) return Status::BrokerUnavailable("cannot make a TLS socket", subject);
     Rmq().amqp_ssl_socket_set_verify_peer(sock, 1);
     Rmq().amqp_ssl_socket_set_verify_hostname(sock, 1);
     if (!ep.cacert.empty() &&
         Rmq().amqp_ssl_socket_set_cacert(sock, ep.cacert.c_str()) != AMQP_STATUS_OK)
-      return Status(Code::kInvalidArg, "cannot load the CA certificates", ep.cacert);
+      return Status::InvalidArg("cannot load the CA certificates", ep.cacert);
     if (!ep.cert.empty() &&
         Rmq().amqp_ssl_socket_set_key(sock, ep.cert.c_str(), ep.key.c_str()) != AMQP_STATUS_OK)
-      return Status(Code::kInvalidArg, "cannot load the client certificate and key", ep.cert);
+      return Status::InvalidArg("cannot load the client certificate and key", ep.cert);
   } else {
     sock = Rmq().amqp_tcp_socket_new(st.conn);
-    if (!sock) return Status(Code::kBrokerUnavailable, "cannot make a socket", subject);
+    if (!sock) return Status::BrokerUnavailable("cannot make a socket", subject);
   }
   timeval tv = Tv(timeout_ms);
   int rc = Rmq().amqp_socket_open_noblock(sock, ep.host.c_str(), ep.port, &tv);
@@ -436,27 +434,25 @@ Result<std::unique_ptr<Link>> Link::Connect(const Endpoint& ep, int timeout_ms) 
     switch (rc) {
       // The broker could not be verified: no reconnection cures it.
       case AMQP_STATUS_SSL_PEER_VERIFY_FAILED:
-        st.broken = Status(Code::kAccessDenied,
-                           "TLS: the broker's certificate is not signed by a trusted CA "
-                           "(--cacert names the CA certificates to trust)",
-                           subject);
+        st.broken =
+            Status::AccessDenied("TLS: the broker's certificate is not signed by a trusted CA "
+                                 "(--cacert names the CA certificates to trust)",
+                                 subject);
         break;
       case AMQP_STATUS_SSL_HOSTNAME_VERIFY_FAILED:
-        st.broken =
-            Status(Code::kAccessDenied,
-                   fmt::format("TLS: the broker's certificate is not for host '{}' (use the host "
-                               "name the certificate names)",
-                               ep.host),
-                   subject);
+        st.broken = Status::AccessDenied(
+            fmt::format("TLS: the broker's certificate is not for host '{}' (use the host "
+                        "name the certificate names)",
+                        ep.host),
+            subject);
         break;
       case AMQP_STATUS_SSL_ERROR:
       case AMQP_STATUS_SSL_CONNECTION_FAILED:
-        st.broken =
-            Status(Code::kBrokerUnavailable,
-                   fmt::format("TLS handshake failed (is port {} a TLS listener? Does the broker "
-                               "want a client certificate, --cert and --key?)",
-                               ep.port),
-                   subject);
+        st.broken = Status::BrokerUnavailable(
+            fmt::format("TLS handshake failed (is port {} a TLS listener? Does the broker "
+                        "want a client certificate, --cert and --key?)",
+                        ep.port),
+            subject);
         break;
       default: {
         // rabbitmq-c keeps the connect's errno to itself: a socket error here is a refusal or
@@ -464,45 +460,43 @@ Result<std::unique_ptr<Link>> Link::Connect(const Endpoint& ep, int timeout_ms) 
         std::string why = rc == AMQP_STATUS_SOCKET_ERROR
                               ? std::string("connection refused or host unreachable")
                               : std::string(Rmq().amqp_error_string2(rc));
-        st.broken =
-            Status(Code::kBrokerUnavailable, fmt::format("cannot connect: {}", why), subject);
+        st.broken = Status::BrokerUnavailable(fmt::format("cannot connect: {}", why), subject);
       }
     }
     return st.broken;
   }
   // Reads and writes give up after the timeout too: a dead peer cannot hang the bridge.
   if (Rmq().amqp_set_rpc_timeout(st.conn, &tv) != AMQP_STATUS_OK)
-    return Status(Code::kInvalidArg, "bad timeout", subject);
+    return Status::InvalidArg("bad timeout", subject);
   amqp_rpc_reply_t r =
       Rmq().amqp_login(st.conn, ep.vhost.c_str(), 0, AMQP_DEFAULT_FRAME_SIZE, kHeartbeatS,
                        AMQP_SASL_METHOD_PLAIN, ep.user.c_str(), ep.password.c_str());
   if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
       r.library_error == AMQP_STATUS_CONNECTION_CLOSED) {
     // Brokers that do not send connection.close on a failed login just hang up.
-    st.broken = Status(Code::kAccessDenied,
-                       fmt::format("login refused for user '{}' (wrong user, password or vhost)",
-                                   ep.user),
-                       subject);
+    st.broken = Status::AccessDenied(
+        fmt::format("login refused for user '{}' (wrong user, password or vhost)", ep.user),
+        subject);
     return st.broken;
   }
   if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION && ep.tls &&
       r.library_error == AMQP_STATUS_SSL_ERROR) {
     // TLS 1.3: the broker checks the client's certificate after the client's side of the
     // handshake is done, and hangs up at the first read.
-    st.broken = Status(Code::kBrokerUnavailable,
-                       "TLS handshake failed: the broker hung up (does it want a client "
-                       "certificate, --cert and --key?)",
-                       subject);
+    st.broken =
+        Status::BrokerUnavailable("TLS handshake failed: the broker hung up (does it want a client "
+                                  "certificate, --cert and --key?)",
+                                  subject);
     return st.broken;
   }
   if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION && !ep.tls &&
       (r.library_error == AMQP_STATUS_SOCKET_ERROR ||
        r.library_error == AMQP_STATUS_BAD_AMQP_DATA)) {
-    st.broken = Status(Code::kBrokerUnavailable,
-                       fmt::format("the broker broke off the AMQP handshake (if port {} is a "
-                                   "TLS listener, the URL is amqps://)",
-                                   ep.port),
-                       subject);
+    st.broken = Status::BrokerUnavailable(
+        fmt::format("the broker broke off the AMQP handshake (if port {} is a "
+                    "TLS listener, the URL is amqps://)",
+                    ep.port),
+        subject);
     return st.broken;
   }
   if (r.reply_type != AMQP_RESPONSE_NORMAL)
@@ -610,8 +604,8 @@ Status Link::Publish(const std::string& exchange, const std::string& routing_key
                                     /*mandatory=*/1, /*immediate=*/0, props.get(), Bytes(m.body));
   if (rc != AMQP_STATUS_OK) {
     st_->broken =
-        Status(Code::kBrokerUnavailable,
-               fmt::format("publish failed: {}", Rmq().amqp_error_string2(rc)), ep_.url_shown);
+        Status::BrokerUnavailable(fmt::format("publish failed: {}", Rmq().amqp_error_string2(rc)),
+                                  ep_.url_shown);
     return st_->broken;
   }
   ++st_->published;
@@ -639,9 +633,9 @@ Status HandleFrame(amqp_connection_state_t conn, const amqp_frame_t& f, const st
         auto* n = static_cast<amqp_basic_nack_t*>(f.payload.method.decoded);
         tag = n->delivery_tag;
         multiple = n->multiple;
-        refused.push_back(Refusal{
-            multiple ? confirmed + 1 : tag, tag,
-            Status(Code::kBrokerRefused, "the broker refused a message (basic.nack)", subject)});
+        refused.push_back(
+            Refusal{multiple ? confirmed + 1 : tag, tag,
+                    Status::BrokerRefused("the broker refused a message (basic.nack)", subject)});
       }
       if (multiple) {
         confirmed = std::max(confirmed, tag);
@@ -660,12 +654,11 @@ Status HandleFrame(amqp_connection_state_t conn, const amqp_frame_t& f, const st
     }
     case AMQP_BASIC_RETURN_METHOD: {
       auto* r = static_cast<amqp_basic_return_t*>(f.payload.method.decoded);
-      Status s(Code::kQueueNotFound,
-               fmt::format("exchange '{}' routed a message with routing key '{}' to no queue "
-                           "(broker: {} {}); bind a queue, or pass --declare",
-                           Str(r->exchange), Str(r->routing_key), r->reply_code,
-                           Str(r->reply_text)),
-               subject);
+      Status s = Status::QueueNotFound(
+          fmt::format("exchange '{}' routed a message with routing key '{}' to no queue "
+                      "(broker: {} {}); bind a queue, or pass --declare",
+                      Str(r->exchange), Str(r->routing_key), r->reply_code, Str(r->reply_text)),
+          subject);
       // It is one of the messages published and not yet confirmed (its confirm follows).
       refused.push_back(Refusal{confirmed + 1, published, s});
       // The returned message (header and body frames) follows: read it and let it go.
@@ -709,8 +702,7 @@ Status Link::WaitConfirmed(uint64_t tag, int timeout_ms) {
   while (st.broken.ok() && st.confirmed < tag) {
     int64_t left = until - MonotonicMs();
     if (left <= 0) {
-      st.broken = Status(Code::kBrokerUnavailable, "the broker did not confirm in time",
-                         ep_.url_shown);
+      st.broken = Status::BrokerUnavailable("the broker did not confirm in time", ep_.url_shown);
       break;
     }
     amqp_frame_t f;
@@ -718,9 +710,9 @@ Status Link::WaitConfirmed(uint64_t tag, int timeout_ms) {
     int rc = Rmq().amqp_simple_wait_frame_noblock(st.conn, &f, &tv);
     if (rc == AMQP_STATUS_TIMEOUT) continue;
     if (rc != AMQP_STATUS_OK) {
-      st.broken =
-          Status(Code::kBrokerUnavailable,
-                 fmt::format("connection lost: {}", Rmq().amqp_error_string2(rc)), ep_.url_shown);
+      st.broken = Status::BrokerUnavailable(fmt::format("connection lost: {}",
+                                                        Rmq().amqp_error_string2(rc)),
+                                            ep_.url_shown);
       break;
     }
     Status s = HandleFrame(st.conn, f, ep_.url_shown, st.published, st.confirmed,
@@ -745,9 +737,9 @@ Status Link::Poll() {
     int rc = Rmq().amqp_simple_wait_frame_noblock(st.conn, &f, &tv);
     if (rc == AMQP_STATUS_TIMEOUT) break;
     if (rc != AMQP_STATUS_OK) {
-      st.broken =
-          Status(Code::kBrokerUnavailable,
-                 fmt::format("connection lost: {}", Rmq().amqp_error_string2(rc)), ep_.url_shown);
+      st.broken = Status::BrokerUnavailable(fmt::format("connection lost: {}",
+                                                        Rmq().amqp_error_string2(rc)),
+                                            ep_.url_shown);
       break;
     }
     (void)HandleFrame(st.conn, f, ep_.url_shown, st.published, st.confirmed, st.confirmed_above,
@@ -798,15 +790,15 @@ Result<std::optional<Delivery>> Link::Next(int timeout_ms) {
       int rc = Rmq().amqp_simple_wait_frame_noblock(st.conn, &f, &zero);
       if (rc == AMQP_STATUS_TIMEOUT) return std::optional<Delivery>();
       if (rc != AMQP_STATUS_OK) {
-        st.broken =
-            Status(Code::kBrokerUnavailable,
-                   fmt::format("connection lost: {}", Rmq().amqp_error_string2(rc)), ep_.url_shown);
+        st.broken = Status::BrokerUnavailable(fmt::format("connection lost: {}",
+                                                          Rmq().amqp_error_string2(rc)),
+                                              ep_.url_shown);
         return st.broken;
       }
       if (f.frame_type == AMQP_FRAME_METHOD && f.payload.method.id == AMQP_BASIC_CANCEL_METHOD) {
-        st.broken = Status(Code::kBrokerUnavailable,
-                           "the broker cancelled the consumer (queue deleted or moved)",
-                           ep_.url_shown);
+        st.broken =
+            Status::BrokerUnavailable("the broker cancelled the consumer (queue deleted or moved)",
+                                      ep_.url_shown);
         return st.broken;
       }
       Status s = HandleFrame(st.conn, f, ep_.url_shown, st.published, st.confirmed,
@@ -823,8 +815,8 @@ Status Link::Ack(uint64_t tag, bool multiple) {
   int rc = Rmq().amqp_basic_ack(st_->conn, kChannel, tag, multiple);
   if (rc != AMQP_STATUS_OK)
     st_->broken =
-        Status(Code::kBrokerUnavailable,
-               fmt::format("ack failed: {}", Rmq().amqp_error_string2(rc)), ep_.url_shown);
+        Status::BrokerUnavailable(fmt::format("ack failed: {}", Rmq().amqp_error_string2(rc)),
+                                  ep_.url_shown);
   return st_->broken;
 }
 
@@ -833,8 +825,8 @@ Status Link::Nack(uint64_t tag, bool multiple, bool requeue) {
   int rc = Rmq().amqp_basic_nack(st_->conn, kChannel, tag, multiple, requeue);
   if (rc != AMQP_STATUS_OK)
     st_->broken =
-        Status(Code::kBrokerUnavailable,
-               fmt::format("nack failed: {}", Rmq().amqp_error_string2(rc)), ep_.url_shown);
+        Status::BrokerUnavailable(fmt::format("nack failed: {}", Rmq().amqp_error_string2(rc)),
+                                  ep_.url_shown);
   return st_->broken;
 }
 

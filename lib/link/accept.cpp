@@ -77,22 +77,21 @@ class Acceptor::Impl {
       if (!f.ok()) return f.status();
       if (*f && (*f)->type == Type::kCompressed) {
         if (!decompressor_)
-          return Status(Code::kLinkFailed, "a compressed frame, but the hello asked for no "
-                                           "compression: the stream is corrupted");
+          return Status::LinkFailed("a compressed frame, but the hello asked for no "
+                                    "compression: the stream is corrupted");
         MQ_RETURN_IF_ERROR(decompressor_->Feed((*f)->payload));
         continue;
       }
       if (*f && decompressor_ && decompressor_->Partial())
-        return Status(Code::kLinkFailed, "a compressed frame ends in the middle of a frame: the "
-                                         "stream is corrupted");
+        return Status::LinkFailed("a compressed frame ends in the middle of a frame: the "
+                                  "stream is corrupted");
       if (*f) return std::move(**f);
       auto more = Fill();
       if (!more.ok()) return more.status();
       if (!*more) {
         eof_ = true;
-        return Status(Code::kLinkFailed, reader_.Empty()
-                                             ? "the stream ended before the sender said bye"
-                                             : "the stream ends in the middle of a frame");
+        return Status::LinkFailed(reader_.Empty() ? "the stream ended before the sender said bye"
+                                                  : "the stream ends in the middle of a frame");
       }
     }
   }
@@ -101,21 +100,21 @@ class Acceptor::Impl {
     auto hf = NextFrame();
     if (!hf.ok()) return hf.status();
     if (hf->type != Type::kHello)
-      return Status(Code::kLinkFailed, "the stream does not start with a hello (is the other "
-                                       "side mq-admin forward?)");
+      return Status::LinkFailed("the stream does not start with a hello (is the other "
+                                "side mq-admin forward?)");
     transfer::Hello hello;
     MQ_RETURN_IF_ERROR(transfer::DecodeHello(hf->payload, hello));
     sender_reports_ = hello.reports_errors;
     if (hello.version != transfer::kVersion)
-      return Status(Code::kLinkProtocol,
-                    fmt::format("unsupported transfer protocol version {} (this mq-admin accept "
-                                "speaks version {})",
-                                hello.version, transfer::kVersion));
+      return Status::LinkProtocol(
+          fmt::format("unsupported transfer protocol version {} (this mq-admin accept "
+                      "speaks version {})",
+                      hello.version, transfer::kVersion));
     if (hello.source == store_.guid())
-      return Status(Code::kLinkProtocol,
-                    fmt::format("the link leads back to the same store ({}): a link must reach "
-                                "another store",
-                                FormatGuid(store_.guid())));
+      return Status::LinkProtocol(
+          fmt::format("the link leads back to the same store ({}): a link must reach "
+                      "another store",
+                      FormatGuid(store_.guid())));
     stream_ = hello.stream;
     auto pos = store_.StreamPosition(stream_);
     if (!pos.ok()) return pos.status();
@@ -144,15 +143,15 @@ class Acceptor::Impl {
           MQ_RETURN_IF_ERROR(transfer::DecodeMessage(f->payload, h, it.msg));
           uint64_t known = pending_.empty() ? last_ : std::max(last_, pending_.back().seq);
           if (!pending_.empty() && h.seq <= pending_.back().seq)
-            return Status(Code::kLinkFailed,
-                          fmt::format("message {} comes after message {}: the stream is out of "
-                                      "order",
-                                      h.seq, pending_.back().seq));
+            return Status::LinkFailed(
+                fmt::format("message {} comes after message {}: the stream is out of "
+                            "order",
+                            h.seq, pending_.back().seq));
           if (h.prev && h.prev > known)
-            return Status(Code::kLinkFailed,
-                          fmt::format("message {} follows message {}, which never arrived (the "
-                                      "last here is {}): the stream has a gap",
-                                      h.seq, h.prev, known));
+            return Status::LinkFailed(
+                fmt::format("message {} follows message {}, which never arrived (the "
+                            "last here is {}): the stream has a gap",
+                            h.seq, h.prev, known));
           if (!forget_below_) forget_below_ = h.seq;
           if (pending_.empty()) pending_since_ = MonotonicMs();
           pending_bytes_ += it.msg.body.size();
@@ -167,12 +166,10 @@ class Acceptor::Impl {
         case Type::kBye:
           MQ_RETURN_IF_ERROR(Commit(true));
           return {};
-        case Type::kError:
-          return Status(Code::kLinkFailed, "the sender reported: " + f->payload);
+        case Type::kError: return Status::LinkFailed("the sender reported: " + f->payload);
         default:
-          return Status(Code::kLinkFailed,
-                        fmt::format("unexpected frame '{}' from the sender",
-                                    static_cast<char>(f->type)));
+          return Status::LinkFailed(
+              fmt::format("unexpected frame '{}' from the sender", static_cast<char>(f->type)));
       }
       // Store at each flush, or when the batch is large.
       if (pending_.size() >= Acceptor::kBatchCount || pending_bytes_ >= Acceptor::kBatchBytes)

@@ -32,7 +32,7 @@ using transfer::Type;
 constexpr size_t kOutgoingBytes = 1 << 20;
 
 Status LinkError(std::string text, const std::string& link) {
-  return Status(Code::kLinkFailed, std::move(text), link);
+  return Status::LinkFailed(std::move(text), link);
 }
 
 // A session failed: permanent failures (wrong peer, same store, wrong version) are not worth
@@ -159,10 +159,10 @@ class Forwarder::Impl {
       if (!*f) break;
       Frame& fr = **f;
       if (fr.type == Type::kError)
-        return Status(Code::kLinkFailed, "the far side reported: " + fr.payload);
+        return Status::LinkFailed("the far side reported: " + fr.payload);
       if (fr.type != Type::kAck)
-        return Status(Code::kLinkFailed, fmt::format("unexpected frame '{}' from the far side",
-                                                     static_cast<char>(fr.type)));
+        return Status::LinkFailed(
+            fmt::format("unexpected frame '{}' from the far side", static_cast<char>(fr.type)));
       transfer::Ack ack;
       MQ_RETURN_IF_ERROR(transfer::DecodeAck(fr.payload, ack));
       for (auto [seq, cls] : ack.nacks) nacks_[seq] = cls;
@@ -317,42 +317,43 @@ class Forwarder::Impl {
       if (n > 0) reader_.Feed(std::string_view(buf, static_cast<size_t>(n)));
       auto f = reader_.Next();
       if (!f.ok())
-        return Fail(conn, Status(Code::kLinkProtocol,
-                                  f.status().text() + " (is the link's command running "
-                                                      "mq-admin accept?)"),
+        return Fail(conn,
+                    Status::LinkProtocol(f.status().text() + " (is the link's command running "
+                                                             "mq-admin accept?)"),
                     true);
       if (*f) {
         if ((*f)->type == Type::kError)
-          return Fail(conn, Status(Code::kLinkProtocol, "the far side refused: " + (*f)->payload),
-                      true);
+          return Fail(conn, Status::LinkProtocol("the far side refused: " + (*f)->payload), true);
         if ((*f)->type != Type::kWelcome)
-          return Fail(conn, Status(Code::kLinkProtocol,
-                                    "the link's command did not answer as mq-admin accept does "
-                                    "(is it running mq-admin accept?)"),
+          return Fail(conn,
+                      Status::LinkProtocol(
+                          "the link's command did not answer as mq-admin accept does "
+                          "(is it running mq-admin accept?)"),
                       true);
         transfer::Welcome w;
         Status d = transfer::DecodeWelcome((*f)->payload, w);
-        if (!d.ok()) return Fail(conn, Status(Code::kLinkProtocol, d.text()), true);
+        if (!d.ok()) return Fail(conn, Status::LinkProtocol(d.text()), true);
         if (w.version != transfer::kVersion)
           return Fail(conn,
-                      Status(Code::kLinkProtocol,
-                             fmt::format("the far side speaks transfer protocol version {} (this "
-                                         "mq-admin forward speaks version {})",
-                                         w.version, transfer::kVersion)),
+                      Status::LinkProtocol(
+                          fmt::format("the far side speaks transfer protocol version {} (this "
+                                      "mq-admin forward speaks version {})",
+                                      w.version, transfer::kVersion)),
                       true);
         if (w.store == store_.guid())
-          return Fail(conn, Status(Code::kLinkProtocol,
-                                    "the link leads back to this same store: a link must reach "
-                                    "another store"),
+          return Fail(conn,
+                      Status::LinkProtocol(
+                          "the link leads back to this same store: a link must reach "
+                          "another store"),
                       true);
         if (w.compression == transfer::kZstd && opts_.compress != Compress::kNever) {
           compress_ok = true;
         } else if (!w.compression.empty()) {
           return Fail(conn,
-                      Status(Code::kLinkProtocol,
-                             fmt::format("the far side chose compression '{}', which this "
-                                         "mq-admin forward did not offer",
-                                         w.compression)),
+                      Status::LinkProtocol(
+                          fmt::format("the far side chose compression '{}', which this "
+                                      "mq-admin forward did not offer",
+                                      w.compression)),
                       true);
         }
         welcome = w;

@@ -84,11 +84,9 @@ Result<ColumnList> ColumnList::Parse(std::string_view spec, RowFormat format) {
                c == '_';
       });
       if (!word)
-        return Status(Code::kInvalidArg,
-                      fmt::format("--columns: bad alias in '{}': letters, digits and _ only",
-                                  item));
-      if (name == "*")
-        return Status(Code::kInvalidArg, "--columns: '*' cannot take an alias");
+        return Status::InvalidArg(
+            fmt::format("--columns: bad alias in '{}': letters, digits and _ only", item));
+      if (name == "*") return Status::InvalidArg("--columns: '*' cannot take an alias");
     }
     if (name == "*") {
       for (std::string_view c : StarColumns()) {
@@ -101,16 +99,15 @@ Result<ColumnList> ColumnList::Parse(std::string_view spec, RowFormat format) {
     } else if (auto id = std::find_if(std::begin(kObjectIds), std::end(kObjectIds),
                                       [&](const ObjectId& o) { return o.id == name; });
                id != std::end(kObjectIds)) {
-      return Status(Code::kInvalidArg,
-                    fmt::format("column '{}' has no source in mq (it keeps no catalog of "
-                                "object ids): use {}",
-                                name, id->name));
+      return Status::InvalidArg(
+          fmt::format("column '{}' has no source in mq (it keeps no catalog of "
+                      "object ids): use {}",
+                      name, id->name));
     } else if (name.empty()) {
-      return Status(Code::kInvalidArg, "--columns: empty column name");
+      return Status::InvalidArg("--columns: empty column name");
     } else {
-      return Status(Code::kInvalidArg,
-                    fmt::format("unknown column '{}' (columns: *, {})", name,
-                                fmt::join(known, ", ")));
+      return Status::InvalidArg(
+          fmt::format("unknown column '{}' (columns: *, {})", name, fmt::join(known, ", ")));
     }
     if (comma == std::string_view::npos) break;
     start = comma + 1;
@@ -119,10 +116,10 @@ Result<ColumnList> ColumnList::Parse(std::string_view spec, RowFormat format) {
     for (size_t i = 0; i < list.labels_.size(); ++i)
       for (size_t k = 0; k < i; ++k)
         if (list.labels_[k] == list.labels_[i])
-          return Status(Code::kInvalidArg,
-                        fmt::format("column '{}' named twice: a JSON object cannot repeat "
-                                    "a key (tsv and csv can; an alias can rename one)",
-                                    list.labels_[i]));
+          return Status::InvalidArg(
+              fmt::format("column '{}' named twice: a JSON object cannot repeat "
+                          "a key (tsv and csv can; an alias can rename one)",
+                          list.labels_[i]));
   }
   return list;
 }

@@ -116,7 +116,7 @@ std::string MessageToJsonLine(const Message& m) { return MessageToJson(m).dump()
 namespace {
 
 Status BadField(const char* key, const std::string& why) {
-  return Status(Code::kInvalidArg, fmt::format("field '{}': {}", key, why));
+  return Status::InvalidArg(fmt::format("field '{}': {}", key, why));
 }
 
 template <typename T>
@@ -177,7 +177,7 @@ Status GetBase64(const json& j, const char* key, std::string& out) {
 }  // namespace
 
 Result<Message> MessageFromJson(const json& j) {
-  if (!j.is_object()) return Status(Code::kInvalidArg, "expected a JSON object");
+  if (!j.is_object()) return Status::InvalidArg("expected a JSON object");
   Message m;
   std::string s;
   MQ_RETURN_IF_ERROR(GetString(j, "id", s));
@@ -322,11 +322,10 @@ Result<Template> Template::Parse(std::string_view text) {
       ++i;
     } else if (c == '{') {
       auto end = text.find('}', i);
-      if (end == std::string_view::npos)
-        return Status(Code::kInvalidArg, "template: '{' without '}'");
+      if (end == std::string_view::npos) return Status::InvalidArg("template: '{' without '}'");
       std::string name(text.substr(i + 1, end - i - 1));
       if (!kFields.count(name))
-        return Status(Code::kInvalidArg, fmt::format("template: unknown field {{{}}}", name));
+        return Status::InvalidArg(fmt::format("template: unknown field {{{}}}", name));
       flush();
       t.parts_.push_back({true, name});
       i = end;
@@ -372,7 +371,7 @@ Status FdWriter::WaitTaken() {
     kind_ = ::fstat(fd_, &st) != 0 ? 0 : S_ISFIFO(st.st_mode) ? 1 : S_ISSOCK(st.st_mode) ? 2 : 0;
   }
   if (kind_ == 0) return {};
-  Status gone(Code::kBrokenPipe, "the reader went away before it read everything", name_);
+  Status gone = Status::BrokenPipe("the reader went away before it read everything", name_);
   long pause_ns = 50'000;
   for (;;) {
     int unread = 0;

@@ -29,8 +29,7 @@ Status ReadBody(const std::string& file, std::string& out) {
   if (file.empty() || file == "-") return ReadAll(0, "stdin", out);
   int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT)
-      return Status(Code::kInvalidArg, "cannot open body file: no such file", file);
+    if (errno == ENOENT) return Status::InvalidArg("cannot open body file: no such file", file);
     return ErrnoStatus(errno, file, "cannot open body file");
   }
   Status s = ReadAll(fd, file, out);
@@ -42,17 +41,17 @@ Status ReadExtension(const std::string& text, std::string& out) {
   if (text[0] != '@') {
     auto raw = HexDecode(text);
     if (!raw)
-      return Status(Code::kInvalidArg,
-                    fmt::format("invalid --extension '{}': use hex digits or @FILE", text));
+      return Status::InvalidArg(
+          fmt::format("invalid --extension '{}': use hex digits or @FILE", text));
     out = std::move(*raw);
     return {};
   }
   std::string file = text.substr(1);
-  if (file.empty()) return Status(Code::kInvalidArg, "--extension @ needs a file name: @FILE");
+  if (file.empty()) return Status::InvalidArg("--extension @ needs a file name: @FILE");
   int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT)
-      return Status(Code::kInvalidArg, "cannot open extension file: no such file", file);
+      return Status::InvalidArg("cannot open extension file: no such file", file);
     return ErrnoStatus(errno, file, "cannot open extension file");
   }
   Status s = ReadAll(fd, file, out);

@@ -19,10 +19,10 @@ namespace {
 Status SetConversation(const MessageSpec& a, Message& m) {
   bool conv = !a.conversation.empty();
   if (!conv && (!a.group.empty() || !a.service.empty() || !a.contract.empty()))
-    return Status(Code::kInvalidArg, "--group, --service and --contract go with --conversation");
+    return Status::InvalidArg("--group, --service and --contract go with --conversation");
   if (conv && (!a.delay.empty() || !a.at.empty()))
-    return Status(Code::kInvalidArg,
-                  "--delay and --at do not go with --conversation (its sequence is its order)");
+    return Status::InvalidArg(
+        "--delay and --at do not go with --conversation (its sequence is its order)");
   if (!a.message_type.empty()) m.message_type_name = a.message_type;
   if (!conv) return {};
   if (m.message_type_name.empty()) m.message_type_name = std::string(kDefaultMessageType);
@@ -31,16 +31,16 @@ Status SetConversation(const MessageSpec& a, Message& m) {
   } else {
     auto h = ParseGuid(a.conversation);
     if (!h || IsNil(*h))
-      return Status(Code::kInvalidArg,
-                    fmt::format("invalid conversation handle '{}': expected a UUID or 'new'",
-                                a.conversation));
+      return Status::InvalidArg(
+          fmt::format("invalid conversation handle '{}': expected a UUID or 'new'",
+                      a.conversation));
     m.conversation_handle = *h;
   }
   if (!a.group.empty()) {
     auto g = ParseGuid(a.group);
     if (!g || IsNil(*g))
-      return Status(Code::kInvalidArg,
-                    fmt::format("invalid conversation group id '{}': expected a UUID", a.group));
+      return Status::InvalidArg(
+          fmt::format("invalid conversation group id '{}': expected a UUID", a.group));
     m.conversation_group_id = *g;
   }
   m.service_name = a.service;
@@ -81,15 +81,15 @@ Result<Message> BuildPrototype(const MessageSpec& a) {
     auto ref = ParseQueueRef(*text);
     if (!ref.ok()) return ref.status();
     if (ref->IsOutgoing())
-      return Status(Code::kUnsupportedFormatnameOperation,
-                    "a link's outgoing queue takes no acknowledgements or replies", ref->Full());
+      return Status::UnsupportedFormatnameOperation(
+          "a link's outgoing queue takes no acknowledgements or replies", ref->Full());
     *field = ref->Full();
   }
   if (!a.ack.empty()) {
     auto ack = ParseAckLevel(a.ack);
     if (!ack.ok()) return ack.status();
     if (*ack && a.admin_queue.empty())
-      return Status(Code::kInvalidArg, "--ack needs --admin-queue to send acknowledgements to");
+      return Status::InvalidArg("--ack needs --admin-queue to send acknowledgements to");
     m.ack = *ack;
   }
   m.express = a.express;
@@ -104,13 +104,13 @@ Result<Message> BuildPrototype(const MessageSpec& a) {
     m.provider_type = *t;
   }
   if (!IsValidUtf8(a.provider_name))
-    return Status(Code::kIllegalPropertyValue, "--provider-name is not UTF-8");
+    return Status::IllegalPropertyValue("--provider-name is not UTF-8");
   m.provider_name = a.provider_name;
   if (!a.extension.empty()) MQ_RETURN_IF_ERROR(ReadExtension(a.extension, m.extension));
   if (!a.delay.empty()) {
     auto d = ParseDuration(a.delay);
     if (!d.ok()) return d.status();
-    if (*d == kInfinite) return Status(Code::kInvalidArg, "--delay cannot be infinite");
+    if (*d == kInfinite) return Status::InvalidArg("--delay cannot be infinite");
     m.visible_time = now + *d;
   }
   if (!a.at.empty()) {

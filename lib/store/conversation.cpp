@@ -91,8 +91,8 @@ Result<char> ParseValidation(std::string_view text) {
   if (text == "none" || text == "N") return 'N';
   if (text == "empty" || text == "E") return 'E';
   if (text == "well-formed-xml" || text == "X") return 'X';
-  return Status(Code::kInvalidArg,
-                fmt::format("unknown validation '{}' (none, empty or well-formed-xml)", text));
+  return Status::InvalidArg(
+      fmt::format("unknown validation '{}' (none, empty or well-formed-xml)", text));
 }
 
 const char* ValidationName(char v) {
@@ -151,24 +151,24 @@ const XmlApi& Xml() {
 
 Status ValidateBody(char validation, std::string_view body, std::string_view type_name) {
   if (validation == 'E' && !body.empty())
-    return Status(Code::kValidationFailed,
-                  fmt::format("message type '{}' requires an empty body ({} bytes given); "
-                              "nothing was sent",
-                              type_name, body.size()));
+    return Status::ValidationFailed(
+        fmt::format("message type '{}' requires an empty body ({} bytes given); "
+                    "nothing was sent",
+                    type_name, body.size()));
   if (validation != 'X') return {};
   if (body.empty())
-    return Status(Code::kValidationFailed,
-                  fmt::format("message type '{}' requires well-formed XML: the body is empty; "
-                              "nothing was sent",
-                              type_name));
+    return Status::ValidationFailed(
+        fmt::format("message type '{}' requires well-formed XML: the body is empty; "
+                    "nothing was sent",
+                    type_name));
   const XmlApi& xml = Xml();
   if (!xml.new_ctxt)
-    return Status(Code::kError,
-                  fmt::format("cannot check well-formed XML: cannot load libxml2 ({}); nothing "
-                              "was sent",
-                              xml.error));
+    return Status::Error(
+        fmt::format("cannot check well-formed XML: cannot load libxml2 ({}); nothing "
+                    "was sent",
+                    xml.error));
   xmlParserCtxtPtr ctxt = xml.new_ctxt();
-  if (!ctxt) return Status(Code::kInsufficientResources, "cannot allocate an XML parser");
+  if (!ctxt) return Status::InsufficientResources("cannot allocate an XML parser");
   // No network, no external entities or DTD loading: a check of form, never a fetch.
   xmlDocPtr doc = xml.read(ctxt, body.data(), static_cast<int>(body.size()), nullptr, nullptr,
                            XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
@@ -182,9 +182,9 @@ Status ValidateBody(char validation, std::string_view body, std::string_view typ
   if (doc) xml.free_doc(doc);
   xml.free_ctxt(ctxt);
   if (ok) return {};
-  return Status(Code::kValidationFailed,
-                fmt::format("message type '{}' requires well-formed XML: {}; nothing was sent",
-                            type_name, error.empty() ? "not well-formed" : error));
+  return Status::ValidationFailed(
+      fmt::format("message type '{}' requires well-formed XML: {}; nothing was sent", type_name,
+                  error.empty() ? "not well-formed" : error));
 }
 
 char BuiltinValidation(std::string_view name) {

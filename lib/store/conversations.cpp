@@ -39,7 +39,7 @@ Result<std::optional<ConvRecord>> Store::Impl::LoadConv(lmdb::Txn& txn, const Gu
   if (!v) return std::optional<ConvRecord>();
   ConvRecord r;
   if (!DecodeConv(*v, r))
-    return Status(Code::kCorrupted, "malformed conversation record", FormatGuid(handle));
+    return Status::Corrupted("malformed conversation record", FormatGuid(handle));
   return std::optional<ConvRecord>(std::move(r));
 }
 
@@ -47,10 +47,10 @@ Result<ConvRecord> Store::Impl::ConvOf(lmdb::Txn& txn, const QueueInfo& q, const
   auto c = LoadConv(txn, m.conversation_handle);
   if (!c.ok()) return c.status();
   if (!*c || (*c)->qid != q.id)
-    return Status(Code::kCorrupted,
-                  fmt::format("message {} names conversation {}, which is not in the queue",
-                              m.lookup_id, FormatGuid(m.conversation_handle)),
-                  q.name);
+    return Status::Corrupted(
+        fmt::format("message {} names conversation {}, which is not in the queue", m.lookup_id,
+                    FormatGuid(m.conversation_handle)),
+        q.name);
   return std::move(**c);
 }
 
@@ -58,7 +58,7 @@ Result<GroupRecord> Store::Impl::LoadGroup(lmdb::Txn& txn, uint32_t qid, const G
   GroupRecord g;
   auto v = txn.Get(groups, GroupKey(qid, group));
   if (v && !DecodeGroup(*v, g))
-    return Status(Code::kCorrupted, "malformed group record", FormatGuid(group));
+    return Status::Corrupted("malformed group record", FormatGuid(group));
   return g;
 }
 
@@ -207,25 +207,23 @@ Status Store::Impl::ConsumeAvailable(lmdb::Txn& txn, QueueInfo& q, Found& f) {
 Status Store::Impl::ConvPrepare(lmdb::Txn& txn, QueueInfo& q, Message& m, bool may_create,
                                 bool keep_identity, std::set<Guid>& created, int64_t now) {
   if (!IsConvQueue(q))
-    return Status(Code::kUnsupportedFormatnameOperation,
-                  "conversation messages go to a queue, not a subqueue", q.name);
+    return Status::UnsupportedFormatnameOperation(
+        "conversation messages go to a queue, not a subqueue", q.name);
   if (m.visible_time)
-    return Status(Code::kInvalidArg,
-                  "a conversation message cannot be delayed (its sequence is its order)",
-                  q.name);
+    return Status::InvalidArg(
+        "a conversation message cannot be delayed (its sequence is its order)", q.name);
   auto cr = LoadConv(txn, m.conversation_handle);
   if (!cr.ok()) return cr.status();
   std::string handle_text = FormatGuid(m.conversation_handle);
   bool made_here = created.count(m.conversation_handle) > 0;
   if (*cr && may_create && !made_here && !keep_identity)
-    return Status(Code::kConversationClosed,
-                  fmt::format("conversation {} already exists", handle_text), q.name);
+    return Status::ConversationClosed(fmt::format("conversation {} already exists", handle_text),
+                                      q.name);
   if (!*cr) {
     if (!may_create && !keep_identity)
-      return Status(Code::kConversationNotFound,
-                    fmt::format("no conversation {} (mq-send --conversation new begins one)",
-                                handle_text),
-                    q.name);
+      return Status::ConversationNotFound(
+          fmt::format("no conversation {} (mq-send --conversation new begins one)", handle_text),
+          q.name);
     ConvRecord c;
     c.qid = q.id;
     c.group = IsNil(m.conversation_group_id) ? m.conversation_handle : m.conversation_group_id;
@@ -247,13 +245,13 @@ Status Store::Impl::ConvPrepare(lmdb::Txn& txn, QueueInfo& q, Message& m, bool m
   }
   ConvRecord& c = **cr;
   if (c.qid != q.id)
-    return Status(Code::kConversationNotFound,
-                  fmt::format("conversation {} belongs to another queue", handle_text), q.name);
+    return Status::ConversationNotFound(fmt::format("conversation {} belongs to another queue",
+                                                    handle_text),
+                                        q.name);
   if (c.state != ConvState::kOpen && !keep_identity)
-    return Status(Code::kConversationClosed,
-                  fmt::format("conversation {} has ended ({}): no more sends", handle_text,
-                              ConvStateName(c.state)),
-                  q.name);
+    return Status::ConversationClosed(fmt::format("conversation {} has ended ({}): no more sends",
+                                                  handle_text, ConvStateName(c.state)),
+                                      q.name);
   if (!IsNil(m.conversation_group_id) && m.conversation_group_id != c.group) {
     MQ_RETURN_IF_ERROR(MoveConversation(txn, q, m.conversation_handle, c,
                                         m.conversation_group_id));
@@ -280,11 +278,11 @@ Status Store::Impl::MoveConversation(lmdb::Txn& txn, QueueInfo& q, const Guid& h
   auto to_g = LoadGroup(txn, q.id, to);
   if (!to_g.ok()) return to_g.status();
   if (from_g->locked || to_g->locked)
-    return Status(Code::kSharingViolation,
-                  fmt::format("conversation group {} is locked by a receive; move the "
-                              "conversation when it is free",
-                              FormatGuid(from_g->locked ? c.group : to)),
-                  q.name);
+    return Status::SharingViolation(
+        fmt::format("conversation group {} is locked by a receive; move the "
+                    "conversation when it is free",
+                    FormatGuid(from_g->locked ? c.group : to)),
+        q.name);
   std::string prefix = ConvMsgConvPrefix(q.id, c.group, c.priority, c.rank, handle);
   std::vector<std::pair<std::string, std::string>> moved;
   {
@@ -336,9 +334,9 @@ Result<Store::Impl::GroupPick> Store::Impl::PickGroup(lmdb::Txn& txn, const Queu
     auto cr = LoadConv(txn, sel.conversation);
     if (!cr.ok()) return cr.status();
     if (!*cr || (*cr)->qid != q.id)
-      return Status(Code::kConversationNotFound,
-                    fmt::format("no conversation {} in this queue", FormatGuid(sel.conversation)),
-                    q.name);
+      return Status::ConversationNotFound(fmt::format("no conversation {} in this queue",
+                                                      FormatGuid(sel.conversation)),
+                                          q.name);
     auto g = LoadGroup(txn, q.id, (*cr)->group);
     if (!g.ok()) return g.status();
     if (g->locked) return p;  // held by another receive: nothing for us yet
@@ -349,9 +347,9 @@ Result<Store::Impl::GroupPick> Store::Impl::PickGroup(lmdb::Txn& txn, const Queu
   }
   if (!IsNil(sel.group)) {
     if (!txn.Get(groups, GroupKey(q.id, sel.group)))
-      return Status(Code::kConversationNotFound,
-                    fmt::format("no conversation group {} in this queue", FormatGuid(sel.group)),
-                    q.name);
+      return Status::ConversationNotFound(fmt::format("no conversation group {} in this queue",
+                                                      FormatGuid(sel.group)),
+                                          q.name);
     auto g = LoadGroup(txn, q.id, sel.group);
     if (!g.ok()) return g.status();
     if (g->locked) return p;
@@ -374,8 +372,7 @@ Result<Store::Impl::GroupPick> Store::Impl::PickGroup(lmdb::Txn& txn, const Queu
     }
   }
   if (!best) return p;
-  if (best->size() != kGroupSelKeySize)
-    return Status(Code::kCorrupted, "bad group_sel key", q.name);
+  if (best->size() != kGroupSelKeySize) return Status::Corrupted("bad group_sel key", q.name);
   p.kind = GroupPick::kGroup;
   p.group = GuidFromBytes(std::string_view(*best).substr(13, 16));
   p.prefix = ConvMsgGroupPrefix(q.id, p.group);
@@ -392,7 +389,7 @@ Status Store::Impl::CollectGroup(lmdb::Txn& txn, const QueueInfo& q, const std::
     for (bool on = c.SeekGe(prefix);
          on && HasPrefix(c.key(), prefix) && (limit == 0 || lookups.size() < limit);
          on = c.Next()) {
-      if (c.value().size() != 8) return Status(Code::kCorrupted, "bad conv_msgs entry", q.name);
+      if (c.value().size() != 8) return Status::Corrupted("bad conv_msgs entry", q.name);
       lookups.push_back(GetU64BE(c.value(), 0));
     }
   }
@@ -422,9 +419,8 @@ Result<char> Store::Impl::TypeValidation(lmdb::Txn& txn, const std::string& name
   if (char v = BuiltinValidation(name)) return v;
   auto rec = txn.Get(msg_types, name);
   if (!rec || rec->empty())
-    return Status(Code::kMessageTypeNotFound,
-                  fmt::format("no message type '{}' (mq-admin message-type create makes it)",
-                              name));
+    return Status::MessageTypeNotFound(
+        fmt::format("no message type '{}' (mq-admin message-type create makes it)", name));
   return (*rec)[0];
 }
 
@@ -520,15 +516,13 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockGroupOnce(const QueueRef& ref,
 
 Status Store::CreateMessageType(const std::string& name, char validation) {
   if (name.empty() || !IsValidUtf8(name) || Utf8Length(name) > kMaxMessageTypeName)
-    return Status(Code::kInvalidArg,
-                  fmt::format("a message type name is 1 to {} characters of UTF-8",
-                              kMaxMessageTypeName),
-                  name);
-  if (BuiltinValidation(name))
-    return Status(Code::kMessageTypeExists, "a built-in message type", name);
+    return Status::InvalidArg(fmt::format("a message type name is 1 to {} characters of UTF-8",
+                                          kMaxMessageTypeName),
+                              name);
+  if (BuiltinValidation(name)) return Status::MessageTypeExists("a built-in message type", name);
   return impl_->Write([&](lmdb::Txn& txn) -> Status {
     if (txn.Get(impl_->msg_types, name))
-      return Status(Code::kMessageTypeExists, "message type already exists", name);
+      return Status::MessageTypeExists("message type already exists", name);
     std::string rec(1, validation);
     PutU64BE(rec, static_cast<uint64_t>(NowMs()));
     return txn.Put(impl_->msg_types, name, rec);
@@ -537,11 +531,11 @@ Status Store::CreateMessageType(const std::string& name, char validation) {
 
 Status Store::DeleteMessageType(const std::string& name) {
   if (BuiltinValidation(name))
-    return Status(Code::kInvalidArg, "built-in message types cannot be deleted", name);
+    return Status::InvalidArg("built-in message types cannot be deleted", name);
   return impl_->Write([&](lmdb::Txn& txn) -> Status {
     auto r = txn.Del(impl_->msg_types, name);
     if (!r.ok()) return r.status();
-    if (!*r) return Status(Code::kMessageTypeNotFound, "no such message type", name);
+    if (!*r) return Status::MessageTypeNotFound("no such message type", name);
     return {};
   });
 }
@@ -614,12 +608,12 @@ Result<uint64_t> Store::EndConversation(const Guid& handle, const EndOptions& o)
     removed = 0;
     auto cr = impl_->LoadConv(txn, handle);
     if (!cr.ok()) return cr.status();
-    if (!*cr) return Status(Code::kConversationNotFound, "no such conversation", text);
+    if (!*cr) return Status::ConversationNotFound("no such conversation", text);
     auto name = impl_->QueueNameOf(txn, (*cr)->qid);
-    if (!name) return Status(Code::kConversationNotFound, "the conversation's queue is gone", text);
+    if (!name) return Status::ConversationNotFound("the conversation's queue is gone", text);
     auto lq = impl_->LoadQueue(txn, std::string(*name));
     if (!lq.ok()) return lq.status();
-    if (!*lq) return Status(Code::kConversationNotFound, "the conversation's queue is gone", text);
+    if (!*lq) return Status::ConversationNotFound("the conversation's queue is gone", text);
     QueueInfo& q = **lq;
     qid = q.id;
     // Its retained messages go (RETENTION keeps them until the conversation ends).
@@ -662,10 +656,10 @@ Result<uint64_t> Store::EndConversation(const Guid& handle, const EndOptions& o)
       m.id = impl_->NewMessageId(q);
       MQ_RETURN_IF_ERROR(impl_->InsertMessage(txn, q, m, 0));
     } else if (o.error) {
-      return Status(Code::kConversationClosed,
-                    fmt::format("conversation already ended ({}); {} retained messages removed",
-                                ConvStateName(c.state), removed),
-                    text);
+      return Status::ConversationClosed(
+          fmt::format("conversation already ended ({}); {} retained messages removed",
+                      ConvStateName(c.state), removed),
+          text);
     }
     return impl_->PutQueue(txn, q);
   });

@@ -95,24 +95,22 @@ Result<Store::Impl::Found> Store::Impl::MoveCursor(lmdb::Txn& txn, const QueueIn
   CursorState st = LoadCursor(txn, q.id, name);
   std::optional<Found> found;
   if (action != CursorAction::kFirst && !st.positioned)
-    return Status(Code::kIllegalCursorAction,
-                  fmt::format("cursor {} was never moved: move it to the first message first",
-                              name),
-                  q.name);
+    return Status::IllegalCursorAction(
+        fmt::format("cursor {} was never moved: move it to the first message first", name), q.name);
   if (action == CursorAction::kCurrent && msgs.IsReady(txn, st.key)) {
     Found f;
     MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(st.key, 5), f));
     f.walk_key = st.key;
     found = std::move(f);
   } else if (action == CursorAction::kCurrent && !notify) {
-    return Status(Code::kMessageAlreadyReceived,
-                  fmt::format("the message at cursor {} was received or moved", name), q.name);
+    return Status::MessageAlreadyReceived(
+        fmt::format("the message at cursor {} was received or moved", name), q.name);
   } else {
     auto f = NextVisible(txn, q, action == CursorAction::kFirst ? std::string() : st.key);
     if (!f.ok()) return f.status();
     found = std::move(*f);
   }
-  if (!found) return Status(Code::kMessageNotFound, "no message", q.name);
+  if (!found) return Status::MessageNotFound("no message", q.name);
   MQ_RETURN_IF_ERROR(SaveCursor(txn, q.id, name, found->walk_key));
   return std::move(*found);
 }
@@ -138,7 +136,7 @@ Status Store::CursorPeek(const QueueRef& ref, const CursorOptions& co, const Rea
       auto q = impl_->FindQueue(txn, ref);
       if (!q.ok()) return q.status();
       if (waiting && !q->enabled)
-        return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
+        return Status::QueueNotActive("queue was disabled (status OFF)", q->name);
       deadline = impl_->NextDeadline(txn, q->id);
       auto old = txn.Get(impl_->cursors, CursorKey(q->id, co.name));
       before = old ? std::optional<std::string>(std::string(*old)) : std::nullopt;
@@ -168,8 +166,8 @@ Status Store::CursorPeek(const QueueRef& ref, const CursorOptions& co, const Rea
 Status Store::CursorReceive(const QueueRef& ref, const CursorOptions& co, const ReadOptions& ro,
                             MessageSink& sink) {
   if (co.action != CursorAction::kCurrent)
-    return Status(Code::kIllegalCursorAction, "a receive at a cursor takes its current message",
-                  ref.Full());
+    return Status::IllegalCursorAction("a receive at a cursor takes its current message",
+                                       ref.Full());
   MQ_RETURN_IF_ERROR(CheckCursorName(co.name));
   auto qid = impl_->QueueIdForWait(ref, false);
   if (!qid.ok()) return qid.status();
@@ -186,22 +184,21 @@ Status Store::CursorReceive(const QueueRef& ref, const CursorOptions& co, const 
         if (!q.ok()) return q.status();
         Impl::CursorState st = impl_->LoadCursor(txn, q->id, co.name);
         if (!st.positioned)
-          return Status(Code::kIllegalCursorAction,
-                        fmt::format("cursor {} was never moved: use mq-peek --cursor {} --first",
-                                    co.name, co.name),
-                        q->name);
+          return Status::IllegalCursorAction(
+              fmt::format("cursor {} was never moved: use mq-peek --cursor {} --first", co.name,
+                          co.name),
+              q->name);
         if (!impl_->msgs.IsReady(txn, st.key))
-          return Status(Code::kMessageAlreadyReceived,
-                        fmt::format("the message at cursor {} was received or moved", co.name),
-                        q->name);
+          return Status::MessageAlreadyReceived(
+              fmt::format("the message at cursor {} was received or moved", co.name), q->name);
         Impl::Found f;
         MQ_RETURN_IF_ERROR(impl_->LoadMessage(txn, *q, GetU64BE(st.key, 5), f));
         if (Impl::IsConvMessage(*q, f.msg))
-          return Status(Code::kIllegalCursorAction,
-                        fmt::format("the message at cursor {} belongs to conversation {}: "
-                                    "receive it with --conversation or --group, in its order",
-                                    co.name, FormatGuid(f.msg.conversation_handle)),
-                        q->name);
+          return Status::IllegalCursorAction(
+              fmt::format("the message at cursor {} belongs to conversation {}: "
+                          "receive it with --conversation or --group, in its order",
+                          co.name, FormatGuid(f.msg.conversation_handle)),
+              q->name);
         LeaseRecord rec;
         auto lease_id = impl_->BeginLease(*q, LockOptions(), now, *lease, rec);
         if (!lease_id.ok()) return lease_id.status();
@@ -283,7 +280,7 @@ Status Store::DeleteCursor(const QueueRef& ref, const std::string& name) {
     if (!q.ok()) return q.status();
     auto r = txn.Del(impl_->cursors, CursorKey(q->id, name));
     if (!r.ok()) return r.status();
-    if (!*r) return Status(Code::kInvalidArg, fmt::format("no cursor named {}", name), q->name);
+    if (!*r) return Status::InvalidArg(fmt::format("no cursor named {}", name), q->name);
     return {};
   });
 }
@@ -292,10 +289,10 @@ Status Store::Watch(const QueueRef& ref, const WatchOptions& wo, const ReadOptio
                     const std::function<Status(const Message&)>& on_arrived) {
   bool named = !wo.cursor_name.empty();
   if (!named && wo.action != CursorAction::kFirst)
-    return Status(Code::kInvalidArg, "--cursor current and next need --cursor-name");
+    return Status::InvalidArg("--cursor current and next need --cursor-name");
   if (named && wo.include_locked)
-    return Status(Code::kInvalidArg,
-                  "--locked applies to the head of the queue; a cursor skips Locked messages");
+    return Status::InvalidArg(
+        "--locked applies to the head of the queue; a cursor skips Locked messages");
   FileLock lock;
   if (named) {
     MQ_RETURN_IF_ERROR(CheckCursorName(wo.cursor_name));
@@ -335,8 +332,7 @@ Status Store::WatchLocked(const QueueRef& ref, const WatchOptions& wo, const Rea
         if (!txn.ok()) return txn.status();
         auto q = impl_->FindQueue(*txn, ref);
         if (!q.ok()) return q.status();
-        if (!q->enabled)
-          return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
+        if (!q->enabled) return Status::QueueNotActive("queue was disabled (status OFF)", q->name);
         deadline = impl_->NextDeadline(*txn, q->id);
         int64_t now = NowMs();
         // First what came back from a rollback.
@@ -370,7 +366,7 @@ Status Store::WatchLocked(const QueueRef& ref, const WatchOptions& wo, const Rea
               return false;
             }));
         if (found) return {};
-        return Status(Code::kMessageNotFound, "no message", ref.Full());
+        return Status::MessageNotFound("no message", ref.Full());
       }
       if (!named) {
         auto txn = lmdb::Txn::Begin(impl_->env, false);
@@ -378,7 +374,7 @@ Status Store::WatchLocked(const QueueRef& ref, const WatchOptions& wo, const Rea
         auto q = impl_->FindQueue(*txn, ref);
         if (!q.ok()) return q.status();
         if (waiting && !q->enabled)
-          return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
+          return Status::QueueNotActive("queue was disabled (status OFF)", q->name);
         deadline = impl_->NextDeadline(*txn, q->id);
         // The head, as mq-peek and mq-receive see it.
         Selection sel;
@@ -387,7 +383,7 @@ Status Store::WatchLocked(const QueueRef& ref, const WatchOptions& wo, const Rea
         MQ_RETURN_IF_ERROR(impl_->msgs.Collect(*txn, *q, sel, {}, 1, head));
         // Retained messages (status 0, the last band of `order`) are not arrivals.
         if (head.empty() || head[0].msg.status == 0)
-          return Status(Code::kMessageNotFound, "no message", ref.Full());
+          return Status::MessageNotFound("no message", ref.Full());
         event = std::move(head[0].msg);
         return {};
       }
@@ -396,7 +392,7 @@ Status Store::WatchLocked(const QueueRef& ref, const WatchOptions& wo, const Rea
         auto q = impl_->FindQueue(txn, ref);
         if (!q.ok()) return q.status();
         if (waiting && !q->enabled)
-          return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
+          return Status::QueueNotActive("queue was disabled (status OFF)", q->name);
         deadline = impl_->NextDeadline(txn, q->id);
         auto found = impl_->MoveCursor(txn, *q, wo.cursor_name, action, true);
         if (!found.ok()) return found.status();

@@ -43,8 +43,8 @@ Result<FileLock> FileLock::Acquire(const std::string& path, unsigned mode, bool 
   l.fd_ = *fd;
   if (::flock(l.fd_, LOCK_EX | LOCK_NB) == 0) return l;
   if (errno != EWOULDBLOCK) return ErrnoStatus(errno, path, "cannot lock");
-  if (!wait) return Status(Code::kSharingViolation, "in use by another process", path);
-  if (timeout_ms == 0) return Status(Code::kIoTimeout, "in use by another process", path);
+  if (!wait) return Status::SharingViolation("in use by another process", path);
+  if (timeout_ms == 0) return Status::IoTimeout("in use by another process", path);
   if (timeout_ms < 0) {
     for (;;) {
       if (::flock(l.fd_, LOCK_EX) == 0) return l;
@@ -61,7 +61,7 @@ Result<FileLock> FileLock::Acquire(const std::string& path, unsigned mode, bool 
     in = -1;
   }
   int64_t until = MonotonicMs() + timeout_ms;
-  Status result(Code::kIoTimeout, "in use by another process", path);
+  Status result = Status::IoTimeout("in use by another process", path);
   for (;;) {
     if (::flock(l.fd_, LOCK_EX | LOCK_NB) == 0) {
       result = Status();

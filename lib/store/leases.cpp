@@ -184,7 +184,7 @@ Result<std::vector<Store::Impl::LeaseEntry>> Store::Impl::LeasesOf(lmdb::Txn& tx
     LeaseEntry e;
     e.id = GetU64BE(c.key(), 4);
     if (!DecodeLease(c.value(), e.rec))
-      return Status(Code::kCorrupted, "malformed lease record", fmt::format("#{}", qid));
+      return Status::Corrupted("malformed lease record", fmt::format("#{}", qid));
     out.push_back(std::move(e));
   }
   return out;
@@ -218,7 +218,7 @@ Result<QueueInfo> Store::Impl::ReceivableQueue(lmdb::Txn& txn, const QueueRef& r
                                                uint64_t* maintained) {
   auto q = FindQueue(txn, ref);
   if (!q.ok()) return q.status();
-  if (!q->enabled) return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
+  if (!q->enabled) return Status::QueueNotActive("queue is disabled (status OFF)", q->name);
   auto n = Maintain(txn, *q, now);
   if (!n.ok()) return n.status();
   *maintained = *n;
@@ -386,7 +386,7 @@ Status Store::Impl::Deliver(Lease& lease, MessageSink& sink, bool wait_taken) {
 // retention), a rollback or release returns them. The lock file goes only after the commit:
 // until then the lease is ours.
 Status Store::Impl::EndLease(Lease& lease, const LeaseEnd& how) {
-  if (lease.finished_) return Status(Code::kTransactionUsage, "lease already ended", lease.queue_);
+  if (lease.finished_) return Status::TransactionUsage("lease already ended", lease.queue_);
   auto fn = [&](lmdb::Txn& txn) -> Status {
     auto q = LoadQueue(txn, lease.queue_);
     if (!q.ok()) return q.status();
@@ -394,8 +394,7 @@ Status Store::Impl::EndLease(Lease& lease, const LeaseEnd& how) {
     auto v = txn.Get(leases, LeaseKey(lease.qid_, lease.lease_id_));
     LeaseRecord rec;
     if (!v || !DecodeLease(*v, rec))
-      return Status(Code::kTransactionUsage, "the lease is gone (expired or returned)",
-                    lease.queue_);
+      return Status::TransactionUsage("the lease is gone (expired or returned)", lease.queue_);
     if (how.outcome == LeaseEnd::Outcome::kCommit)
       return CommitLease(txn, **q, lease.lease_id_, rec, &lease);
     return RollbackLease(txn, **q, lease.lease_id_, rec, how.delay_ms, NowMs(), how.report,
@@ -421,14 +420,14 @@ Result<std::unique_ptr<Lease>> Store::Lock(const QueueRef& ref, const Selection&
                                            const ReadOptions& ro, const LockOptions& lo,
                                            MessageSink* sink) {
   if (sel.anchor == Anchor::kArrival || sel.include_locked)
-    return Status(Code::kInvalidArg, "a receive takes visible messages only", ref.Full());
+    return Status::InvalidArg("a receive takes visible messages only", ref.Full());
   std::unique_ptr<Lease> lease;
   Status s = impl_->WaitLoop(ref, ro, [&](bool, int64_t& deadline) -> Status {
     std::string resume;
     bool group = false;
     auto l = impl_->LockAny(ref, sel, lo, lo.count_delivery, resume, deadline, &group);
     if (!l.ok()) return l.status();
-    if (!*l) return Status(Code::kMessageNotFound, "no message", ref.Full());
+    if (!*l) return Status::MessageNotFound("no message", ref.Full());
     lease = std::move(*l);
     return {};
   });
@@ -465,12 +464,12 @@ Lease::~Lease() {
 
 Status Store::FinishToken(const std::string& token, bool commit, int64_t delay_ms,
                           FinishReport* report) {
-  Status unknown(Code::kTransactionUsage, "unknown or expired lease token", token);
+  Status unknown = Status::TransactionUsage("unknown or expired lease token", token);
   unsigned long long qid = 0, lease_id = 0;
   char hex[64] = {0};
   if (std::sscanf(token.c_str(), "%llu.%llu.%32[0-9a-f]", &qid, &lease_id, hex) != 3 ||
       std::strlen(hex) != 32 || qid > UINT32_MAX)
-    return Status(Code::kInvalidArg, "invalid lease token", token);
+    return Status::InvalidArg("invalid lease token", token);
   auto secret = HexDecode(hex);
   bool expired = false;
   std::string queue;
@@ -496,7 +495,7 @@ Status Store::FinishToken(const std::string& token, bool commit, int64_t delay_m
   });
   if (!s.ok()) return s;
   if (expired)
-    return Status(Code::kTransactionUsage, "the lease expired; its messages were returned", token);
+    return Status::TransactionUsage("the lease expired; its messages were returned", token);
   return {};
 }
 

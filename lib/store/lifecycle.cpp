@@ -363,9 +363,8 @@ Result<uint64_t> Store::Requeue(const QueueRef& from, const std::string& id,
                                 std::optional<int64_t> ttbr_ms) {
   bool dead_letters = from.IsSystem() && from.sub != "journal";
   if (!dead_letters && !(from.IsSub() && from.sub != "journal" && !from.IsOutgoing()))
-    return Status(Code::kUnsupportedFormatnameOperation,
-                  "requeue takes a poison subqueue (QUEUE;poison) or a dead-letter queue",
-                  from.Full());
+    return Status::UnsupportedFormatnameOperation(
+        "requeue takes a poison subqueue (QUEUE;poison) or a dead-letter queue", from.Full());
   uint64_t n = 0;
   Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
     n = 0;
@@ -389,13 +388,13 @@ Result<uint64_t> Store::Requeue(const QueueRef& from, const std::string& id,
         auto remote = dead_letters ? ParseRemoteRef(dest) : std::optional<RemoteRef>();
         if (remote.ok() && *remote) {
           if (!impl_->GetMeta(txn, LinkKey((*remote)->link)))
-            return Status(Code::kQueueNotFound,
-                          fmt::format("message {} was going to '{}', and there is no link '{}'",
-                                      f.msg.lookup_id, dest, (*remote)->link),
-                          from.Full());
+            return Status::QueueNotFound(
+                fmt::format("message {} was going to '{}', and there is no link '{}'",
+                            f.msg.lookup_id, dest, (*remote)->link),
+                from.Full());
           auto oq = impl_->LoadOutgoing(txn, (*remote)->link);
           if (!oq.ok()) return oq.status();
-          if (!*oq) return Status(Code::kQueueNotFound, "no outgoing queue", (*remote)->link);
+          if (!*oq) return Status::QueueNotFound("no outgoing queue", (*remote)->link);
           f.msg.abort_count = 0;
           f.msg.msg_class = kClassNormal;
           if (ttbr_ms)
@@ -412,21 +411,20 @@ Result<uint64_t> Store::Requeue(const QueueRef& from, const std::string& id,
         auto dq = impl_->LoadQueue(txn, dest);
         if (!dq.ok()) return dq.status();
         if (dest.empty() || !*dq || !ParseQueueRef(dest).ok() || ParseQueueRef(dest)->IsSub())
-          return Status(Code::kQueueNotFound,
-                        fmt::format("message {} was going to '{}', which does not exist",
-                                    f.msg.lookup_id, dest),
-                        from.Full());
+          return Status::QueueNotFound(
+              fmt::format("message {} was going to '{}', which does not exist", f.msg.lookup_id,
+                          dest),
+              from.Full());
         if (!IsNil(f.msg.conversation_handle) && !ParseQueueRef(dest)->IsSub()) {
           // Back into its conversation, which must still be there.
           auto conv = impl_->LoadConv(txn, f.msg.conversation_handle);
           if (!conv.ok()) return conv.status();
           if (!*conv || (*conv)->qid != (*dq)->id)
-            return Status(Code::kConversationNotFound,
-                          fmt::format("message {} belongs to conversation {}, which no longer "
-                                      "exists in '{}': it cannot go back",
-                                      f.msg.lookup_id, FormatGuid(f.msg.conversation_handle),
-                                      dest),
-                          from.Full());
+            return Status::ConversationNotFound(
+                fmt::format("message {} belongs to conversation {}, which no longer "
+                            "exists in '{}': it cannot go back",
+                            f.msg.lookup_id, FormatGuid(f.msg.conversation_handle), dest),
+                from.Full());
         }
         f.msg.abort_count = 0;
         if (dead_letters) {
@@ -445,8 +443,7 @@ Result<uint64_t> Store::Requeue(const QueueRef& from, const std::string& id,
       }
       if (!id.empty()) break;
     }
-    if (!id.empty() && n == 0)
-      return Status(Code::kMessageNotFound, "no such message", from.Full());
+    if (!id.empty() && n == 0) return Status::MessageNotFound("no such message", from.Full());
     return q->id ? impl_->PutQueue(txn, *q) : Status();
   });
   if (!s.ok()) return s;
@@ -456,37 +453,36 @@ Result<uint64_t> Store::Requeue(const QueueRef& from, const std::string& id,
 Status Store::MoveToSubqueue(const QueueRef& from, uint64_t lookup_id, const QueueRef& to) {
   if (from.IsSystem() || to.IsSystem() || from.sub == "journal" || from.IsOutgoing() ||
       to.IsOutgoing())
-    return Status(Code::kUnsupportedFormatnameOperation,
-                  "move works between a queue and its subqueues (not system queues, journals or "
-                  "links' outgoing queues)",
-                  from.Full());
+    return Status::UnsupportedFormatnameOperation(
+        "move works between a queue and its subqueues (not system queues, journals or "
+        "links' outgoing queues)",
+        from.Full());
   if (!to.IsSub() || to.base != from.base || to.sub == "journal" || to.sub == from.sub)
-    return Status(Code::kUnsupportedFormatnameOperation,
-                  fmt::format("--to must name another subqueue of {} (e.g. {};retry), not a "
-                              "journal",
-                              from.base, from.base),
-                  to.Full());
+    return Status::UnsupportedFormatnameOperation(
+        fmt::format("--to must name another subqueue of {} (e.g. {};retry), not a "
+                    "journal",
+                    from.base, from.base),
+        to.Full());
   return impl_->Write([&](lmdb::Txn& txn) -> Status {
     auto base = impl_->LoadQueue(txn, from.base);
     if (!base.ok()) return base.status();
-    if (!*base) return Status(Code::kQueueNotFound, "no such queue", from.base);
+    if (!*base) return Status::QueueNotFound("no such queue", from.base);
     auto q = impl_->FindQueue(txn, from);
     if (!q.ok()) return q.status();
-    Status missing(Code::kMessageNotFound, fmt::format("no message with lookup id {}", lookup_id),
-                   from.Full());
+    Status missing = Status::MessageNotFound(fmt::format("no message with lookup id {}", lookup_id),
+                                             from.Full());
     if (q->id == 0 || !impl_->msgs.Exists(txn, q->id, lookup_id)) return missing;
     Impl::Found f;
     MQ_RETURN_IF_ERROR(impl_->LoadMessage(txn, *q, lookup_id, f));
     std::string key = Impl::OrderKeyFor(*q, f.msg);
     if (impl_->msgs.IsLocked(txn, key))
-      return Status(Code::kMessageLockedUnderTransaction,
-                    fmt::format("message {} is held by an open transactional receive", lookup_id),
-                    from.Full());
+      return Status::MessageLockedUnderTransaction(
+          fmt::format("message {} is held by an open transactional receive", lookup_id),
+          from.Full());
     if (!impl_->msgs.IsReady(txn, key))
-      return Status(Code::kMessageNotFound,
-                    fmt::format("message {} is delayed: it can be moved once it is visible",
-                                lookup_id),
-                    from.Full());
+      return Status::MessageNotFound(
+          fmt::format("message {} is delayed: it can be moved once it is visible", lookup_id),
+          from.Full());
     if (Impl::Expired(*q, f.msg, NowMs())) return missing;
     MQ_RETURN_IF_ERROR(impl_->MoveMessage(txn, *q, f, to.Full(), true, NowMs()));
     return impl_->PutQueue(txn, *q);

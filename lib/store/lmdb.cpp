@@ -123,7 +123,7 @@ Status CheckDataFile(int fd, const std::string& path, DataTail* tail) {
   // file can end before it.
   constexpr uint32_t kMagic = 0xBEEFC0DE;
   constexpr uint64_t kNoPage = ~uint64_t{0};  // P_INVALID: an empty database
-  Status bad(Code::kCorrupted, "data.mdb is damaged: no valid LMDB meta page", path);
+  Status bad = Status::Corrupted("data.mdb is damaged: no valid LMDB meta page", path);
   unsigned char page[160];
   uint64_t best_txn = 0, need = 0, last_pg = 0;
   bool any = false;
@@ -157,10 +157,8 @@ Status CheckDataFile(int fd, const std::string& path, DataTail* tail) {
   if (::fstat(fd, &st) != 0) return ErrnoStatus(errno, path, "cannot stat");
   uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size < need)
-    return Status(Code::kCorrupted,
-                  fmt::format("data.mdb is truncated: {} bytes, its root pages end at {}", size,
-                              need),
-                  path);
+    return Status::Corrupted(
+        fmt::format("data.mdb is truncated: {} bytes, its root pages end at {}", size, need), path);
   if (tail) {
     *tail = DataTail();
     if (size < (last_pg + 1) * psize) {
@@ -175,24 +173,21 @@ Status CheckDataFile(int fd, const std::string& path, DataTail* tail) {
 Status FromRc(int rc, const std::string& what) {
   if (rc == MDB_SUCCESS) return {};
   switch (rc) {
-    case MDB_MAP_FULL:
-      return Status(Code::kMapFull, "store map is full", what);
+    case MDB_MAP_FULL:  // Txn::map_full() tells the store to grow the map and run it again
+      return Status::InsufficientResources("store map is full", what);
     case MDB_CORRUPTED:
     case MDB_PAGE_NOTFOUND:
-    case MDB_INVALID:
-      return Status(Code::kCorrupted, mdb_strerror(rc), what);
+    case MDB_INVALID: return Status::Corrupted(mdb_strerror(rc), what);
     case MDB_VERSION_MISMATCH:
-      return Status(Code::kError,
-                    fmt::format("{} (the store was written by another LMDB version)",
-                                mdb_strerror(rc)),
-                    what);
+      return Status::Error(fmt::format("{} (the store was written by another LMDB version)",
+                                       mdb_strerror(rc)),
+                           what);
     case MDB_READERS_FULL:
     case MDB_TXN_FULL:
-    case MDB_DBS_FULL:
-      return Status(Code::kInsufficientResources, mdb_strerror(rc), what);
+    case MDB_DBS_FULL: return Status::InsufficientResources(mdb_strerror(rc), what);
     default:
       if (rc > 0) return ErrnoStatus(rc, what, "");
-      return Status(Code::kError, mdb_strerror(rc), what);
+      return Status::Error(mdb_strerror(rc), what);
   }
 }
 
@@ -271,6 +266,7 @@ Txn::~Txn() { Abort(); }
 Txn::Txn(Txn&& o) noexcept
     : txn_(std::exchange(o.txn_, nullptr)),
       write_(o.write_),
+      map_full_(o.map_full_),
       cursors_(std::move(o.cursors_)),
       seq_(std::move(o.seq_)) {
   for (Cursor* c : cursors_) c->txn_ = this;
@@ -281,6 +277,7 @@ Txn& Txn::operator=(Txn&& o) noexcept {
     Abort();
     txn_ = std::exchange(o.txn_, nullptr);
     write_ = o.write_;
+    map_full_ = o.map_full_;
     cursors_ = std::move(o.cursors_);
     seq_ = std::move(o.seq_);
     for (Cursor* c : cursors_) c->txn_ = this;
@@ -307,7 +304,12 @@ Result<Txn> Txn::Begin(Env& env, bool write) {
     g_txn_depth = g_txn_depth + 1;
     return t;
   }
-  return Status(Code::kError, "map size keeps changing", "transaction");
+  return Status::Error("map size keeps changing", "transaction");
+}
+
+Status Txn::Check(int rc, const char* what) {
+  if (rc == MDB_MAP_FULL) map_full_ = true;
+  return FromRc(rc, what);
 }
 
 void Txn::CloseCursors() {
@@ -322,11 +324,11 @@ void Txn::CloseCursors() {
 }
 
 Status Txn::Commit() {
-  if (!txn_) return Status(Code::kError, "commit of a finished transaction");
+  if (!txn_) return Status::Error("commit of a finished transaction");
   CloseCursors();
   int rc = mdb_txn_commit(std::exchange(txn_, nullptr));
   g_txn_depth = g_txn_depth - 1;
-  return FromRc(rc, "");
+  return Check(rc, "");
 }
 
 void Txn::Abort() {
@@ -339,7 +341,7 @@ void Txn::Abort() {
 Result<Dbi> Txn::OpenDb(const char* name, bool create) {
   MDB_dbi dbi = 0;
   int rc = mdb_dbi_open(txn_, name, create ? MDB_CREATE : 0, &dbi);
-  if (rc) return FromRc(rc, name ? name : "the main database");
+  if (rc) return Check(rc, name ? name : "the main database");
   return Dbi{dbi};
 }
 
@@ -353,21 +355,21 @@ std::optional<std::string_view> Txn::Get(Dbi dbi, std::string_view key) const {
 
 Status Txn::Put(Dbi dbi, std::string_view key, std::string_view value) {
   MDB_val k = Val(key), v = Val(value);
-  return FromRc(mdb_put(txn_, dbi, &k, &v, 0), "put");
+  return Check(mdb_put(txn_, dbi, &k, &v, 0), "put");
 }
 
 Status Txn::PutAppend(Dbi dbi, std::string_view key, std::string_view value) {
   MDB_val k = Val(key), v = Val(value);
   int rc = mdb_put(txn_, dbi, &k, &v, MDB_APPEND);
   if (rc == MDB_KEYEXIST) return Put(dbi, key, value);
-  return FromRc(rc, "put");
+  return Check(rc, "put");
 }
 
 Result<bool> Txn::PutNew(Dbi dbi, std::string_view key, std::string_view value) {
   MDB_val k = Val(key), v = Val(value);
   int rc = mdb_put(txn_, dbi, &k, &v, MDB_NOOVERWRITE);
   if (rc == MDB_KEYEXIST) return false;
-  if (rc) return FromRc(rc, "put");
+  if (rc) return Check(rc, "put");
   return true;
 }
 
@@ -379,7 +381,7 @@ Result<bool> Txn::PagesAreFree(uint64_t first, uint64_t last) {
   uint64_t left = seen.size();
   MDB_cursor* c = nullptr;
   int rc = mdb_cursor_open(txn_, 0, &c);  // FREE_DBI: txn id -> IDL of freed page numbers
-  if (rc) return FromRc(rc, "free list");
+  if (rc) return Check(rc, "free list");
   MDB_val k, v;
   for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == MDB_SUCCESS && left;
        rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
@@ -398,7 +400,7 @@ Result<bool> Txn::PagesAreFree(uint64_t first, uint64_t last) {
     }
   }
   mdb_cursor_close(c);
-  if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) return FromRc(rc, "free list");
+  if (rc != MDB_SUCCESS && rc != MDB_NOTFOUND) return Check(rc, "free list");
   return left == 0;
 }
 
@@ -406,7 +408,7 @@ Status Txn::PutSeq(Dbi dbi, std::string_view key, std::string_view value) {
   MDB_cursor* c = SeqCursor(dbi);
   if (!c) return Put(dbi, key, value);
   MDB_val k = Val(key), v = Val(value);
-  return FromRc(mdb_cursor_put(c, &k, &v, 0), "put");
+  return Check(mdb_cursor_put(c, &k, &v, 0), "put");
 }
 
 Result<bool> Txn::PutNewSeq(Dbi dbi, std::string_view key, std::string_view value) {
@@ -415,7 +417,7 @@ Result<bool> Txn::PutNewSeq(Dbi dbi, std::string_view key, std::string_view valu
   MDB_val k = Val(key), v = Val(value);
   int rc = mdb_cursor_put(c, &k, &v, MDB_NOOVERWRITE);
   if (rc == MDB_KEYEXIST) return false;
-  if (rc) return FromRc(rc, "put");
+  if (rc) return Check(rc, "put");
   return true;
 }
 
@@ -423,7 +425,7 @@ Result<bool> Txn::Del(Dbi dbi, std::string_view key) {
   MDB_val k = Val(key);
   int rc = mdb_del(txn_, dbi, &k, nullptr);
   if (rc == MDB_NOTFOUND) return false;
-  if (rc) return FromRc(rc, "delete");
+  if (rc) return Check(rc, "delete");
   return true;
 }
 
@@ -459,10 +461,10 @@ Result<bool> Txn::DelSeq(Dbi dbi, std::string_view key) {
   MDB_cursor* c = SeqCursor(dbi);
   if (!c) return Del(dbi, key);
   int at = SeqSeek(c, key);
-  if (at < 0) return FromRc(at < -1000 ? at : -at, "delete");
+  if (at < 0) return Check(at < -1000 ? at : -at, "delete");
   if (at == 0) return false;
   int rc = mdb_cursor_del(c, 0);
-  if (rc) return FromRc(rc, "delete");
+  if (rc) return Check(rc, "delete");
   return true;
 }
 
@@ -485,7 +487,7 @@ uint64_t Txn::Count(Dbi dbi) const {
   return st.ms_entries;
 }
 
-Status Txn::Clear(Dbi dbi) { return FromRc(mdb_drop(txn_, dbi, 0), "clear"); }
+Status Txn::Clear(Dbi dbi) { return Check(mdb_drop(txn_, dbi, 0), "clear"); }
 
 Cursor::Cursor(Txn& txn, Dbi dbi) : txn_(&txn) {
   if (mdb_cursor_open(txn.txn_, dbi, &cur_) != MDB_SUCCESS) {
@@ -530,10 +532,10 @@ bool Cursor::SeekLt(std::string_view key) {
 }
 
 Status Cursor::Del() {
-  if (!cur_) return Status(Code::kError, "cursor closed");
+  if (!cur_) return Status::Error("cursor closed");
   int rc = mdb_cursor_del(cur_, 0);
   key_ = value_ = {};
-  return FromRc(rc, "delete");
+  return txn_->Check(rc, "delete");
 }
 
 }  // namespace mq::lmdb

@@ -7,8 +7,9 @@
 //    aborts (LMDB frees write-txn cursors itself, so closing one afterwards would be a double
 //    free). A Cursor outliving its Txn is inert.
 //  - "Not found" is std::nullopt / false, never an error.
-//  - MDB_MAP_FULL comes back as Code::kMapFull so that the store can grow the map and run the
-//    transaction again; MDB_MAP_RESIZED (another process grew it) is handled inside Begin().
+//  - MDB_MAP_FULL comes back as MQ_ERROR_INSUFFICIENT_RESOURCES, and the Txn remembers it
+//    (map_full()) so that the store can grow the map and run the transaction again;
+//    MDB_MAP_RESIZED (another process grew it) is handled inside Begin().
 #pragma once
 
 #include <cstdint>
@@ -110,6 +111,9 @@ class Txn {
   void Abort();
   bool active() const { return txn_ != nullptr; }
   bool writable() const { return write_; }
+  // Whether a write or the commit of this transaction found the map full (MDB_MAP_FULL): the
+  // store grows the map and runs the transaction again.
+  bool map_full() const { return map_full_; }
 
   // Opens (creating in a write txn) the named database.
   Result<Dbi> OpenDb(const char* name, bool create);
@@ -148,8 +152,11 @@ class Txn {
  private:
   friend class Cursor;
   void CloseCursors();
+  // FromRc(), noting MDB_MAP_FULL.
+  Status Check(int rc, const char* what);
   MDB_txn* txn_ = nullptr;
   bool write_ = false;
+  bool map_full_ = false;
   std::vector<Cursor*> cursors_;
   std::vector<std::pair<Dbi, MDB_cursor*>> seq_;  // DelSeq's cursors
   MDB_cursor* SeqCursor(Dbi dbi);

@@ -114,7 +114,7 @@ Status Store::Backup(const std::string& dir) {
   struct stat st;
   if (::stat(dir.c_str(), &st) == 0) {
     if (!S_ISDIR(st.st_mode) || !DirIsEmpty(dir))
-      return Status(Code::kInvalidArg, "backup target exists and is not an empty directory", dir);
+      return Status::InvalidArg("backup target exists and is not an empty directory", dir);
   } else {
     MQ_RETURN_IF_ERROR(MakeParents(dir));
     MQ_RETURN_IF_ERROR(MakeDir(dir, dir_mode));
@@ -138,7 +138,7 @@ Status Store::Backup(const std::string& dir) {
 
 Result<CompactReport> Store::Compact() {
   if (!impl_->alone || impl_->compacted)
-    return Status(Code::kTransactionUsage, "compact needs the store opened alone", impl_->dir);
+    return Status::TransactionUsage("compact needs the store opened alone", impl_->dir);
   const StorePaths& p = impl_->paths;
   std::string tmp = p.compact_dir();
   StorePaths tp(tmp);
@@ -202,7 +202,7 @@ Result<Store::Sizes> Store::FileSizes() {
 
 Status Store::ShareWithGroup(const std::string& group_name) {
   struct group* g = getgrnam(group_name.c_str());
-  if (!g) return Status(Code::kInvalidArg, fmt::format("no such group '{}'", group_name));
+  if (!g) return Status::InvalidArg(fmt::format("no such group '{}'", group_name));
   gid_t gid = g->gr_gid;
   const StorePaths& p = impl_->paths;
   for (const std::string& d : {p.dir(), p.locks_dir(), p.notify_dir()}) {

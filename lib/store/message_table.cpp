@@ -51,9 +51,9 @@ Status MessageTable::Load(lmdb::Txn& txn, const QueueInfo& q, uint64_t lookup,
                           FoundMessage& f) const {
   auto rec = txn.GetSeq(messages_, MsgKey(q.id, lookup));
   if (!rec)
-    return Status(Code::kCorrupted,
-                  fmt::format("index names lookup id {} but the message is missing", lookup),
-                  q.name);
+    return Status::Corrupted(fmt::format("index names lookup id {} but the message is missing",
+                                         lookup),
+                             q.name);
   f.msg.lookup_id = lookup;
   f.msg.queue = q.name;
   f.size = rec->size();
@@ -119,9 +119,9 @@ Status MessageTable::Insert(lmdb::Txn& txn, QueueInfo& q, const Message& m, std:
   auto fresh = txn.PutNewSeq(by_id_, id_key, loc);
   if (!fresh.ok()) return fresh.status();
   if (!*fresh)
-    return Status(Code::kIllegalPropertyValue,
-                  fmt::format("message id {} is already in the store", FormatMessageId(m.id)),
-                  q.name);
+    return Status::IllegalPropertyValue(fmt::format("message id {} is already in the store",
+                                                    FormatMessageId(m.id)),
+                                        q.name);
   MQ_RETURN_IF_ERROR(txn.PutSeq(messages_, loc, rec));
   if (delayed) MQ_RETURN_IF_ERROR(Delay(txn, q, m));
   if (!m.correlation_id.empty())
@@ -379,12 +379,12 @@ Status MessageTable::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection
     probe.refuse_conversation = false;
     MQ_RETURN_IF_ERROR(Collect(txn, q, probe, resume, 1, out));
     if (!out.empty() && IsConvMessageOf(q, out[0].msg) && out[0].msg.status != 0)
-      return Status(Code::kConversationMessage,
-                    fmt::format("message {} belongs to conversation {}: receive it with "
-                                "--conversation {} (a conversation is received in order)",
-                                out[0].msg.lookup_id, FormatGuid(out[0].msg.conversation_handle),
-                                FormatGuid(out[0].msg.conversation_handle)),
-                    q.name);
+      return Status::ConversationMessage(
+          fmt::format("message {} belongs to conversation {}: receive it with "
+                      "--conversation {} (a conversation is received in order)",
+                      out[0].msg.lookup_id, FormatGuid(out[0].msg.conversation_handle),
+                      FormatGuid(out[0].msg.conversation_handle)),
+          q.name);
     out.clear();
   }
 
@@ -426,7 +426,7 @@ Status MessageTable::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection
     if (on && !resume.empty() && c.key() == resume) on = c.Next();
     for (; on && HasPrefix(c.key(), prefix) && !full(); on = c.Next()) {
       if (c.key().size() != prefix.size() + 9)
-        return Status(Code::kCorrupted, "bad correlation index key", q.name);
+        return Status::Corrupted("bad correlation index key", q.name);
       FoundMessage f;
       f.walk_key = std::string(c.key());
       MQ_RETURN_IF_ERROR(Load(txn, q, GetU64BE(c.key(), prefix.size() + 1), f));
@@ -555,7 +555,7 @@ Status MessageTable::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection
     }
     if (!pick || full()) break;
     lmdb::Cursor& c = *pick->c;
-    if (c.key().size() != 13) return Status(Code::kCorrupted, "bad order index key", q.name);
+    if (c.key().size() != 13) return Status::Corrupted("bad order index key", q.name);
     // Decoded in its place in `out` (a Message is some twenty strings: moving one in costs
     // as much as a look-up), and dropped again if it expired.
     FoundMessage& f = out.emplace_back();

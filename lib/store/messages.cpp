@@ -34,10 +34,10 @@ Status Store::Impl::InsertMessage(lmdb::Txn& txn, QueueInfo& q, Message& m, uint
   thread_local std::string rec;
   EncodeRecordInto(m, rec);
   if (quota && q.bytes + rec.size() > quota)
-    return Status(Code::kInsufficientResources,
-                  fmt::format("queue quota of {} bytes would be exceeded ({} used, {} more)",
-                              quota, q.bytes, rec.size()),
-                  q.name);
+    return Status::InsufficientResources(
+        fmt::format("queue quota of {} bytes would be exceeded ({} used, {} more)", quota, q.bytes,
+                    rec.size()),
+        q.name);
   bool delayed = m.visible_time && !promoted;
   MQ_RETURN_IF_ERROR(msgs.Insert(txn, q, m, rec, delayed));
   q.next_lookup = std::max(q.next_lookup, m.lookup_id + 1);

@@ -121,27 +121,29 @@ Status Store::Impl::Write(const std::function<Status(lmdb::Txn&)>& fn, bool reru
     if (s.ok()) {
       s = txn->Commit();
       from_commit = true;
-      if (s.code() == Code::kIo) {
-        // LMDB reports a short write as EIO ("filesystem full?"): say what it was.
-        std::string why = ResourceShortage();
-        if (!why.empty())
-          return Status(Code::kInsufficientResources, why + "; nothing was written", dir);
+      if (!s.ok() && !txn->map_full()) {
+        if (s.code() == Code::kIo) {
+          // LMDB reports a short write as EIO ("filesystem full?"): say what it was.
+          std::string why = ResourceShortage();
+          if (!why.empty())
+            return Status::InsufficientResources(why + "; nothing was written", dir);
+        }
+        if (s.code() == Code::kInsufficientResources)  // ENOSPC, EDQUOT, EFBIG from LMDB
+          return Status(s.code(), s.text() + "; nothing was written", dir);
+        return s.WithSubject(dir);
       }
-      if (s.code() == Code::kInsufficientResources)  // ENOSPC, EDQUOT, EFBIG from LMDB
-        return Status(s.code(), s.text() + "; nothing was written", dir);
-      if (!s.ok() && s.code() != Code::kMapFull) return s.WithSubject(dir);
       if (s.ok()) {
         for (uint32_t qid : to_notify) Notify(qid);
         to_notify.clear();
       }
     }
-    if (s.code() != Code::kMapFull) return s;
+    if (s.ok() || !txn->map_full()) return s;
     txn->Abort();
     Status grown = Grow();
     if (!grown.ok()) return grown;
     if (from_commit && !rerun_after_commit)
-      return Status(Code::kInsufficientResources, "store map full at commit; retry", dir);
-    if (attempt > 40) return Status(Code::kInsufficientResources, "store is full", dir);
+      return Status::InsufficientResources("store map full at commit; retry", dir);
+    if (attempt > 40) return Status::InsufficientResources("store is full", dir);
   }
 }
 
@@ -191,11 +193,11 @@ Status Store::Impl::Grow() {
   uint64_t cur = env.MapSize();
   uint64_t limit = MaxMapSize();
   if (cur >= limit)
-    return Status(Code::kInsufficientResources,
-                  fmt::format("store is full: it reached its maximum size of {} bytes "
-                              "(mq-admin init --max-store-size raises it)",
-                              limit),
-                  dir);
+    return Status::InsufficientResources(
+        fmt::format("store is full: it reached its maximum size of {} bytes "
+                    "(mq-admin init --max-store-size raises it)",
+                    limit),
+        dir);
   return env.SetMapSize(std::min(cur * 2, limit));
 }
 
@@ -274,13 +276,13 @@ Status InspectStoreFile(const std::string& path, const struct stat& dir_st, bool
     int err = errno;
     if (err == ENOENT) return {};
     if (err == ELOOP)
-      return Status(Code::kCorrupted,
-                    "is a symbolic link: refusing to open it (a store's files never are)", path);
-    if (err == EISDIR)
-      return Status(Code::kCorrupted, "is not a regular file: refusing to open it", path);
+      return Status::Corrupted(
+          "is a symbolic link: refusing to open it (a store's files never are)", path);
+    if (err == EISDIR) return Status::Corrupted("is not a regular file: refusing to open it", path);
     if (err == EACCES || err == EPERM || err == EROFS)
-      return Status(Code::kAccessDenied,
-                    fmt::format("permission denied (need rw): {}", std::strerror(err)), path);
+      return Status::AccessDenied(fmt::format("permission denied (need rw): {}",
+                                              std::strerror(err)),
+                                  path);
     return ErrnoStatus(err, path, "cannot open");
   }
   struct Closer {
@@ -290,19 +292,19 @@ Status InspectStoreFile(const std::string& path, const struct stat& dir_st, bool
   struct stat st;
   if (::fstat(fd, &st) != 0) return ErrnoStatus(errno, path, "cannot stat");
   if (!S_ISREG(st.st_mode))
-    return Status(Code::kCorrupted, "is not a regular file: refusing to open it", path);
+    return Status::Corrupted("is not a regular file: refusing to open it", path);
   if (st.st_nlink != 1)
-    return Status(Code::kCorrupted,
-                  fmt::format("has {} hard links: refusing to open it (a store's files have one)",
-                              st.st_nlink),
-                  path);
+    return Status::Corrupted(
+        fmt::format("has {} hard links: refusing to open it (a store's files have one)",
+                    st.st_nlink),
+        path);
   bool group_store = (dir_st.st_mode & S_ISGID) != 0;
   if (st.st_uid != dir_st.st_uid && !(group_store && st.st_gid == dir_st.st_gid))
-    return Status(Code::kCorrupted,
-                  fmt::format("is owned by uid {}, not by the store's owner (uid {}): refusing "
-                              "to open it",
-                              st.st_uid, dir_st.st_uid),
-                  path);
+    return Status::Corrupted(
+        fmt::format("is owned by uid {}, not by the store's owner (uid {}): refusing "
+                    "to open it",
+                    st.st_uid, dir_st.st_uid),
+        path);
   if (data && st.st_size > 0) MQ_RETURN_IF_ERROR(lmdb::CheckDataFile(fd, path, &out.tail));
   out.exists = true;
   out.dev = st.st_dev;
@@ -324,17 +326,15 @@ Status CheckDataTail(lmdb::Env& env, const lmdb::DataTail& tail, const std::stri
     if (!txn.ok()) return txn.status();
     struct stat now;
     int data_fd = env.DataFd();
-    if (data_fd < 0 || ::fstat(data_fd, &now) != 0)
-      return Status(Code::kIo, "cannot stat data.mdb", path);
+    if (data_fd < 0 || ::fstat(data_fd, &now) != 0) return Status::Io("cannot stat data.mdb", path);
     uint64_t first = (static_cast<uint64_t>(now.st_size) + tail.page_size - 1) / tail.page_size;
     if (first > tail.last) return {};
     auto free = txn->PagesAreFree(first, tail.last);
     if (!free.ok()) return free.status().WithSubject(path);
     if (!*free)
-      return Status(Code::kCorrupted,
-                    fmt::format("data.mdb is truncated: pages {} to {} are missing", first,
-                                tail.last),
-                    path);
+      return Status::Corrupted(fmt::format("data.mdb is truncated: pages {} to {} are missing",
+                                           first, tail.last),
+                               path);
   }
   auto txn = lmdb::Txn::Begin(env, true);
   if (!txn.ok()) return {};  // a reader that cannot write: the pages are free, nothing to do
@@ -357,18 +357,18 @@ Status TakeStoreLock(const std::string& path, int64_t wait_ms, OwnedFd& lock) {
   if (fd < 0) {
     if (errno == ENOENT && wait_ms < 0) return {};
     if (errno == ENOENT)
-      return Status(Code::kServiceNotAvailable,
-                    "the store has no mq-store marker yet: run any mq tool on it once, then "
-                    "compact",
-                    path);
-    if (errno == ELOOP) return Status(Code::kCorrupted, "is a symbolic link: refusing it", path);
+      return Status::ServiceNotAvailable(
+          "the store has no mq-store marker yet: run any mq tool on it once, then "
+          "compact",
+          path);
+    if (errno == ELOOP) return Status::Corrupted("is a symbolic link: refusing it", path);
     return ErrnoStatus(errno, path, "cannot open the store lock");
   }
   lock.fd = fd;
   struct stat st;
   if (::fstat(fd, &st) != 0) return ErrnoStatus(errno, path, "cannot stat");
   if (!S_ISREG(st.st_mode) || st.st_nlink != 1)
-    return Status(Code::kCorrupted, "is not a plain file of the store: refusing it", path);
+    return Status::Corrupted("is not a plain file of the store: refusing it", path);
   if (wait_ms < 0) {
     while (::flock(fd, LOCK_SH) != 0)
       if (errno != EINTR) return ErrnoStatus(errno, path, "cannot take the store lock");
@@ -385,10 +385,10 @@ Status TakeStoreLock(const std::string& path, int64_t wait_ms, OwnedFd& lock) {
       return ErrnoStatus(errno, path, "cannot take the store lock");
     int64_t left = until - MonotonicMs();
     if (left <= 0)
-      return Status(Code::kSharingViolation,
-                    "the store is in use by other processes (waits, mq-watch, receives): "
-                    "compact needs it alone; stop them, or give --wait longer",
-                    path);
+      return Status::SharingViolation(
+          "the store is in use by other processes (waits, mq-watch, receives): "
+          "compact needs it alone; stop them, or give --wait longer",
+          path);
     struct pollfd p = {in, POLLIN, 0};
     (void)::poll(&p, in >= 0 ? 1 : 0, static_cast<int>(std::min<int64_t>(left, 1000)));
     char buf[4096];
@@ -451,7 +451,7 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   bool exists = ::stat(dir.c_str(), &st) == 0;
   if (!exists && errno != ENOENT) return ErrnoStatus(errno, dir, "cannot open store");
   if (exists && !S_ISDIR(st.st_mode))
-    return Status(Code::kServiceNotAvailable, "not a store directory", dir);
+    return Status::ServiceNotAvailable("not a store directory", dir);
   if (exists)
     MQ_RETURN_IF_ERROR(CheckAccess(dir, R_OK | W_OK | X_OK,
                                    "permission denied on the store directory (need rwx)"));
@@ -472,28 +472,26 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   if (exists && (!has_data || data_file.size == 0) &&
       (PathExists(paths.marker()) || PathExists(paths.locks_dir()) ||
        PathExists(paths.notify_dir())))
-    return Status(Code::kCorrupted,
-                  fmt::format("data.mdb is {}, but this directory holds an mq store: refusing "
-                              "to make a new store over it (see mq(7) DAMAGE AND RECOVERY)",
-                              has_data ? "empty" : "missing"),
-                  dir);
+    return Status::Corrupted(
+        fmt::format("data.mdb is {}, but this directory holds an mq store: refusing "
+                    "to make a new store over it (see mq(7) DAMAGE AND RECOVERY)",
+                    has_data ? "empty" : "missing"),
+        dir);
   bool group = exists ? (st.st_mode & S_ISGID) != 0 : !options.group.empty();
   bool creating = false;
   if (!has_data) {
     if (!may_create)
-      return Status(Code::kServiceNotAvailable,
-                    "store not found; mq-admin init creates it", dir);
+      return Status::ServiceNotAvailable("store not found; mq-admin init creates it", dir);
     if (exists && !DirIsEmpty(dir))
-      return Status(Code::kServiceNotAvailable,
-                    "not an mq store (no data.mdb) and not empty; refusing to create one here",
-                    dir);
+      return Status::ServiceNotAvailable(
+          "not an mq store (no data.mdb) and not empty; refusing to create one here", dir);
     creating = true;
   }
 
   gid_t gid = static_cast<gid_t>(-1);
   if (creating && !options.group.empty()) {
     struct group* g = getgrnam(options.group.c_str());
-    if (!g) return Status(Code::kInvalidArg, fmt::format("no such group '{}'", options.group));
+    if (!g) return Status::InvalidArg(fmt::format("no such group '{}'", options.group));
     gid = g->gr_gid;
   }
   mode_t dir_mode = group ? 02770 : 0700;
@@ -518,7 +516,7 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   {
     std::lock_guard<std::mutex> lock(g_open_mu);
     if (!g_open_dirs.insert(dir_key).second)
-      return Status(Code::kError, "store already open in this process", dir);
+      return Status::Error("store already open in this process", dir);
   }
   auto impl = std::make_unique<Impl>();
   impl->dir_key = dir_key;
@@ -536,12 +534,11 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
     struct stat now;
     int fd = impl->env.DataFd();
     if (fd < 0 || ::fstat(fd, &now) != 0)
-      return Status(Code::kIo, "cannot stat the opened data.mdb", paths.data());
+      return Status::Io("cannot stat the opened data.mdb", paths.data());
     if (data_file.exists && (now.st_dev != data_file.dev || now.st_ino != data_file.ino))
-      return Status(Code::kCorrupted, "data.mdb was replaced while it was being opened",
-                    paths.data());
+      return Status::Corrupted("data.mdb was replaced while it was being opened", paths.data());
     if (!S_ISREG(now.st_mode) || now.st_nlink != 1)
-      return Status(Code::kCorrupted, "is not a plain file: refusing it", paths.data());
+      return Status::Corrupted("is not a plain file: refusing it", paths.data());
     if (!data_file.exists) AdoptPath(paths.data());
     if (!lock_file.exists) AdoptPath(paths.lock());
   }
@@ -561,16 +558,15 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
     if (meta.ok()) {
       impl->meta = *meta;
       auto format = impl->GetMeta(*txn, "format");
-      if (!format || format->size() != 4) return Status(Code::kCorrupted, "bad format record", dir);
+      if (!format || format->size() != 4) return Status::Corrupted("bad format record", dir);
       uint32_t v = GetU32BE(*format, 0);
       if (v > kFormatVersion)
-        return Status(Code::kError,
-                      fmt::format("store format {} is newer than this mq understands ({}); "
-                                  "upgrade mq or use the mq that made it",
-                                  v, kFormatVersion),
-                      dir);
+        return Status::Error(fmt::format("store format {} is newer than this mq understands ({}); "
+                                         "upgrade mq or use the mq that made it",
+                                         v, kFormatVersion),
+                             dir);
       auto g = impl->GetMeta(*txn, "guid");
-      if (!g || g->size() != 16) return Status(Code::kCorrupted, "store has no GUID", dir);
+      if (!g || g->size() != 16) return Status::Corrupted("store has no GUID", dir);
       impl->guid = GuidFromBytes(*g);
       found = Found::kStore;
       missing_db = !impl->OpenDbs(*txn, false).ok();
@@ -582,8 +578,8 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
     }
   }
   if (found == Found::kForeign)
-    return Status(Code::kCorrupted,
-                  "not an mq store: data.mdb has no mq meta record (a foreign LMDB file?)", dir);
+    return Status::Corrupted(
+        "not an mq store: data.mdb has no mq meta record (a foreign LMDB file?)", dir);
   if (found == Found::kEmpty || missing_db) {
     s = impl->Write([&](lmdb::Txn& w) -> Status {
       MQ_RETURN_IF_ERROR(impl->OpenDbs(w, true));
@@ -604,7 +600,7 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
     if (!t2.ok()) return t2.status();
     MQ_RETURN_IF_ERROR(impl->OpenDbs(*t2, false));
     auto g = t2->Get(impl->meta, "guid");
-    if (!g || g->size() != 16) return Status(Code::kCorrupted, "store has no GUID", dir);
+    if (!g || g->size() != 16) return Status::Corrupted("store has no GUID", dir);
     impl->guid = GuidFromBytes(*g);
     MQ_RETURN_IF_ERROR(t2->Commit());
   }
@@ -626,10 +622,9 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
 
 Status Store::SetMaxSize(uint64_t bytes) {
   if (bytes && bytes < impl_->env.UsedBytes())
-    return Status(Code::kInvalidArg,
-                  fmt::format("the store already uses {} bytes, more than {}",
-                              impl_->env.UsedBytes(), bytes),
-                  impl_->dir);
+    return Status::InvalidArg(fmt::format("the store already uses {} bytes, more than {}",
+                                          impl_->env.UsedBytes(), bytes),
+                              impl_->dir);
   MQ_RETURN_IF_ERROR(impl_->Write([&](lmdb::Txn& txn) -> Status {
     std::string v;
     PutU64BE(v, bytes);

@@ -85,9 +85,9 @@ std::string EncodeQueue(const QueueInfo& q) {
 }
 
 Status DecodeQueue(std::string_view record, QueueInfo& q) {
-  if (record.empty() || record[0] == 0) return Status(Code::kCorrupted, "bad queue record");
+  if (record.empty() || record[0] == 0) return Status::Corrupted("bad queue record");
   if (static_cast<uint8_t>(record[0]) > kQueueVersion)
-    return Status(Code::kError, "queue record is newer than this mq understands; upgrade mq");
+    return Status::Error("queue record is newer than this mq understands; upgrade mq");
   QueueInfo d;
   d.name = std::move(q.name);
   TlvReader r(record.substr(1));
@@ -125,7 +125,7 @@ Status DecodeQueue(std::string_view record, QueueInfo& q) {
       default: break;
     }
   }
-  if (r.error()) return Status(Code::kCorrupted, "malformed queue record");
+  if (r.error()) return Status::Corrupted("malformed queue record");
   q = std::move(d);
   return {};
 }

@@ -56,7 +56,7 @@ Result<QueueInfo> Store::Impl::FindQueue(lmdb::Txn& txn, const QueueRef& ref) {
       return empty;
     }
   }
-  return Status(Code::kQueueNotFound, "no such queue", ref.Full());
+  return Status::QueueNotFound("no such queue", ref.Full());
 }
 
 Status Store::Impl::PutQueue(lmdb::Txn& txn, const QueueInfo& q) {
@@ -66,7 +66,7 @@ Status Store::Impl::PutQueue(lmdb::Txn& txn, const QueueInfo& q) {
 Result<uint32_t> Store::Impl::MetaU32(lmdb::Txn& txn, std::string_view key, uint32_t dflt) {
   auto v = GetMeta(txn, key);
   if (!v) return dflt;
-  if (v->size() != 4) return Status(Code::kCorrupted, fmt::format("bad meta record {}", key));
+  if (v->size() != 4) return Status::Corrupted(fmt::format("bad meta record {}", key));
   return GetU32BE(*v, 0);
 }
 
@@ -80,10 +80,10 @@ Result<QueueInfo> Store::Impl::NewQueue(lmdb::Txn& txn, const std::string& name)
   // "out" would have subqueues out;X, the outgoing queue of link X. A queue of that name made
   // before links existed stays usable (names.hpp): only making one is refused.
   if (name == kOutgoingBase)
-    return Status(Code::kIllegalQueuePathname,
-                  "invalid queue name: 'out' is reserved: out;LINK is the outgoing queue of the "
-                  "link LINK",
-                  name);
+    return Status::IllegalQueuePathname(
+        "invalid queue name: 'out' is reserved: out;LINK is the outgoing queue of the "
+        "link LINK",
+        name);
   auto next = MetaU32(txn, "next_queue_id", 1);
   if (!next.ok()) return next.status();
   QueueInfo q;
@@ -164,21 +164,20 @@ std::string SettingsConflicts(const QueueInfo& q, const QueueSettings& s) {
 
 Status Store::CreateQueue(const QueueRef& ref, const QueueSettings& settings, bool exist_ok) {
   if (ref.IsSub() || ref.IsSystem())
-    return Status(Code::kUnsupportedFormatnameOperation,
-                  "only plain queue names can be created (subqueues and journals come with "
-                  "their queue)",
-                  ref.Full());
+    return Status::UnsupportedFormatnameOperation(
+        "only plain queue names can be created (subqueues and journals come with "
+        "their queue)",
+        ref.Full());
   return impl_->Write([&](lmdb::Txn& txn) -> Status {
     auto existing = impl_->LoadQueue(txn, ref.Full());
     if (!existing.ok()) return existing.status();
     if (*existing && exist_ok) {
       std::string conflicts = SettingsConflicts(**existing, settings);
       if (conflicts.empty()) return Status();
-      return Status(Code::kQueueExists,
-                    fmt::format("queue exists with other settings: {}", conflicts),
-                    ref.Full());
+      return Status::QueueExists(fmt::format("queue exists with other settings: {}", conflicts),
+                                 ref.Full());
     }
-    if (*existing) return Status(Code::kQueueExists, "queue already exists", ref.Full());
+    if (*existing) return Status::QueueExists("queue already exists", ref.Full());
     auto q = impl_->NewQueue(txn, ref.Full());
     if (!q.ok()) return q.status();
     ApplySettings(*q, settings);
@@ -192,11 +191,11 @@ Status Store::UpdateQueue(const QueueRef& ref, const QueueSettings& settings) {
   Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
     auto q = impl_->LoadQueue(txn, ref.Full());
     if (!q.ok()) return q.status();
-    if (!*q) return Status(Code::kQueueNotFound, "no such queue", ref.Full());
+    if (!*q) return Status::QueueNotFound("no such queue", ref.Full());
     QueueInfo& info = **q;
     if (settings.transactional && *settings.transactional != info.transactional)
-      return Status(Code::kTransactionUsage,
-                    "whether a queue is transactional is fixed when it is created", info.name);
+      return Status::TransactionUsage(
+          "whether a queue is transactional is fixed when it is created", info.name);
     ApplySettings(info, settings);
     info.modified_time = NowMs();
     qid = info.id;
@@ -208,14 +207,14 @@ Status Store::UpdateQueue(const QueueRef& ref, const QueueSettings& settings) {
 
 Status Store::DeleteQueue(const QueueRef& ref) {
   if (ref.IsSub() || ref.IsSystem())
-    return Status(Code::kUnsupportedFormatnameOperation,
-                  "only plain queues can be deleted (use purge for subqueues)", ref.Full());
+    return Status::UnsupportedFormatnameOperation(
+        "only plain queues can be deleted (use purge for subqueues)", ref.Full());
   std::vector<uint32_t> ids;
   Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
     ids.clear();
     auto base = impl_->LoadQueue(txn, ref.Full());
     if (!base.ok()) return base.status();
-    if (!*base) return Status(Code::kQueueNotFound, "no such queue", ref.Full());
+    if (!*base) return Status::QueueNotFound("no such queue", ref.Full());
     std::vector<QueueInfo> victims{**base};
     {
       lmdb::Cursor c(txn, impl_->queues);

@@ -48,7 +48,7 @@ Status Store::Peek(const QueueRef& ref, const Selection& sel, const ReadOptions&
         auto q = impl_->FindQueue(*txn, ref);
         if (!q.ok()) return q.status();
         if (waiting && !q->enabled)
-          return Status(Code::kQueueNotActive, "queue was disabled (status OFF)", q->name);
+          return Status::QueueNotActive("queue was disabled (status OFF)", q->name);
         MQ_RETURN_IF_ERROR(impl_->msgs.Collect(*txn, *q, sel, resume,
                                           std::min<uint64_t>(remaining, kBatchCount), batch));
         if (batch.empty() && !seen) deadline = impl_->NextDeadline(*txn, q->id);
@@ -61,7 +61,7 @@ Status Store::Peek(const QueueRef& ref, const Selection& sel, const ReadOptions&
       seen += batch.size();
     }
     if (seen) return {};
-    return Status(Code::kMessageNotFound, "no message", ref.Full());
+    return Status::MessageNotFound("no message", ref.Full());
   });
 }
 
@@ -84,7 +84,7 @@ Status Stopped(const Status& s, uint64_t received) {
 Status Store::Receive(const QueueRef& ref, const Selection& sel_in, const ReadOptions& ro,
                       MessageSink& sink) {
   if (sel_in.anchor == Anchor::kArrival || sel_in.include_locked)
-    return Status(Code::kInvalidArg, "a receive takes visible messages only", ref.Full());
+    return Status::InvalidArg("a receive takes visible messages only", ref.Full());
   return impl_->WaitLoop(ref, ro, [&](bool, int64_t& deadline) -> Status {
     uint64_t remaining = sel_in.limit ? sel_in.limit : UINT64_MAX;
     uint64_t received = 0;
@@ -117,7 +117,7 @@ Status Store::Receive(const QueueRef& ref, const Selection& sel_in, const ReadOp
       sel.plain_only = true;  // the rest: plain messages, after this batch
       if (remaining != UINT64_MAX) remaining -= n;
     }
-    if (!received) return Status(Code::kMessageNotFound, "no message", ref.Full());
+    if (!received) return Status::MessageNotFound("no message", ref.Full());
     return {};
   });
 }
@@ -128,11 +128,10 @@ Result<Message> Store::FindMessage(const std::string& id) {
   // The message itself (key = the id), else a journal copy (key = id + journal queue id).
   auto where = id.size() == kIdSize ? impl_->msgs.FindId(*txn, id, true) : std::nullopt;
   if (!where)
-    return Status(Code::kMessageNotFound, "no message with this id in the store",
-                  FormatMessageId(id));
+    return Status::MessageNotFound("no message with this id in the store", FormatMessageId(id));
   auto [qid, lookup] = *where;
   auto name = impl_->QueueNameOf(*txn, qid);
-  if (!name) return Status(Code::kCorrupted, "message of an unknown queue", FormatMessageId(id));
+  if (!name) return Status::Corrupted("message of an unknown queue", FormatMessageId(id));
   QueueInfo q;
   q.name = std::string(*name);
   q.id = qid;

@@ -35,11 +35,11 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
                      std::vector<std::string>* ids, AppendReport* report) {
   bool remote = !options.remote_queue.empty();
   if (remote && !IsOutgoingName(ref.Full()))
-    return Status(Code::kInvalidArg, "a remote queue is sent through an outgoing queue out;LINK",
-                  ref.Full());
+    return Status::InvalidArg("a remote queue is sent through an outgoing queue out;LINK",
+                              ref.Full());
   if (!remote && (ref.IsSub() || ref.IsSystem()))
-    return Status(Code::kUnsupportedFormatnameOperation,
-                  "cannot send to a journal, subqueue or system queue", ref.Full());
+    return Status::UnsupportedFormatnameOperation(
+        "cannot send to a journal, subqueue or system queue", ref.Full());
   size_t ids_before = ids ? ids->size() : 0;
   uint64_t appended = 0;
   Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
@@ -55,21 +55,19 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
       auto made = impl_->LoadOutgoing(txn, ref.sub);
       if (!made.ok()) return made.status();
       if (!*made)
-        return Status(Code::kQueueNotFound, "no such link (mq-admin link add makes it)", ref.sub);
+        return Status::QueueNotFound("no such link (mq-admin link add makes it)", ref.sub);
       q = std::move(**made);
     } else if (options.create_queue) {
       auto made = impl_->NewQueue(txn, ref.Full());
       if (!made.ok()) return made.status();
       q = std::move(*made);
     } else {
-      return Status(Code::kQueueNotFound,
-                    "no such queue (mq-admin create makes it, or pass --create)", ref.Full());
+      return Status::QueueNotFound("no such queue (mq-admin create makes it, or pass --create)",
+                                   ref.Full());
     }
-    if (!q.enabled)
-      return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q.name);
+    if (!q.enabled) return Status::QueueNotActive("queue is disabled (status OFF)", q.name);
     if (q.transactional && !options.transactional)
-      return Status(Code::kTransactionUsage,
-                    "the queue is transactional: send with --tx", q.name);
+      return Status::TransactionUsage("the queue is transactional: send with --tx", q.name);
     int64_t now = NowMs();
     if (report) *report = AppendReport();
     // The message a live dedup key belongs to, if it is live.
@@ -148,21 +146,22 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
         }
       }
       if (m.priority > 7)
-        return Status(Code::kIllegalPropertyValue,
-                      fmt::format("priority {} is out of range 0..7", m.priority), q.name);
+        return Status::IllegalPropertyValue(fmt::format("priority {} is out of range 0..7",
+                                                        m.priority),
+                                            q.name);
       if (!IsValidUtf8(m.label))
-        return Status(Code::kIllegalPropertyValue, "label is not valid UTF-8", q.name);
+        return Status::IllegalPropertyValue("label is not valid UTF-8", q.name);
       if (Utf8Length(m.label) > kMaxLabel)
-        return Status(Code::kLabelTooLong,
-                      fmt::format("label longer than {} characters", kMaxLabel), q.name);
+        return Status::LabelTooLong(fmt::format("label longer than {} characters", kMaxLabel),
+                                    q.name);
       if (m.body.size() > q.max_message_size)
-        return Status(Code::kInsufficientResources,
-                      fmt::format("body of {} bytes exceeds the queue's maximum message size "
-                                  "of {} bytes",
-                                  m.body.size(), q.max_message_size),
-                      q.name);
+        return Status::InsufficientResources(
+            fmt::format("body of {} bytes exceeds the queue's maximum message size "
+                        "of {} bytes",
+                        m.body.size(), q.max_message_size),
+            q.name);
       if (!m.correlation_id.empty() && m.correlation_id.size() != kIdSize)
-        return Status(Code::kIllegalPropertyValue, "correlation id must be 20 bytes", q.name);
+        return Status::IllegalPropertyValue("correlation id must be 20 bytes", q.name);
       if (!options.keep_identity || m.id.size() != kIdSize) {
         impl_->NewMessageIdInto(q, m.id);
       }
@@ -245,8 +244,7 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
       // Eod Last on the last message of the transaction.
       last.eod_last = true;
       auto size = impl_->msgs.RecordSize(txn, q.id, last.lookup_id);
-      if (!size)
-        return Status(Code::kCorrupted, "the last message of the transaction is gone", q.name);
+      if (!size) return Status::Corrupted("the last message of the transaction is gone", q.name);
       MQ_RETURN_IF_ERROR(impl_->Rewrite(txn, q, last, *size));
     }
     if (!options.dedup_key.empty()) MQ_RETURN_IF_ERROR(remember(options.dedup_key, first_id));

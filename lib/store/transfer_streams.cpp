@@ -25,17 +25,17 @@ namespace {
 Status CheckLinkName(const std::string& name) {
   // out;journal would read as the journal of a queue 'out'.
   if (name == "journal")
-    return Status(Code::kInvalidArg, "'journal' is reserved: a link cannot be named so", name);
+    return Status::InvalidArg("'journal' is reserved: a link cannot be named so", name);
   if (IsValidQueueName(name)) return {};
-  return Status(Code::kInvalidArg,
-                fmt::format("invalid link name: use 1 to {} of A-Z a-z 0-9 _ . -, not starting "
-                            "with '.'",
-                            kMaxQueueName),
-                name);
+  return Status::InvalidArg(
+      fmt::format("invalid link name: use 1 to {} of A-Z a-z 0-9 _ . -, not starting "
+                  "with '.'",
+                  kMaxQueueName),
+      name);
 }
 
 Status NoLink(const std::string& name) {
-  return Status(Code::kQueueNotFound, "no such link (mq-admin link add makes it)", name);
+  return Status::QueueNotFound("no such link (mq-admin link add makes it)", name);
 }
 
 // Whether a message may enter `q` here, or the NACK class that refuses it.
@@ -79,38 +79,39 @@ Status Store::Impl::RemoteConvPrepare(lmdb::Txn& txn, const std::string& link,
   bool made_here = created.count(m.conversation_handle) > 0;
   auto v = GetMeta(txn, key);
   if (v && may_create && !made_here)
-    return Status(Code::kConversationClosed,
-                  fmt::format("conversation {} already exists", handle_text), where);
+    return Status::ConversationClosed(fmt::format("conversation {} already exists", handle_text),
+                                      where);
   if (!v && !may_create)
-    return Status(Code::kConversationNotFound,
-                  fmt::format("no conversation {} through link {} (mq-send {} --conversation "
-                              "new begins one)",
-                              handle_text, link, where),
-                  where);
+    return Status::ConversationNotFound(
+        fmt::format("no conversation {} through link {} (mq-send {} --conversation "
+                    "new begins one)",
+                    handle_text, link, where),
+        where);
   uint64_t next = 0;
   if (v) {
-    if (v->size() < 8) return Status(Code::kCorrupted, "malformed conversation record", where);
+    if (v->size() < 8) return Status::Corrupted("malformed conversation record", where);
     next = GetU64BE(*v, 0);
     std::string_view far = v->substr(8);
     if (far != queue)
-      return Status(Code::kConversationNotFound,
-                    fmt::format("conversation {} goes to {}:{}", handle_text, link, far), where);
+      return Status::ConversationNotFound(fmt::format("conversation {} goes to {}:{}", handle_text,
+                                                      link, far),
+                                          where);
     if (next & kRemoteConvEnded)
-      return Status(Code::kConversationClosed,
-                    fmt::format("conversation {} has ended here (its EndDialog went to {}): no "
-                                "more sends",
-                                handle_text, where),
-                    where);
+      return Status::ConversationClosed(
+          fmt::format("conversation {} has ended here (its EndDialog went to {}): no "
+                      "more sends",
+                      handle_text, where),
+          where);
   } else {
     created.insert(m.conversation_handle);
   }
   if (next > 0) {
     if (!made_here && !IsNil(m.conversation_group_id))
-      return Status(Code::kInvalidArg,
-                    fmt::format("conversation {} goes through a link: --group sets the group "
-                                "of a new one only",
-                                handle_text),
-                    where);
+      return Status::InvalidArg(
+          fmt::format("conversation {} goes through a link: --group sets the group "
+                      "of a new one only",
+                      handle_text),
+          where);
     m.conversation_group_id = Guid{};
   }
   m.message_sequence_number = next;
@@ -135,7 +136,7 @@ Result<std::optional<std::pair<std::string, std::string>>> Store::Impl::FindRemo
   for (std::string& link : names) {
     auto v = GetMeta(txn, RemoteConvPrefix(link) + std::string(GuidBytes(handle)));
     if (!v) continue;
-    if (v->size() < 8) return Status(Code::kCorrupted, "malformed conversation record", link);
+    if (v->size() < 8) return Status::Corrupted("malformed conversation record", link);
     return Found(std::make_pair(std::move(link), std::string(v->substr(8))));
   }
   return Found();
@@ -191,10 +192,10 @@ Result<uint16_t> Store::Impl::AcceptConvMessage(lmdb::Txn& txn, QueueInfo& q, Me
 Status Store::AddLink(const std::string& name, const LinkSettings& settings) {
   MQ_RETURN_IF_ERROR(CheckLinkName(name));
   if (!settings.via || settings.via->empty())
-    return Status(Code::kInvalidArg, "a link needs --via COMMAND", name);
+    return Status::InvalidArg("a link needs --via COMMAND", name);
   return impl_->Write([&](lmdb::Txn& txn) -> Status {
     if (impl_->GetMeta(txn, LinkKey(name)))
-      return Status(Code::kQueueExists, "the link exists (mq-admin link set changes it)", name);
+      return Status::QueueExists("the link exists (mq-admin link set changes it)", name);
     LinkRecord r;
     r.via = *settings.via;
     if (settings.return_link) r.return_link = *settings.return_link;
@@ -211,9 +212,9 @@ Status Store::SetLink(const std::string& name, const LinkSettings& settings) {
     auto v = impl_->GetMeta(txn, LinkKey(name));
     if (!v) return NoLink(name);
     LinkRecord r;
-    if (!DecodeLink(*v, r)) return Status(Code::kCorrupted, "malformed link record", name);
+    if (!DecodeLink(*v, r)) return Status::Corrupted("malformed link record", name);
     if (settings.via) {
-      if (settings.via->empty()) return Status(Code::kInvalidArg, "--via cannot be empty", name);
+      if (settings.via->empty()) return Status::InvalidArg("--via cannot be empty", name);
       r.via = *settings.via;
     }
     if (settings.return_link) r.return_link = *settings.return_link;
@@ -232,14 +233,14 @@ Status Store::DeleteLink(const std::string& name, bool force) {
     if (*q) {
       QueueInfo& oq = **q;
       if (oq.count && !force)
-        return Status(Code::kTransactionUsage,
-                      fmt::format("{} messages wait in {}: forward them first, or pass --force "
-                                  "(they fail as purged: NACK_PURGED, dead-lettered if asked)",
-                                  oq.count, out),
-                      name);
+        return Status::TransactionUsage(
+            fmt::format("{} messages wait in {}: forward them first, or pass --force "
+                        "(they fail as purged: NACK_PURGED, dead-lettered if asked)",
+                        oq.count, out),
+            name);
       if (oq.locked)
-        return Status(Code::kSharingViolation,
-                      "a forward is sending messages of this link: stop it first", name);
+        return Status::SharingViolation("a forward is sending messages of this link: stop it first",
+                                        name);
       MQ_RETURN_IF_ERROR(impl_->DrainQueue(txn, oq, kClassNackPurged, kClassNackPurged, NowMs()));
       MQ_RETURN_IF_ERROR(impl_->DropQueueRecord(txn, oq));
       qid = oq.id;
@@ -294,7 +295,7 @@ Result<std::vector<LinkInfo>> Store::ListLinks() {
       std::string name(key.substr(5));
       LinkRecord r;
       if (!DecodeLink(value, r)) {
-        bad = Status(Code::kCorrupted, "malformed link record", name);
+        bad = Status::Corrupted("malformed link record", name);
         return false;
       }
       out.push_back(ToInfo(name, r));
@@ -343,8 +344,7 @@ struct HeldFileLock : HeldLock {
 Result<std::unique_ptr<HeldLock>> Store::LockLink(const std::string& name) {
   auto l = FileLock::Acquire(impl_->paths.link_lock(name), impl_->file_mode, false);
   if (!l.ok() && l.status().code() == Code::kSharingViolation)
-    return Status(Code::kSharingViolation, "another mq-admin forward is running for this link",
-                  name);
+    return Status::SharingViolation("another mq-admin forward is running for this link", name);
   if (!l.ok()) return l.status();
   return std::unique_ptr<HeldLock>(std::make_unique<HeldFileLock>(std::move(*l)));
 }
@@ -354,7 +354,7 @@ Status Store::NoteLink(const std::string& name, const LinkEvent& event) {
     auto v = impl_->GetMeta(txn, LinkKey(name));
     if (!v) return NoLink(name);
     LinkRecord r;
-    if (!DecodeLink(*v, r)) return Status(Code::kCorrupted, "malformed link record", name);
+    if (!DecodeLink(*v, r)) return Status::Corrupted("malformed link record", name);
     int64_t now = NowMs();
     switch (event.kind) {
       case LinkEvent::kConnected:
@@ -382,15 +382,14 @@ Status Store::FinishForwarded(const std::vector<Lease*>& leases,
                               const std::string& link) {
   if (leases.empty()) return {};
   if (outcomes.size() != leases.size())
-    return Status(Code::kInvalidArg, "one list of outcomes per lease", leases[0]->queue_);
+    return Status::InvalidArg("one list of outcomes per lease", leases[0]->queue_);
   for (size_t l = 0; l < leases.size(); ++l) {
     const Lease& lease = *leases[l];
-    if (lease.finished_)
-      return Status(Code::kTransactionUsage, "lease already ended", lease.queue_);
+    if (lease.finished_) return Status::TransactionUsage("lease already ended", lease.queue_);
     if (outcomes[l].size() != lease.messages_.size())
-      return Status(Code::kInvalidArg, "one outcome per message", lease.queue_);
+      return Status::InvalidArg("one outcome per message", lease.queue_);
     if (lease.queue_ != leases[0]->queue_)
-      return Status(Code::kInvalidArg, "leases of one queue only", lease.queue_);
+      return Status::InvalidArg("leases of one queue only", lease.queue_);
   }
   // Without the meta sync, as a receive's removal: a power loss may undo it, and the far side
   // then answers the replay as before (stored, or the same refusal).
@@ -406,10 +405,9 @@ Status Store::FinishForwarded(const std::vector<Lease*>& leases,
       if (oq.id != lease.qid_) continue;  // deleted and made anew: nothing of it is here
       LeaseRecord rec;
       if (!impl_->LoadLease(txn, lease.qid_, lease.lease_id_, &rec))
-        return Status(Code::kTransactionUsage, "the lease is gone (expired or returned)",
-                      lease.queue_);
+        return Status::TransactionUsage("the lease is gone (expired or returned)", lease.queue_);
       if (rec.keys.size() != lease.messages_.size())
-        return Status(Code::kCorrupted, "the lease does not match its record", lease.queue_);
+        return Status::Corrupted("the lease does not match its record", lease.queue_);
       for (size_t i = 0; i < rec.keys.size(); ++i) {
         if (impl_->msgs.Holder(txn, rec.keys[i]) != lease.lease_id_) continue;
         Store::Impl::Found f;
@@ -431,7 +429,7 @@ Status Store::FinishForwarded(const std::vector<Lease*>& leases,
     auto lv = impl_->GetMeta(txn, LinkKey(link));
     if (!lv) return {};
     LinkRecord lr;
-    if (!DecodeLink(*lv, lr)) return Status(Code::kCorrupted, "malformed link record", link);
+    if (!DecodeLink(*lv, lr)) return Status::Corrupted("malformed link record", link);
     lr.acked += acked;
     lr.refused += refused;
     lr.last_ack = now;

@@ -43,7 +43,7 @@ Result<uint32_t> Store::Impl::QueueIdForWait(const QueueRef& ref, bool need_enab
     auto q = FindQueue(*txn, ref);
     if (!q.ok()) return q.status();
     if (need_enabled && !q->enabled)
-      return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
+      return Status::QueueNotActive("queue is disabled (status OFF)", q->name);
     if (q->id != 0) return q->id;
   }
   Status s = Write([&](lmdb::Txn& txn) -> Status {
@@ -55,7 +55,7 @@ Result<uint32_t> Store::Impl::QueueIdForWait(const QueueRef& ref, bool need_enab
       *q = std::move(*made);
     }
     if (need_enabled && !q->enabled)
-      return Status(Code::kQueueNotActive, "queue is disabled (status OFF)", q->name);
+      return Status::QueueNotActive("queue is disabled (status OFF)", q->name);
     qid = q->id;
     return {};
   });
@@ -111,14 +111,14 @@ Status Store::Impl::WaitLoop(
     deadline = 0;
     Status s = attempt(true, deadline);
     if (s.code() == Code::kQueueNotFound)
-      return Status(Code::kQueueDeleted, "queue was deleted while waiting", ref.Full());
+      return Status::QueueDeleted("queue was deleted while waiting", ref.Full());
     if (s.code() != Code::kMessageNotFound) return s;
     auto wake = w->Wait(deadline, until, ro.stop_fd);
     if (!wake.ok()) return wake.status();
     if (*wake == Waiter::Wake::kTimeout)
-      return Status(Code::kIoTimeout, "timed out waiting for a message", ref.Full());
+      return Status::IoTimeout("timed out waiting for a message", ref.Full());
     if (*wake == Waiter::Wake::kStop)
-      return Status(Code::kOperationCancelled, "stopped by a signal", ref.Full());
+      return Status::OperationCancelled("stopped by a signal", ref.Full());
   }
 }
 

@@ -382,8 +382,7 @@ std::string FormatSrmpTime(int64_t ms) {
 Result<int64_t> ParseSrmpTime(std::string_view text) {
   text = Trim(text);
   auto bad = [&] {
-    return Status(Code::kInvalidArg,
-                  fmt::format("'{}' is not a date YYYYMMDDTHHMMSS", text));
+    return Status::InvalidArg(fmt::format("'{}' is not a date YYYYMMDDTHHMMSS", text));
   };
   if (text.size() < 15 || text[8] != 'T') return bad();
   auto digits = [&](size_t pos, size_t n) -> std::optional<int> {

@@ -10,7 +10,7 @@
 
 namespace mq::srmp_mime {
 
-Status Bad(std::string text) { return Status(Code::kInvalidArg, std::move(text)); }
+Status Bad(std::string text) { return Status::InvalidArg(std::move(text)); }
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' ||

@@ -492,7 +492,7 @@ Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream) {
       sax.externalSubset = OnDoctype;
     }
   }
-  if (!cached) return Status(Code::kInsufficientResources, "cannot allocate an XML parser");
+  if (!cached) return Status::InsufficientResources("cannot allocate an XML parser");
   xmlParserCtxt* ctxt = cached.get();
   tree.Reset();
   ctxt->_private = &tree;
@@ -503,7 +503,7 @@ Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream) {
   // whether the XML was well-formed.
   if (xmlCtxtResetPush(ctxt, nullptr, 0, nullptr, nullptr) != 0 ||
       xmlCtxtUseOptions(ctxt, XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING) != 0)
-    return Status(Code::kInsufficientResources, "cannot reset the XML parser");
+    return Status::InsufficientResources("cannot reset the XML parser");
   (void)xmlParseChunk(ctxt, text.data(), static_cast<int>(text.size()), 1);
   // SOAP 1.1 (section 3): a SOAP message must not contain a Document Type Declaration. The
   // parse stops at one, so no entity of one is ever read, let alone expanded.

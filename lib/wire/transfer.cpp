@@ -16,7 +16,7 @@ namespace mq::transfer {
 namespace {
 
 Status Malformed(std::string_view what) {
-  return Status(Code::kIo, fmt::format("malformed {} frame: the stream is corrupted", what));
+  return Status::Io(fmt::format("malformed {} frame: the stream is corrupted", what));
 }
 
 bool KnownType(char t) {
@@ -32,9 +32,9 @@ bool KnownType(char t) {
 Status TakeMagic(std::string_view payload, uint16_t& version, std::string_view& rest,
                  std::string_view what) {
   if (payload.size() < kMagic.size() + 2 || payload.substr(0, kMagic.size()) != kMagic)
-    return Status(Code::kIo, fmt::format("the peer did not answer with an mq transfer {} (is "
-                                         "the link's command running mq-admin accept?)",
-                                         what));
+    return Status::Io(fmt::format("the peer did not answer with an mq transfer {} (is "
+                                  "the link's command running mq-admin accept?)",
+                                  what));
   version = static_cast<uint16_t>((static_cast<uint8_t>(payload[kMagic.size()]) << 8) |
                                   static_cast<uint8_t>(payload[kMagic.size() + 1]));
   rest = payload.substr(kMagic.size() + 2);
@@ -67,15 +67,15 @@ Result<std::optional<Frame>> FrameReader::Next() {
   }
   uint32_t len = GetU32BE(buf_, pos_);
   if (len < 5 || len > kMaxFrame)
-    return Status(Code::kIo, fmt::format("bad frame length {}: the stream is corrupted", len));
+    return Status::Io(fmt::format("bad frame length {}: the stream is corrupted", len));
   char t = buf_[pos_ + 4];
   if (!KnownType(t))
-    return Status(Code::kIo, fmt::format("unknown frame type 0x{:02x}: the stream is corrupted",
-                                         static_cast<uint8_t>(t)));
+    return Status::Io(fmt::format("unknown frame type 0x{:02x}: the stream is corrupted",
+                                  static_cast<uint8_t>(t)));
   if (buf_.size() - pos_ - 4 < len) return std::optional<Frame>();
   std::string_view body = std::string_view(buf_).substr(pos_ + 4, len - 4);
   if (Crc32(body) != GetU32BE(buf_, pos_ + len))
-    return Status(Code::kIo, "a frame fails its checksum: the stream is corrupted");
+    return Status::Io("a frame fails its checksum: the stream is corrupted");
   Frame f;
   f.type = static_cast<Type>(t);
   f.payload = std::string(body.substr(1));
@@ -156,14 +156,14 @@ Status Decompressor::Feed(std::string_view payload) {
     ZSTD_outBuffer o{buf, sizeof buf, 0};
     size_t rc = ZSTD_decompressStream(z_->d, &o, &in);
     if (ZSTD_isError(rc))
-      return Status(Code::kIo, fmt::format("a compressed frame cannot be decompressed ({}): the "
-                                           "stream is corrupted",
-                                           ZSTD_getErrorName(rc)));
+      return Status::Io(fmt::format("a compressed frame cannot be decompressed ({}): the "
+                                    "stream is corrupted",
+                                    ZSTD_getErrorName(rc)));
     produced += o.pos;
     // What one frame may hold, plus the frames around it: anything more is no sender's.
     if (produced > size_t{kMaxFrame} + (1u << 20))
-      return Status(Code::kIo, "a compressed frame decompresses beyond any frame's size: the "
-                               "stream is corrupted");
+      return Status::Io("a compressed frame decompresses beyond any frame's size: the "
+                        "stream is corrupted");
     frames_.Feed(std::string_view(buf, o.pos));
     // Done when the input is used up and the output had room (nothing more is held back).
     if (in.pos == in.size && o.pos < o.size) return {};
@@ -346,13 +346,13 @@ Status DecodeMessage(std::string_view payload, MessageHeader& h, Message& m) {
   SrmpStream stream;
   Status s = DecodeTransferDoc(payload.substr(kMessageHeaderSize), m, &stream);
   if (!s.ok())
-    return Status(Code::kIo, fmt::format("message {} of the stream cannot be read ({}): the "
-                                         "stream is corrupted",
-                                         h.seq, s.text()));
+    return Status::Io(fmt::format("message {} of the stream cannot be read ({}): the "
+                                  "stream is corrupted",
+                                  h.seq, s.text()));
   if (stream.current != h.seq || stream.previous != h.prev)
-    return Status(Code::kIo, fmt::format("message {} of the stream says it is <Stream> current "
-                                         "{}, previous {}: the stream is corrupted",
-                                         h.seq, stream.current, stream.previous));
+    return Status::Io(fmt::format("message {} of the stream says it is <Stream> current "
+                                  "{}, previous {}: the stream is corrupted",
+                                  h.seq, stream.current, stream.previous));
   return {};
 }
 

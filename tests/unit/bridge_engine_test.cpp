@@ -25,7 +25,7 @@ namespace {
 
 const std::string kWhere = "fake://broker";
 
-Status Lost() { return Status(Code::kBrokerUnavailable, "connection lost", kWhere); }
+Status Lost() { return Status::BrokerUnavailable("connection lost", kWhere); }
 
 // The broker: what it took from publishers, what it holds for consumers, and the faults a
 // test asks for. Channels share it, as the connections of one broker do.
@@ -103,7 +103,7 @@ class FakeChannel : public Channel {
   Status Refused(uint64_t first, uint64_t last) const override {
     auto it = nacked_.lower_bound(first);
     if (it != nacked_.end() && *it <= last)
-      return Status(Code::kBrokerRefused, "the broker refused a message (basic.nack)", kWhere);
+      return Status::BrokerRefused("the broker refused a message (basic.nack)", kWhere);
     return {};
   }
   Status Poll() override {
@@ -187,7 +187,7 @@ class FakeConnector : public Connector {
   FakeBroker& b_;
 };
 
-Status CannotConnect() { return Status(Code::kBrokerUnavailable, "cannot connect", kWhere); }
+Status CannotConnect() { return Status::BrokerUnavailable("cannot connect", kWhere); }
 
 // A store with the queue `name`, and what a test's engine needs beside it.
 struct Fixture {
@@ -427,7 +427,7 @@ TEST_CASE("a lost connection is reconnected through the connector with backoff",
     CHECK(f.notes.empty());
   }
   SECTION("an error no reconnection cures is not retried") {
-    f.broker.connect_fails[1] = Status(Code::kAccessDenied, "ACCESS_REFUSED", kWhere);
+    f.broker.connect_fails[1] = Status::AccessDenied("ACCESS_REFUSED", kWhere);
     f.o.follow = true;
     CHECK(f.Out().code() == Code::kAccessDenied);
     CHECK(f.broker.connects == 1);

@@ -9,28 +9,28 @@ using namespace mq;
 
 TEST_CASE("status codes map to the exit table of CLI.md", "[status]") {
   CHECK(ExitCode(Status()) == 0);
-  CHECK(ExitCode(Status(Code::kMessageNotFound, "")) == 1);
-  CHECK(ExitCode(Status(Code::kIoTimeout, "")) == 1);
-  CHECK(ExitCode(Status(Code::kInvalidArg, "")) == 2);
-  CHECK(ExitCode(Status(Code::kIllegalQueuePathname, "")) == 2);
-  CHECK(ExitCode(Status(Code::kLabelTooLong, "")) == 2);
-  CHECK(ExitCode(Status(Code::kQueueNotFound, "")) == 3);
-  CHECK(ExitCode(Status(Code::kServiceNotAvailable, "")) == 3);
-  CHECK(ExitCode(Status(Code::kAccessDenied, "")) == 4);
-  CHECK(ExitCode(Status(Code::kQueueNotActive, "")) == 5);
-  CHECK(ExitCode(Status(Code::kQueueDeleted, "")) == 5);
-  CHECK(ExitCode(Status(Code::kInsufficientResources, "")) == 6);
-  CHECK(ExitCode(Status(Code::kIllegalCursorAction, "")) == 7);
-  CHECK(ExitCode(Status(Code::kBadXmlFormat, "")) == 7);
-  CHECK(ExitCode(Status(Code::kExecFailed, "")) == 8);
-  CHECK(ExitCode(Status(Code::kCorrupted, "")) == 10);
-  CHECK(ExitCode(Status(Code::kIo, "")) == 10);
+  CHECK(ExitCode(Status::MessageNotFound("")) == 1);
+  CHECK(ExitCode(Status::IoTimeout("")) == 1);
+  CHECK(ExitCode(Status::InvalidArg("")) == 2);
+  CHECK(ExitCode(Status::IllegalQueuePathname("")) == 2);
+  CHECK(ExitCode(Status::LabelTooLong("")) == 2);
+  CHECK(ExitCode(Status::QueueNotFound("")) == 3);
+  CHECK(ExitCode(Status::ServiceNotAvailable("")) == 3);
+  CHECK(ExitCode(Status::AccessDenied("")) == 4);
+  CHECK(ExitCode(Status::QueueNotActive("")) == 5);
+  CHECK(ExitCode(Status::QueueDeleted("")) == 5);
+  CHECK(ExitCode(Status::InsufficientResources("")) == 6);
+  CHECK(ExitCode(Status::IllegalCursorAction("")) == 7);
+  CHECK(ExitCode(Status::BadXmlFormat("")) == 7);
+  CHECK(ExitCode(Status::ExecFailed("")) == 8);
+  CHECK(ExitCode(Status::Corrupted("")) == 10);
+  CHECK(ExitCode(Status::Io("")) == 10);
 }
 
 TEST_CASE("status text carries subject, symbol and value", "[status]") {
-  Status s(Code::kMessageNotFound, "no message", "jobs");
+  Status s = Status::MessageNotFound("no message", "jobs");
   CHECK(s.ToString() == "jobs: no message (MQ_ERROR_MESSAGE_NOT_FOUND 0xC00E0088)");
-  CHECK(Status(Code::kInvalidArg, "bad").ToString() == "bad (E_INVALIDARG 0x80070057)");
+  CHECK(Status::InvalidArg("bad").ToString() == "bad (E_INVALIDARG 0x80070057)");
 }
 
 TEST_CASE("errno values map to access, resources or I/O", "[status]") {

@@ -37,7 +37,7 @@ using test::Collect;
 class FailingSink : public MessageSink {
  public:
   Status Add(const Message&) override { return {}; }
-  Status Flush() override { return Status(Code::kBrokenPipe, "Broken pipe", "stdout"); }
+  Status Flush() override { return Status::BrokenPipe("Broken pipe", "stdout"); }
 };
 
 using test::Vec;
