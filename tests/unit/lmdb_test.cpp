@@ -101,3 +101,27 @@ TEST_CASE("sequential puts, gets and deletes agree with the plain ones in any ke
     REQUIRE(txn->Commit().ok());
   }
 }
+
+TEST_CASE("a full map is a resource error that the transaction remembers", "[lmdb]") {
+  char tmpl[] = "/tmp/mq-lmdb.XXXXXX";
+  std::string path = mkdtemp(tmpl);
+  {
+    lmdb::Env env;
+    REQUIRE(env.Open(path, 0600, 1 << 20, 4).ok());  // 1 MiB
+    auto txn = lmdb::Txn::Begin(env, true);
+    REQUIRE(txn.ok());
+    auto dbi = txn->OpenDb("t", true);
+    REQUIRE(dbi.ok());
+    CHECK_FALSE(txn->map_full());
+    Status s;
+    std::string value(1000, 'v');
+    for (uint64_t i = 0; i < 10000 && s.ok(); ++i) s = txn->Put(*dbi, Key(i), value);
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.code() == Code::kInsufficientResources);
+    CHECK(ExitCode(s) == 6);
+    CHECK(txn->map_full());
+    lmdb::Txn moved = std::move(*txn);
+    CHECK(moved.map_full());  // a moved transaction keeps what it found
+  }
+  std::filesystem::remove_all(path);
+}

@@ -40,3 +40,13 @@ TEST_CASE("errno values map to access, resources or I/O", "[status]") {
   CHECK(ErrnoStatus(EPIPE, "f", "write").code() == Code::kBrokenPipe);
   CHECK(ErrnoStatus(EIO, "f", "write").code() == Code::kIo);
 }
+
+TEST_CASE("named constructors carry their code, text and subject", "[status]") {
+  Status s = Status::QueueNotFound("no such queue", "jobs");
+  CHECK(s.code() == Code::kQueueNotFound);
+  CHECK(s.text() == "no such queue");
+  CHECK(s.subject() == "jobs");
+  CHECK(ExitCode(s) == ExitCode(Status(Code::kQueueNotFound, "x")));
+  CHECK(Status::Corrupted("bad").code() == Code::kCorrupted);
+  CHECK(Status::Corrupted("bad").subject().empty());
+}
