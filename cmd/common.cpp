@@ -44,7 +44,16 @@ void SetTool(const char* name) {
 bool StdoutWasClosed() { return g_stdout_closed; }
 const char* Tool() { return g_tool; }
 
+namespace {
+bool g_quiet_empty = false;
+}  // namespace
+
+void QuietWhenEmpty() { g_quiet_empty = true; }
+
 int Fail(const Status& status) {
+  if (g_quiet_empty &&
+      (status.code() == Code::kMessageNotFound || status.code() == Code::kIoTimeout))
+    return ExitCode(status);
   std::string line = fmt::format("{}: {}\n", g_tool, status.ToString());
   ssize_t ignored = ::write(2, line.data(), line.size());
   (void)ignored;

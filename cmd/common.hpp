@@ -34,6 +34,9 @@ const char* Tool();
 
 // Prints "mq-TOOL: SUBJECT: text (MQ_SYMBOL 0xHEX)" on stderr; returns the exit status.
 int Fail(const Status& status);
+// From now on, Fail() says nothing of "no message" (MQ_ERROR_MESSAGE_NOT_FOUND, and a wait
+// that ran out): its exit status 1 says it (--quiet).
+void QuietWhenEmpty();
 // Prints "mq-TOOL: SUBJECT: text" on stderr: something the user should know, not an error.
 void Note(const std::string& subject, const std::string& text);
 

@@ -15,8 +15,10 @@
 
 #include <fmt/format.h>
 
+#include "base/fd.hpp"
 #include "base/ids.hpp"
 #include "base/units.hpp"
+#include "proc/spawn.hpp"
 
 extern char** environ;
 
@@ -63,14 +65,25 @@ Status CheckCommand(const std::vector<std::string>& cmd) {
   return Status::InvalidArg(fmt::format("command not found or not executable: {}", name));
 }
 
-bool ExecResult::ok() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+bool ExecResult::ok() const {
+  return not_started.ok() && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+bool ExecResult::CannotStart() const {
+  return !not_started.ok() ||
+         (WIFEXITED(status) && (WEXITSTATUS(status) == 126 || WEXITSTATUS(status) == 127));
+}
+
+int ExecResult::CannotStartExit() const {
+  if (not_started.ok()) return WEXITSTATUS(status);
+  if (not_started.code() == Code::kInvalidArg) return 127;  // not found (proc::Spawn)
+  if (not_started.code() == Code::kExecFailed) return 126;
+  return ExitCode(not_started);
+}
 
 std::string ExecResult::Describe() const {
-  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
-  if (WIFSIGNALED(status))
-    return fmt::format("was killed by signal {} ({})", WTERMSIG(status),
-                       strsignal(WTERMSIG(status)));
-  return "ended abnormally";
+  if (!not_started.ok()) return not_started.text();
+  return proc::DescribeWait(status);
 }
 
 namespace {
@@ -156,11 +169,6 @@ Result<ExecResult> RunCommand(const std::vector<std::string>& cmd,
                               const std::string& store_dir, int lease_fd) {
   if (cmd.empty()) return Status::InvalidArg("--exec needs a command");
   std::vector<std::string> env = Environment(messages, store_dir);
-  std::vector<char*> argv, envp;
-  for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
   std::string input;
   if (!batch) {
     input = messages.front().body;
@@ -170,65 +178,35 @@ Result<ExecResult> RunCommand(const std::vector<std::string>& cmd,
       input += sep;
     }
   }
-
-  int in[2], err[2];
-  if (::pipe2(in, O_CLOEXEC) != 0) return ErrnoStatus(errno, "pipe", "cannot run command");
-  // err: the child reports a failed exec through it (closed on a successful exec).
-  if (::pipe2(err, O_CLOEXEC) != 0) {
-    ::close(in[0]);
-    ::close(in[1]);
-    return ErrnoStatus(errno, "pipe", "cannot run command");
+  int in[2];
+  if (::pipe2(in, O_CLOEXEC) != 0) {
+    ExecResult none;
+    none.not_started = ErrnoStatus(errno, "pipe", "cannot run command");
+    return none;
   }
-  pid_t parent = ::getpid();
+  proc::SpawnOptions o;
+  o.argv = cmd;
+  o.env = &env;
+  o.stdin_fd = in[0];
+  o.keep_fd = lease_fd;  // the lease lives while any process of the command holds it
+  o.own_group = true;
+  o.death_signal = SIGKILL;
   g_abandoned = 0;
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    int e = errno;
-    for (int fd : {in[0], in[1], err[0], err[1]}) ::close(fd);
-    return ErrnoStatus(e, "fork", "cannot run command");
+  auto spawned = proc::Spawn(o);
+  ::close(in[0]);
+  if (!spawned.ok()) {
+    ::close(in[1]);
+    ExecResult none;
+    none.not_started = spawned.status();
+    return none;
   }
-  if (pid == 0) {
-    // The child: only async-signal-safe calls until exec.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-    ::setpgid(0, 0);
-    ::signal(SIGPIPE, SIG_DFL);
-    ::signal(SIGHUP, SIG_DFL);
-    ::signal(SIGINT, SIG_DFL);
-    ::signal(SIGTERM, SIG_DFL);
-    ::dup2(in[0], 0);
-    // The lease lives while any process of the command holds this (exec.hpp).
-    if (lease_fd >= 0) ::fcntl(lease_fd, F_SETFD, 0);
-    ::execvpe(argv[0], argv.data(), envp.data());
-    int e = errno;
-    ssize_t ignored = ::write(err[1], &e, sizeof e);
-    (void)ignored;
-    ::_exit(127);
-  }
-  // Also here, so that the group exists before a signal handler can kill it (the child may
-  // not have run yet; after its exec this fails harmlessly, the child having done it).
-  ::setpgid(pid, pid);
+  pid_t pid = *spawned;
   g_command_group = pid;
   if (g_abandoned) ::kill(-pid, SIGKILL);
-  ::close(in[0]);
-  ::close(err[1]);
   // Feed stdin; a command that does not read its input is fine (EPIPE is ignored).
-  size_t off = 0;
-  while (off < input.size()) {
-    ssize_t n = ::write(in[1], input.data() + off, input.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
-    off += static_cast<size_t>(n);
-  }
+  Status fed = WriteAll(in[1], input, "the command's stdin");
+  (void)fed;
   ::close(in[1]);
-  int exec_errno = 0;
-  ssize_t got;
-  do {
-    got = ::read(err[0], &exec_errno, sizeof exec_errno);
-  } while (got < 0 && errno == EINTR);
-  ::close(err[0]);
   int status = 0;
   Status lost;
   while (::waitpid(pid, &status, 0) < 0) {
@@ -248,10 +226,9 @@ Result<ExecResult> RunCommand(const std::vector<std::string>& cmd,
     break;
   }
   if (!lost.ok()) return lost;
-  if (got == static_cast<ssize_t>(sizeof exec_errno))
-    return Status(exec_errno == ENOENT ? Code::kInvalidArg : Code::kExecFailed,
-                  fmt::format("cannot run '{}': {}", cmd[0], std::strerror(exec_errno)));
-  return ExecResult{status};
+  ExecResult ran;
+  ran.status = status;
+  return ran;
 }
 
 }  // namespace mq::cli

@@ -34,9 +34,17 @@ namespace mq::cli {
 bool SplitExec(int argc, char** argv, std::vector<char*>& own, std::vector<std::string>& cmd);
 
 struct ExecResult {
-  int status = 0;  // as from waitpid
+  int status = 0;      // as from waitpid, if the command ran
+  Status not_started;  // why it could not be started (a missing program, no fork)
   bool ok() const;
-  std::string Describe() const;  // "exited with status 3", "killed by signal 9"
+  // The command did not run: it could not be started, or it exited 126 or 127, the shell's
+  // "cannot execute" and "not found" (sh -c 'missing.sh'). Its messages did nothing wrong:
+  // they go back untouched, and mq-receive exits as env(1) and timeout(1) do.
+  bool CannotStart() const;
+  // The exit status for that: 127 not found, 126 not runnable (or the status's own code, for
+  // a fork or pipe that failed).
+  int CannotStartExit() const;
+  std::string Describe() const;  // "exited with status 3", "was killed by signal 9 (Killed)"
 };
 
 // Whether `cmd` names a program that can run (found in PATH, executable): checked before any

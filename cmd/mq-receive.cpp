@@ -64,12 +64,24 @@ void OnExecSignal(int sig) {
   cli::WakeStopPipe();
 }
 
+struct ExecArgs {
+  std::vector<std::string> cmd;
+  bool batch = false;
+  char sep = '\n';
+  bool all = false;
+  bool keep_going = false;
+  int64_t retry_delay_ms = 0;  // a failed message waits this long if its queue sets no delay
+};
+
 // --keep-going: a failure rolls its messages back and the run goes on with the messages after
 // them in delivery order (a Selection kAfter the last failed one, so that a message that is
 // back in its place is not taken again in this run); at the end, exit 8 if any failed.
-int RunExec(Store& store, const QueueRef& ref, Selection sel, ReadOptions ro,
-            const std::vector<std::string>& cmd, bool batch, char sep, bool all,
-            bool keep_going) {
+// A command that cannot be started (ExecResult::CannotStart) returns its messages untouched
+// and ends the run at once, with keep-going too: exit 127 or 126.
+int RunExec(Store& store, const QueueRef& ref, Selection sel, ReadOptions ro, const ExecArgs& x) {
+  const auto& cmd = x.cmd;
+  bool batch = x.batch;
+  char sep = x.sep;
   // The commands get the store by its absolute path, wherever they cd.
   char real[PATH_MAX];
   std::string store_dir = ::realpath(store.dir().c_str(), real) ? real : store.dir();
@@ -83,7 +95,7 @@ int RunExec(Store& store, const QueueRef& ref, Selection sel, ReadOptions ro,
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
   auto stopping = [] { return cli::Stopping() || g_exec_stop; };
-  uint64_t wanted = all ? UINT64_MAX : sel.limit;
+  uint64_t wanted = x.all ? UINT64_MAX : sel.limit;
   uint64_t done = 0;
   uint64_t failed = 0;           // --keep-going: messages rolled back
   std::string first_failure;     // and what the first failure was
@@ -92,14 +104,14 @@ int RunExec(Store& store, const QueueRef& ref, Selection sel, ReadOptions ro,
     Selection one = sel;
     if (after) {
       // Past the failed message, if it is still in the queue (a poison action may have moved
-      // it, and a retry delay made it wait): then it is not at the head either.
+      // it).
       auto m = store.FindMessage(*after);
       if (m.ok() && m->queue == ref.Full()) {
         one.anchor = Anchor::kAfter;
         one.lookup_id = m->lookup_id;
       }
     }
-    one.limit = batch ? (all ? 0 : wanted - done) : 1;
+    one.limit = batch ? (x.all ? 0 : wanted - done) : 1;
     auto lease = store.Lock(ref, one, ro, {}, nullptr);
     if (!lease.ok()) {
       Status s = lease.status();
@@ -125,9 +137,19 @@ int RunExec(Store& store, const QueueRef& ref, Selection sel, ReadOptions ro,
         if (!ran.ok() || !ran->ok()) break;
       }
     }
+    if (ran.ok() && ran->CannotStart()) {
+      Status back = store.Release(**lease);
+      if (!back.ok()) return cli::Fail(back.WithSubject(ref.Full()));
+      cli::Fail(Status::ExecFailed(
+          fmt::format("{} {}; {} returned untouched", cmd.front(), ran->Describe(),
+                      msgs.size() == 1 ? fmt::format("message {}", msgs.front().lookup_id)
+                                       : fmt::format("{} messages", msgs.size())),
+          ref.Full()));
+      return ran->CannotStartExit();
+    }
     bool commit = ran.ok() && ran->ok();
     FinishReport report;
-    Status fin = store.Finish(**lease, commit, 0, &report);
+    Status fin = store.Finish(**lease, commit, RetryDelay(0, x.retry_delay_ms), &report);
     for (const std::string& note : report.notes) cli::Note(ref.Full(), note);
     if (!fin.ok()) return cli::Fail(fin.WithSubject(ref.Full()));
     if (!ran.ok()) return cli::Fail(ran.status().WithSubject(ref.Full()));
@@ -137,12 +159,17 @@ int RunExec(Store& store, const QueueRef& ref, Selection sel, ReadOptions ro,
                              : fmt::format("{} messages rolled back", msgs.size());
       Status s = Status::ExecFailed(fmt::format("{} {}; {}", cmd.front(), ran->Describe(), what),
                                     ref.Full());
-      if (!keep_going) return cli::Fail(s);
+      if (!x.keep_going) return cli::Fail(s);
       cli::Note(ref.Full(), fmt::format("{} {}; {} (--keep-going: on to the next)", cmd.front(),
                                         ran->Describe(), what));
       if (!failed) first_failure = s.text();
       failed += msgs.size();
-      after = msgs.back().id;
+      // Rolled back to its place, it is still at the head: go on past it. Waiting a retry
+      // delay, it is not, and comes back at the queue's tail: no anchor (one there would skip
+      // the messages before it).
+      auto back = store.FindMessage(msgs.back().id);
+      if (!back.ok() || back->queue != ref.Full() || back->visible_time <= NowMs())
+        after = msgs.back().id;
       wanted -= std::min<uint64_t>(wanted, msgs.size());
       continue;
     }
@@ -201,7 +228,8 @@ int Run(int argc, char** argv) {
   cli::OutputArgs out_args;
   std::string queue, lease;
   std::string conversation, group;
-  bool batch = false, exec_flag = false, keep_going = false;
+  bool batch = false, exec_flag = false, keep_going = false, quiet = false;
+  std::string retry_delay;
   CLI::App app("Remove messages from an mq queue and print them", "mq-receive");
   app.footer("Examples:\n"
              "  mq-receive jobs --wait 30s        # one body, or exit 1 after 30 s\n"
@@ -222,6 +250,11 @@ int Run(int argc, char** argv) {
   app.add_flag("--keep-going", keep_going,
                "With --exec: a failed command rolls its message back and the run goes on "
                "with the next (exit 8 at the end if any failed)");
+  app.add_option("--retry-delay", retry_delay,
+                 "With --exec: how long a message whose command failed waits before it can be "
+                 "received again, if its queue sets no --retry-delay (default 0: at once)")
+      ->type_name("DURATION");
+  app.add_flag("-q,--quiet", quiet, "No message is not worth a line on stderr: exit 1 says it");
   app.add_option("--lease", lease,
                  "Lock the messages for DURATION and print them with a lease token; "
                  "mq-admin ack/nack TOKEN ends it")
@@ -250,7 +283,16 @@ int Run(int argc, char** argv) {
   if (!ref.ok()) return cli::Fail(ref.status());
   if (exec && cmd.empty()) return cli::Fail(Status::InvalidArg("--exec needs a command"));
   if (batch && !exec) return cli::Fail(Status::InvalidArg("--batch goes with --exec"));
+  if (quiet) cli::QuietWhenEmpty();
   if (keep_going && !exec) return cli::Fail(Status::InvalidArg("--keep-going goes with --exec"));
+  int64_t retry_delay_ms = 0;
+  if (!retry_delay.empty()) {
+    if (!exec) return cli::Fail(Status::InvalidArg("--retry-delay goes with --exec"));
+    auto d = ParseDuration(retry_delay);
+    if (!d.ok()) return cli::Fail(d.status());
+    if (*d < 0) return cli::Fail(Status::InvalidArg("--retry-delay must be a finite duration"));
+    retry_delay_ms = *d;
+  }
   if (exec && !lease.empty())
     return cli::Fail(Status::InvalidArg("--exec and --lease do not go together"));
   if ((exec || !lease.empty()) && !sel_args.cursor.empty())
@@ -294,9 +336,16 @@ int Run(int argc, char** argv) {
   auto store = cli::OpenStore(store_args);
   if (!store.ok()) return cli::Fail(store.status());
 
-  if (exec)
-    return RunExec(**store, *ref, *sel, *ro, cmd, batch, out_args.null ? '\0' : '\n',
-                   sel_args.all, keep_going);
+  if (exec) {
+    ExecArgs x;
+    x.cmd = cmd;
+    x.batch = batch;
+    x.sep = out_args.null ? '\0' : '\n';
+    x.all = sel_args.all;
+    x.keep_going = keep_going;
+    x.retry_delay_ms = retry_delay_ms;
+    return RunExec(**store, *ref, *sel, *ro, x);
+  }
   if (lease_ms) {
     LockOptions lo;
     lo.lease_ms = lease_ms;

@@ -25,27 +25,12 @@
 //
 // --exec CMD [ARG...] makes it an activator (Service Broker ACTIVATION): while the queue has
 // available messages it keeps up to --max-readers receivers running, each
-// `mq-receive QUEUE --all --exec CMD [ARG...]` (the mq-receive beside this program), which
-// takes messages one by one in transactions until none is left. It starts receivers as
-// messages arrive (doorbell) or become due (deadline), never more than there are available
-// messages. SIGTERM/SIGINT: no new receivers; the running ones get SIGTERM, finish their
-// current command (commit or roll back) and exit; then mq-watch exits 0. A queue disabled or
-// deleted: the same, exit 5. If mq-watch dies (SIGKILL included), each receiver gets SIGHUP
-// (PR_SET_PDEATHSIG), which makes it kill its command's process group and roll back
-// (mq-receive(1)): the work stops with the activator.
-//
-// The activator's loop, and why it neither spins nor stalls:
-//  - A receiver that exits 8 (its command failed) holds off new receivers until a backoff
-//    time (100 ms doubling up to 30 s); the wait ends at that time (kTimeout), which clears
-//    the hold: a hold that has passed never stays in the wait's timeout.
-//  - A receiver that exits 1 found nothing it could take (the rest is in conversation groups
-//    that other receivers hold): the activator goes idle, starting no receiver until the
-//    doorbell rings (a commit, a rollback, a holder's death), unless the doorbell already rang
-//    after that receiver started (counted in `rings`): that ring may be the very one that
-//    freed the work it missed.
-//  - Otherwise it sleeps on the doorbell until a ring, the store's next deadline, a child's
-//    exit (SIGCHLD through the stop pipe) or a stop signal, and then looks again.
-#include <sys/prctl.h>
+// `mq-receive QUEUE --all --keep-going --quiet --retry-delay D --exec CMD [ARG...]` (the
+// mq-receive beside this program). The engine, and how failures are handled:
+// lib/activate/activator.hpp. SIGTERM/SIGINT: no new receivers; the running ones get SIGTERM,
+// finish their current command (commit or roll back) and exit; then mq-watch exits 0. A queue
+// disabled or deleted: the same, exit 5. If mq-watch dies (SIGKILL included), each receiver
+// gets SIGHUP, which makes it kill its command's process group and roll back.
 #include <sys/wait.h>
 #include <limits.h>
 #include <fcntl.h>
@@ -57,9 +42,10 @@
 
 #include <fmt/format.h>
 
+#include "activate/activator.hpp"
+#include "base/units.hpp"
 #include "common.hpp"
 #include "exec.hpp"
-#include "base/units.hpp"
 
 namespace mq {
 namespace {
@@ -75,103 +61,32 @@ std::string SiblingProgram(const char* name) {
 }
 
 int Activate(Store& store, const QueueRef& ref, const std::vector<std::string>& cmd,
-             int max_readers) {
-  std::vector<std::string> argv = {SiblingProgram("mq-receive"), "--diagnostics-as", "mq-watch",
-                                   "-s", store.dir(), ref.Full(), "--all", "--exec"};
-  argv.insert(argv.end(), cmd.begin(), cmd.end());
-  std::vector<char*> cargv;
-  for (auto& a : argv) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-
-  int stop_fd = cli::StopOnSignals();
-  if (stop_fd < 0) return cli::Fail(ErrnoStatus(errno, "pipe", "cannot set up signal handling"));
+             int max_readers, const std::string& retry_delay) {
+  activate::ActivatorOptions o;
+  o.queue = ref;
+  o.max_readers = max_readers;
+  o.receiver = {SiblingProgram("mq-receive"),
+                "--diagnostics-as",
+                "mq-watch",
+                "-s",
+                store.dir(),
+                ref.Full(),
+                "--all",
+                "--keep-going",
+                "--quiet",
+                "--retry-delay",
+                retry_delay,
+                "--exec"};
+  o.receiver.insert(o.receiver.end(), cmd.begin(), cmd.end());
+  if (cli::StopOnSignals() < 0)
+    return cli::Fail(ErrnoStatus(errno, "pipe", "cannot set up signal handling"));
   struct sigaction sa {};
-  sa.sa_handler = OnChild;
+  sa.sa_handler = OnChild;  // a receiver's end wakes the activator
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_NOCLDSTOP;
   sigaction(SIGCHLD, &sa, nullptr);
-
-  std::map<pid_t, uint64_t> children;  // receiver -> `rings` when it started
-  uint64_t rings = 0;                  // doorbell rings (kLook wake-ups) seen so far
-  int failures = 0;
-  int64_t hold_until = 0;  // monotonic ms: no new receivers before (0: no hold)
-  int rc = 0;
-  bool stopping = false;
-  bool idle = false;
-  pid_t self = ::getpid();
-  auto waiter = store.ArmDoorbell(ref);
-  if (!waiter.ok()) return cli::Fail(waiter.status().WithSubject(ref.Full()));
-  auto stop_all = [&] {
-    stopping = true;
-    for (const auto& c : children) ::kill(c.first, SIGTERM);
-  };
-  for (;;) {
-    int status;
-    pid_t pid;
-    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
-      auto it = children.find(pid);
-      if (it == children.end()) continue;
-      uint64_t started_at = it->second;
-      children.erase(it);
-      // A receiver whose command failed (exit 8): hold off new receivers for a while,
-      // doubling up to 30 s, so that a message that keeps failing (max-retries 0) does not
-      // make a hot loop; a success ends the backoff.
-      if (WIFEXITED(status) && WEXITSTATUS(status) == 8) {
-        failures = std::min(failures + 1, 9);
-        hold_until = MonotonicMs() + std::min<int64_t>(100LL << failures, 30000);
-      } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-        failures = 0;
-        hold_until = 0;
-      } else if (WIFEXITED(status) && WEXITSTATUS(status) == 1 && rings == started_at) {
-        idle = true;
-      }
-    }
-    if (hold_until && MonotonicMs() >= hold_until) hold_until = 0;
-    if (cli::Stopping() && !stopping) stop_all();
-    int64_t deadline = 0;
-    if (!stopping) {
-      auto st = store.StatQueue(ref);
-      if (!st.ok() || !st->info.enabled) {
-        cli::Fail(st.ok() ? Status::QueueNotActive("queue was disabled (status OFF)", ref.Full())
-                          : Status::QueueDeleted("queue was deleted", ref.Full()));
-        rc = 5;
-        stop_all();
-      } else {
-        const QueueInfo& q = st->info;
-        uint64_t available = q.count - std::min(q.count, q.delayed + q.locked + q.retained);
-        while (!hold_until && !idle && children.size() < static_cast<size_t>(max_readers) &&
-               children.size() < available) {
-          pid_t c = ::fork();
-          if (c < 0) return cli::Fail(ErrnoStatus(errno, "fork", "cannot start a receiver"));
-          if (c == 0) {
-            // Dies with us: SIGHUP makes a receiver kill its command and roll back. Checked
-            // after the prctl, as we may have died before it.
-            ::prctl(PR_SET_PDEATHSIG, SIGHUP);
-            if (::getppid() != self) ::_exit(127);
-            ::signal(SIGCHLD, SIG_DFL);
-            ::signal(SIGINT, SIG_DFL);
-            ::signal(SIGTERM, SIG_DFL);
-            ::execv(cargv[0], cargv.data());
-            ::_exit(127);
-          }
-          children.emplace(c, rings);
-        }
-        auto d = store.NextDeadline(ref);
-        if (d.ok()) deadline = *d;
-      }
-    }
-    if (stopping && children.empty()) return rc;
-    int64_t until = hold_until && !stopping ? hold_until : -1;
-    auto wake = (*waiter)->Wait(deadline, until, stop_fd);
-    if (!wake.ok()) return cli::Fail(wake.status());
-    if (*wake == Doorbell::Wake::kLook) {
-      ++rings;
-      idle = false;
-    }
-    char buf[64];
-    while (::read(stop_fd, buf, sizeof buf) > 0) {
-    }
-  }
+  Status s = activate::RunActivator(store, o, cli::Stop());
+  return s.ok() ? 0 : cli::Fail(s);
 }
 
 int Run(int argc, char** argv) {
@@ -185,6 +100,7 @@ int Run(int argc, char** argv) {
   bool json = false, follow = false, no_wait_lock = false, exec_flag = false, locked = false;
   bool first = false, current = false, next = false;
   int max_readers = 1;
+  std::string retry_delay;
   CLI::App app("Wait for messages to arrive in an mq queue (EnableNotification)", "mq-watch");
   app.footer("Examples:\n"
              "  mq-watch jobs --wait 30s          # one event, or exit 1 after 30 s\n"
@@ -229,6 +145,10 @@ int Run(int argc, char** argv) {
                  "With --exec: up to N receivers at once (MAX_QUEUE_READERS, default 1)")
       ->type_name("N")
       ->check(cli::WholeNumber(1, 32767));
+  app.add_option("--retry-delay", retry_delay,
+                 "With --exec: how long a message whose command failed waits before it is "
+                 "tried again, if its queue sets no --retry-delay (default 1s; 0: at once)")
+      ->type_name("DURATION");
   if (int rc = cli::Parse(app, static_cast<int>(own.size()), own.data()); rc >= 0) return rc;
   if (format == "json") json = true;
   else if (!format.empty() && format != "text")
@@ -237,6 +157,12 @@ int Run(int argc, char** argv) {
   if (exec && cmd.empty()) return cli::Fail(Status::InvalidArg("--exec needs a command"));
   if (!exec && app.count("--max-readers"))
     return cli::Fail(Status::InvalidArg("--max-readers goes with --exec"));
+  if (!exec && app.count("--retry-delay"))
+    return cli::Fail(Status::InvalidArg("--retry-delay goes with --exec"));
+  if (retry_delay.empty()) retry_delay = "1s";
+  if (auto d = ParseDuration(retry_delay); !d.ok() || *d < 0)
+    return cli::Fail(d.ok() ? Status::InvalidArg("--retry-delay must be a finite duration")
+                            : d.status());
   if (exec && (follow || json || cursor_opt->count() || app.count("--cursor-name") || locked ||
                first || current || next ||
                !timeout.empty()))
@@ -317,7 +243,7 @@ int Run(int argc, char** argv) {
   if (exec) {
     Status runnable = cli::CheckCommand(cmd);
     if (!runnable.ok()) return cli::Fail(runnable);
-    return Activate(**store, *ref, cmd, max_readers);
+    return Activate(**store, *ref, cmd, max_readers, retry_delay);
   }
   // Only --follow ends cleanly on a signal (exit 0); a single watch dies by it, so that
   // `if mq-watch q` never takes an interrupted wait for an arrival.

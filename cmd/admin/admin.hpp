@@ -55,6 +55,22 @@ struct QueueOptions {
 void AddQueueOptions(CLI::App& app, QueueOptions& o, bool create);
 Result<QueueSettings> MakeSettings(CLI::App& app, const QueueOptions& o);
 
+// The options of the commands that move messages until their source is empty or, with
+// --follow, until a signal (forward, bridge out, bridge in), declared once in mover.cpp.
+struct MoverArgs {
+  bool once = false, follow = false;
+  std::string retry;
+  std::string timeout = "30s";
+};
+struct MoverSpec {
+  bool follow = false;
+  int64_t retry_ms = 30000;  // kInfinite (-1): never give up
+  int timeout_ms = 30000;
+};
+// --once, --follow, --retry and --timeout; `source` names what --once empties.
+void AddMoverOptions(CLI::App& sub, MoverArgs& a, const std::string& source);
+Result<MoverSpec> ParseMoverOptions(const MoverArgs& a);
+
 Command SetupInit(CLI::App& app, Context& ctx);
 Command SetupCreate(CLI::App& app, Context& ctx);
 Command SetupSet(CLI::App& app, Context& ctx);

@@ -19,15 +19,13 @@ namespace mq::admin {
 
 namespace {
 
-struct BridgeArgs {
+struct BridgeArgs : MoverArgs {
   std::string queue;
   std::string amqp;
   std::string credentials;
   std::string cacert, cert, key;
-  bool once = false, follow = false, declare = false;
+  bool declare = false;
   uint32_t batch = 0;  // 0: the direction's default
-  std::string retry;
-  std::string timeout = "30s";
   // out
   std::string exchange;
   std::string routing_key;
@@ -50,9 +48,7 @@ void AddCommonOptions(CLI::App& sub, BridgeArgs& a) {
       ->type_name("FILE");
   sub.add_option("--cert", a.cert, "amqps: client certificate (PEM)")->type_name("FILE");
   sub.add_option("--key", a.key, "amqps: client private key (PEM)")->type_name("FILE");
-  auto* once = sub.add_flag("--once", a.once, "Stop when the source is empty (default)");
-  sub.add_flag("--follow", a.follow, "Keep moving messages until SIGTERM or SIGINT")
-      ->excludes(once);
+  AddMoverOptions(sub, a, "the source");
   sub.add_flag("--declare", a.declare,
                "Declare what the bridge uses: a durable quorum queue (and, for out, a direct "
                "exchange and the binding)");
@@ -61,13 +57,6 @@ void AddCommonOptions(CLI::App& sub, BridgeArgs& a) {
                  "500; in: default 500)")
       ->type_name("N")
       ->check(cli::WholeNumber(1, 100000));
-  sub.add_option("--retry", a.retry,
-                 "How long to keep reconnecting after a lost connection (default: infinite "
-                 "with --follow, 30s with --once)")
-      ->type_name("DURATION");
-  sub.add_option("--timeout", a.timeout,
-                 "Connecting, and waiting for the broker's replies (default 30s)")
-      ->type_name("DURATION");
 }
 
 // The engine's options from the command line's, in the order the checks ran before the
@@ -89,21 +78,15 @@ Result<bridge::BridgeOptions> MakeBridgeOptions(const BridgeArgs& a, const Queue
   bridge::BridgeOptions o;
   o.queue = ref;
   o.broker = ep.url_shown;
-  auto t = ParseDuration(a.timeout);
-  if (!t.ok()) return t.status();
-  if (*t <= 0 || *t > INT32_MAX) return Status::InvalidArg("--timeout must be a positive duration");
-  o.timeout_ms = static_cast<int>(*t);
+  auto m = ParseMoverOptions(a);
+  if (!m.ok()) return m.status();
+  o.timeout_ms = m->timeout_ms;
   auto w = ParseDuration(a.dedup_window);
   if (!w.ok()) return w.status();
   if (*w <= 0) return Status::InvalidArg("--dedup-window must be a positive duration");
   o.dedup_window_ms = *w;
-  o.retry_ms = a.follow ? proc::Backoff::kNever : 30000;
-  if (!a.retry.empty()) {
-    auto r = ParseDuration(a.retry);
-    if (!r.ok()) return r.status();
-    o.retry_ms = *r;
-  }
-  o.follow = a.follow;
+  o.retry_ms = m->retry_ms;
+  o.follow = m->follow;
   o.declare = a.declare;
   if (a.batch) o.batch = a.batch;
   o.exchange = a.exchange;

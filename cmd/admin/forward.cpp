@@ -14,12 +14,9 @@ namespace mq::admin {
 
 namespace {
 
-struct ForwardArgs {
+struct ForwardArgs : MoverArgs {
   std::string link;
-  bool once = false, follow = false;
   uint32_t window = 10000;
-  std::string retry;
-  std::string timeout = "30s";
   std::string compress = "auto";  // auto, always, never
 };
 
@@ -27,21 +24,14 @@ int RunForward(Store& store, const ForwardArgs& a) {
   link::ForwardOptions o;
   o.link = a.link;
   o.window = a.window;
-  o.follow = a.follow;
   o.compress = a.compress == "always"  ? link::Compress::kAlways
                : a.compress == "never" ? link::Compress::kNever
                                        : link::Compress::kAuto;
-  auto t = ParseDuration(a.timeout);
-  if (!t.ok()) return cli::Fail(t.status());
-  if (*t <= 0 || *t > INT32_MAX)
-    return cli::Fail(Status::InvalidArg("--timeout must be a positive duration"));
-  o.timeout_ms = *t;
-  o.retry_ms = a.follow ? -1 : 30000;
-  if (!a.retry.empty()) {
-    auto r = ParseDuration(a.retry);
-    if (!r.ok()) return cli::Fail(r.status());
-    o.retry_ms = *r == kInfinite ? -1 : *r;
-  }
+  auto m = ParseMoverOptions(a);
+  if (!m.ok()) return cli::Fail(m.status());
+  o.follow = m->follow;
+  o.timeout_ms = m->timeout_ms;
+  o.retry_ms = m->retry_ms;
   if (cli::StopOnSignals() < 0)
     return cli::Fail(ErrnoStatus(errno, "pipe", "cannot set up signal handling"));
   ::signal(SIGPIPE, SIG_IGN);  // a link's command that ends is EPIPE, and a session error
@@ -59,11 +49,7 @@ Command SetupForward(CLI::App& app, Context&) {
       "forward", "Move the messages waiting for LINK to the store at its far end, exactly once "
                  "and in order");
   sub->add_option("LINK", a->link, "The link (mq-admin link add)")->required();
-  auto* once = sub->add_flag("--once", a->once, "Stop when out;LINK is empty (default)");
-  sub->add_flag("--follow", a->follow,
-                "Keep forwarding (woken by new messages) until SIGTERM or SIGINT; reconnect "
-                "with backoff when the link's command ends")
-      ->excludes(once);
+  AddMoverOptions(*sub, *a, "out;LINK");
   sub->add_option("--window", a->window,
                   "Messages sent and not yet acknowledged, at most (default 10000)")
       ->type_name("N")
@@ -73,13 +59,6 @@ Command SetupForward(CLI::App& app, Context&) {
                   "(while that is faster, the default), always, or never")
       ->type_name("WHEN")
       ->check(CLI::IsMember({"auto", "always", "never"}));
-  sub->add_option("--retry", a->retry,
-                  "With --once: how long to keep retrying a failing link (default 30s); "
-                  "--follow retries forever")
-      ->type_name("DURATION");
-  sub->add_option("--timeout", a->timeout,
-                  "Waiting for the far side's answers (default 30s)")
-      ->type_name("DURATION");
   return {sub, [a](Context& ctx) {
             auto store = ctx.Open();
             if (!store.ok()) return cli::Fail(store.status());

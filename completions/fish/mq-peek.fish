@@ -102,7 +102,7 @@ end
 
 function __mq_read_needs_queue
     not __mq_exec_seen
-    and test (__mq_operands s store n count top lookup-id id correlation cursor format template lease columns into) -eq 0
+    and test (__mq_operands s store n count top lookup-id id correlation cursor format template lease conversation group columns into retry-delay) -eq 0
 end
 
 # __mq_exec_seen: true if --exec stands before the cursor: the words after it

@@ -102,7 +102,7 @@ end
 
 function __mq_read_needs_queue
     not __mq_exec_seen
-    and test (__mq_operands s store n count top lookup-id id correlation cursor format template lease conversation group columns into) -eq 0
+    and test (__mq_operands s store n count top lookup-id id correlation cursor format template lease conversation group columns into retry-delay) -eq 0
 end
 
 # __mq_exec_seen: true if --exec stands before the cursor: the words after it
@@ -156,5 +156,7 @@ complete -c mq-receive -n 'not __mq_exec_seen' -l conversation -x -d 'RECEIVE WH
 complete -c mq-receive -n 'not __mq_exec_seen' -l group -x -d 'RECEIVE WHERE conversation_group_id = ID'
 complete -c mq-receive -n 'not __mq_exec_seen' -l batch -d 'With --exec: run CMD once for all the messages, in one transaction'
 complete -c mq-receive -n 'not __mq_exec_seen' -l keep-going -d 'With --exec: a failure rolls back and the run goes on with the next'
+complete -c mq-receive -n 'not __mq_exec_seen' -l retry-delay -x -a '0 1s 5s 1m' -d 'With --exec: a failed message waits DURATION before it can be received again (default 0)'
+complete -c mq-receive -n 'not __mq_exec_seen' -s q -l quiet -d 'No line on stderr when no message qualified: exit 1 says it'
 complete -c mq-receive -n 'not __mq_exec_seen' -l exec -d 'Run CMD [ARG...] (the rest of the line) for each message in a transaction'
 complete -c mq-receive -n __mq_exec_seen -a '(__mq_exec_complete)'

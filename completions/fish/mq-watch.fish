@@ -91,7 +91,7 @@ end
 
 function __mq_watch_needs_queue
     not __mq_exec_seen
-    and test (__mq_operands s store cursor cursor-name format max-readers) -eq 0
+    and test (__mq_operands s store cursor cursor-name format max-readers retry-delay) -eq 0
 end
 
 # __mq_exec_seen: true if --exec stands before the cursor: the words after it
@@ -131,4 +131,5 @@ complete -c mq-watch -n 'not __mq_exec_seen' -l follow -d 'Keep watching: one ev
 complete -c mq-watch -n 'not __mq_exec_seen' -l no-wait-lock -d 'Fail (exit 5) instead of waiting when another process uses the cursor'
 complete -c mq-watch -n 'not __mq_exec_seen' -l exec -d 'Activator: receive each message with CMD [ARG...] (the rest of the line)'
 complete -c mq-watch -n 'not __mq_exec_seen' -l max-readers -x -d 'With --exec: up to N receivers at once (default 1)'
+complete -c mq-watch -n 'not __mq_exec_seen' -l retry-delay -x -a '0 1s 5s 1m' -d 'With --exec: a failed message waits DURATION before it is tried again (default 1s)'
 complete -c mq-watch -n __mq_exec_seen -a '(__mq_exec_complete)'

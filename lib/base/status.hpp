@@ -123,6 +123,7 @@ class [[nodiscard]] Status {
   MQ_NAMED_STATUS(LinkFailed)
   MQ_NAMED_STATUS(LinkProtocol)
 #undef MQ_NAMED_STATUS
+
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
   const std::string& text() const { return text_; }

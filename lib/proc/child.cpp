@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,8 +11,7 @@
 #include <fmt/format.h>
 
 #include "base/units.hpp"
-
-extern char** environ;
+#include "proc/spawn.hpp"
 
 namespace mq::proc {
 
@@ -26,34 +24,20 @@ Status Child::Start(const std::string& command, const std::string& what) {
     ::close(in[1]);
     return ErrnoStatus(errno, "pipe", "cannot make a pipe");
   }
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-  posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t def;
-  sigemptyset(&def);
-  sigaddset(&def, SIGPIPE);
-  sigaddset(&def, SIGTERM);
-  sigaddset(&def, SIGINT);
-  posix_spawnattr_setsigdefault(&attr, &def);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-  const char* argv[] = {"sh", "-c", command.c_str(), nullptr};
-  int rc = ::posix_spawn(&pid_, "/bin/sh", &fa, &attr, const_cast<char**>(argv), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
+  SpawnOptions o;
+  o.argv = {"/bin/sh", "-c", command};
+  o.stdin_fd = in[0];
+  o.stdout_fd = out[1];
+  auto pid = Spawn(o);
   ::close(in[0]);
   ::close(out[1]);
-  if (rc != 0) {
+  if (!pid.ok()) {
     ::close(in[1]);
     ::close(out[0]);
     pid_ = -1;
-    return ErrnoStatus(rc, "/bin/sh", "cannot start " + what);
+    return Status(pid.status().code(), "cannot start " + what + ": " + pid.status().text());
   }
+  pid_ = *pid;
   status_ = "ended";
   to_ = in[1];
   from_ = out[0];

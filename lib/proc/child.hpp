@@ -6,8 +6,7 @@
 //    parent's ends are O_CLOEXEC and non-blocking (poll() them); the pipe to the command is
 //    grown to 1 MiB where the kernel allows, so that the far side has work queued while this
 //    side is busy.
-//  - It starts with SIGPIPE, SIGTERM and SIGINT at their default actions and no signal
-//    blocked, whatever this process ignores or blocks (a tool ignores SIGPIPE to see EPIPE).
+//  - It is started by proc::Spawn (spawn.hpp): default signal actions, nothing blocked.
 //  - It ends in one of two ways: CloseTo() (its stdin reaches end of file) then Reap(), which
 //    waits for it and sends SIGTERM once the wait runs out; or Stop(), which closes both
 //    pipes, sends SIGTERM at once and waits. The destructor Stop()s. A child is always

@@ -36,6 +36,12 @@ void StopSignal::Wake() {
 
 bool StopSignal::Requested() const { return requested_ != 0; }
 
+void StopSignal::Drain() const {
+  char buf[64];
+  while (fds_[0] >= 0 && ::read(fds_[0], buf, sizeof buf) > 0) {
+  }
+}
+
 bool StopSignal::SleepFor(int64_t ms) const {
   int64_t until = MonotonicMs() + ms;
   pollfd p{fds_[0], POLLIN, 0};

@@ -23,8 +23,11 @@ class StopSignal {
   StopSignal& operator=(const StopSignal&) = delete;
 
   bool valid() const { return fds_[0] >= 0; }
-  // Readable once a stop was requested (never drained).
+  // Readable once a stop was requested, or woken, until Drain().
   int fd() const { return fds_[0]; }
+  // Empties the pipe after a wake-up, so that the next poll sleeps until the next one;
+  // Requested() stays true.
+  void Drain() const;
   // Both async-signal-safe.
   void Request();
   void Wake();

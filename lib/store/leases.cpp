@@ -108,9 +108,9 @@ Result<bool> Store::Impl::ClearIfAllLocked(lmdb::Txn& txn, const QueueInfo& q,
 // `count_abort` false (a release: the reader went away before it took the messages) they
 // return untouched, as if never received.
 Status Store::Impl::RollbackLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
-                                  const LeaseRecord& rec, int64_t delay_ms, int64_t now,
+                                  const LeaseRecord& rec, RetryDelay delay, int64_t now,
                                   FinishReport* report, bool count_abort) {
-  if (delay_ms <= 0) delay_ms = q.retry_delay;  // the queue's --retry-delay
+  int64_t delay_ms = delay.ms > 0 ? delay.ms : q.retry_delay ? q.retry_delay : delay.default_ms;
   for (const std::string& key : rec.keys) {
     if (msgs.Holder(txn, key) != lease_id) continue;
     auto r = msgs.Unlock(txn, q, key);
@@ -397,7 +397,7 @@ Status Store::Impl::EndLease(Lease& lease, const LeaseEnd& how) {
       return Status::TransactionUsage("the lease is gone (expired or returned)", lease.queue_);
     if (how.outcome == LeaseEnd::Outcome::kCommit)
       return CommitLease(txn, **q, lease.lease_id_, rec, &lease);
-    return RollbackLease(txn, **q, lease.lease_id_, rec, how.delay_ms, NowMs(), how.report,
+    return RollbackLease(txn, **q, lease.lease_id_, rec, how.delay, NowMs(), how.report,
                          how.outcome == LeaseEnd::Outcome::kRollback);
   };
   Status s = how.light ? WriteLight(fn, true) : Write(fn);
@@ -448,9 +448,9 @@ Result<std::unique_ptr<Lease>> Store::Lock(const QueueRef& ref, const Selection&
   return lease;
 }
 
-Status Store::Finish(Lease& lease, bool commit, int64_t delay_ms, FinishReport* report) {
+Status Store::Finish(Lease& lease, bool commit, RetryDelay delay, FinishReport* report) {
   return impl_->EndLease(lease, commit ? Impl::LeaseEnd::Commit(false)
-                                      : Impl::LeaseEnd::Rollback(delay_ms, report));
+                                       : Impl::LeaseEnd::Rollback(delay, report));
 }
 
 Status Store::Release(Lease& lease) {

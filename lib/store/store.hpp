@@ -242,6 +242,14 @@ struct LeaseInfo {
 };
 
 // Notes of what a rollback did to poison messages, for the user.
+// How long the messages of a rollback wait before they can be received again.
+struct RetryDelay {
+  RetryDelay(int64_t ms = 0, int64_t default_ms = 0)  // NOLINT: a plain delay converts
+      : ms(ms), default_ms(default_ms) {}
+  int64_t ms = 0;          // > 0: this long, whatever the queue sets
+  int64_t default_ms = 0;  // when `ms` is 0 and the queue sets no --retry-delay
+};
+
 struct FinishReport {
   std::vector<std::string> notes;
 };
@@ -475,9 +483,9 @@ class Store {
                                       const ReadOptions& ro, const LockOptions& lo,
                                       MessageSink* sink);
   // Ends a lease: commit removes its messages; rollback returns them to their places (after
-  // `delay_ms` if not 0), abort count + 1, and runs the queue's poison action on a message
-  // rolled back max_retries times.
-  Status Finish(Lease& lease, bool commit, int64_t delay_ms, FinishReport* report);
+  // `delay`: its own, else the queue's --retry-delay, else its default), abort count + 1, and
+  // runs the queue's poison action on a message rolled back max_retries times.
+  Status Finish(Lease& lease, bool commit, RetryDelay delay, FinishReport* report);
   // Returns a lease's messages untouched, as if never received (no abort count, no poison
   // action): for a mover that could not hand them on (mq-admin bridge out after a lost
   // connection or a broker's nack), as a reader that went away returns a receive's batch.

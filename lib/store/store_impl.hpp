@@ -204,7 +204,7 @@ struct Store::Impl {
   Result<bool> ClearIfAllLocked(lmdb::Txn& txn, const QueueInfo& q, uint64_t lease_id,
                                 const LeaseRecord& rec, const Lease& held);
   Status RollbackLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id, const LeaseRecord& rec,
-                       int64_t delay_ms, int64_t now, FinishReport* report,
+                       RetryDelay delay, int64_t now, FinishReport* report,
                        bool count_abort = true);
   Result<std::vector<LeaseEntry>> LeasesOf(lmdb::Txn& txn, uint32_t qid);
   bool LeaseIsOver(uint32_t qid, const LeaseEntry& e, int64_t now);
@@ -223,20 +223,20 @@ struct Store::Impl {
                                          std::string& resume, int64_t& deadline, bool* group);
   static Status Deliver(Lease& lease, MessageSink& sink, bool wait_taken);
   // How a lease ends: commit (its messages are received), rollback (they return, abort
-  // count + 1, after `delay_ms` or the queue's retry delay; poison actions go to `report`),
+  // count + 1, after `delay`, see RetryDelay; poison actions go to `report`),
   // or release (they return untouched, as if never received). `light`: the transaction
   // skips the meta sync (the steps of a plain receive).
   struct LeaseEnd {
     enum class Outcome { kCommit, kRollback, kRelease };
     Outcome outcome = Outcome::kRelease;
-    int64_t delay_ms = 0;
+    RetryDelay delay;
     FinishReport* report = nullptr;
     bool light = false;
-    static LeaseEnd Commit(bool light) { return {Outcome::kCommit, 0, nullptr, light}; }
-    static LeaseEnd Rollback(int64_t delay_ms, FinishReport* report) {
-      return {Outcome::kRollback, delay_ms, report, false};
+    static LeaseEnd Commit(bool light) { return {Outcome::kCommit, {}, nullptr, light}; }
+    static LeaseEnd Rollback(RetryDelay delay, FinishReport* report) {
+      return {Outcome::kRollback, delay, report, false};
     }
-    static LeaseEnd Release(bool light) { return {Outcome::kRelease, 0, nullptr, light}; }
+    static LeaseEnd Release(bool light) { return {Outcome::kRelease, {}, nullptr, light}; }
   };
   Status EndLease(Lease& lease, const LeaseEnd& how);
 

@@ -114,6 +114,9 @@ Result<Waiter::Wake> Waiter::Wait(int64_t deadline_real_ms, int64_t until_mono_m
     pollfd fds[3] = {{fd_, POLLIN, 0}, {timer ? timer_fd_ : -1, POLLIN, 0}, {stop_fd, POLLIN, 0}};
     int n = ::poll(fds, 3, static_cast<int>(wait));
     if (n < 0) {
+      // A signal: with a stop pipe, its handler wrote there if it meant something (a stop,
+      // a child's end), and the next poll says so; a ring it is not.
+      if (errno == EINTR && stop_fd >= 0) continue;
       if (errno == EINTR) return Wake::kLook;
       return ErrnoStatus(errno, "poll", "wait failed");
     }

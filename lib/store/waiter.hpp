@@ -8,7 +8,8 @@
 //  - A waiter arms its inotify watch on the doorbell first, then looks in the store, then
 //    blocks in poll() until the watch fires, the store's next deadline (a delayed message
 //    becoming visible, a lease expiring) or its own timeout, and then looks again. A wake-up
-//    is only a hint: any event, IN_Q_OVERFLOW or EINTR means "look again".
+//    is only a hint: any event, IN_Q_OVERFLOW or EINTR means "look again" (EINTR only for a
+//    waiter without a stop pipe: with one, a signal that matters wrote there, kStop).
 //  - A process holding a lease lock file can die without ringing anything; the kernel closes
 //    its files, and the IN_CLOSE_WRITE on the locks directory wakes waiters instead. Linux
 //    queues that event before it drops the closing file's flock, so a waiter can look too
