@@ -62,7 +62,9 @@ expect_rc 0 mq-admin create k
 printf '%s\n' x s1 s2 s3 s4 | mq-send k -l
 expect_rc 8 mq-receive k --all --keep-going --retry-delay 1s --exec sh -c \
   'b=$(cat); [ "$b" = x ] && exit 3; sleep 0.6'
-expect_rc 0 mq-peek k --all -l
+expect_rc 0 mq-admin stat k --json
+[ "$(jq .messages "$T/out")" = 1 ] || fail "k holds $(jq .messages "$T/out") messages, not x alone"
+expect_rc 0 mq-peek k --all -l -w 5s  # x, once its delay is over
 expect_out $'x\n'
 
 # A command that cannot run (126, 127: sh's "cannot execute" and "not found") returns its
@@ -78,8 +80,11 @@ expect_rc 0 mq-admin stat c --json
 [ "$(jq .messages "$T/out")" = 2 ] || fail "c lost a message (poison at 1 retry?): $(cat "$T/out")"
 
 # -q: no message is exit 1 without a line on stderr.
-expect_rc 1 mq-receive k --quiet -w 0
+expect_rc 0 mq-admin create empty
+expect_rc 1 mq-receive empty --quiet -w 0
 [ -s "$T/err" ] && fail "mq-receive --quiet wrote: $(cat "$T/err")"
-expect_rc 1 mq-receive k -w 0
+expect_rc 1 mq-receive empty --quiet -w 100ms
+[ -s "$T/err" ] && fail "mq-receive --quiet wrote after a wait: $(cat "$T/err")"
+expect_rc 1 mq-receive empty -w 0
 [ -s "$T/err" ] || fail "mq-receive without --quiet said nothing of the empty queue"
 finish
