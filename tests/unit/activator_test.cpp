@@ -124,7 +124,11 @@ TEST_CASE("a receiver that found nothing makes the pool idle until the doorbell 
   p.Send();  // a ring
   std::this_thread::sleep_for(600ms);
   p.Stop();
-  CHECK(p.Count(Kind::kStarted) == 2);
+  // One more receiver; two if the send's doorbell came as two wake-ups (the second after the
+  // new receiver started, which may be the ring that freed its work). Never a loop.
+  int started = p.Count(Kind::kStarted);
+  CHECK(started >= 2);
+  CHECK(started <= 3);
 }
 
 TEST_CASE("a ring during a hold starts one probe receiver at once", "[activator]") {
