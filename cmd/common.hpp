@@ -133,6 +133,9 @@ Status CheckSeparated(const SelectArgs& select, const OutputArgs& output);
 class OutputSink : public MessageSink {
  public:
   static Result<std::unique_ptr<OutputSink>> Make(const OutputArgs& args);
+  // Raw bodies without -l or -0 cannot show where one of several messages ends (a
+  // conversation group's receive takes several without --all): refused.
+  Status Accept(size_t n) override;
   Status Add(const Message& m) override;
   Status Flush() override;
   // stdout: the reader has read it (FdWriter::WaitTaken); --into: Flush() synced it.

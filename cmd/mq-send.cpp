@@ -201,6 +201,7 @@ int Run(int argc, char** argv) {
   BatchOptions o;
   o.append.create_queue = a.store.create;
   o.append.transactional = a.tx;
+  o.append.priority_given = app.count("--priority") > 0;
   o.append.dedup_key = a.dedup;
   o.append.new_conversation = a.msg.conversation == "new";
   if (*remote) o.append.remote_queue = (*remote)->queue;

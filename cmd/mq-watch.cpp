@@ -272,6 +272,10 @@ int Run(int argc, char** argv) {
     return w;
   });
   if (reader_gone) return 0;
+  // Seed 000: a Peek Next that is illegal (a cursor never moved) with ReceiveTimeout 0 fires
+  // ArrivedError MQ_ERROR_MESSAGE_NOT_FOUND.
+  if (s.code() == Code::kIllegalCursorAction && ro.wait_ms == 0 && wo.action == CursorAction::kNext)
+    s = Status::MessageNotFound(s.text(), s.subject());
   if (s.code() == Code::kIoTimeout || s.code() == Code::kMessageNotFound) {
     Status event(s.code(), "", ref->Full());
     if (json) {

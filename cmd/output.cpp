@@ -41,6 +41,11 @@ bool HasOutputOptions(const OutputArgs& a) {
          !a.columns.empty() || a.header || !a.into.empty();
 }
 
+namespace {
+const char kRunTogether[] =
+    "several bodies would run together: add -l, -0, --json or a --template";
+}  // namespace
+
 Status CheckSeparated(const SelectArgs& select, const OutputArgs& output) {
   bool several = select.all || select.count > 1 || select.top > 1;
   // --into and --header only say where and with what heading: the bodies would still run
@@ -48,8 +53,7 @@ Status CheckSeparated(const SelectArgs& select, const OutputArgs& output) {
   bool separated = output.json || !output.format.empty() || !output.templ.empty() ||
                    output.lines || output.null || !output.columns.empty();
   if (!several || separated) return Status();
-  return Status::InvalidArg(
-      "several bodies would run together: add -l, -0, --json or a --template");
+  return Status::InvalidArg(kRunTogether);
 }
 
 Result<std::unique_ptr<OutputSink>> OutputSink::Make(const OutputArgs& a) {
@@ -95,6 +99,13 @@ Result<std::unique_ptr<OutputSink>> OutputSink::Make(const OutputArgs& a) {
     sink->into_path_ = a.into;
   }
   return sink;
+}
+
+Status OutputSink::Accept(size_t n) {
+  if (n > 1 && mode_ == Mode::kRaw && sep_.empty())
+    return Status::InvalidArg(
+        fmt::format("{} (a conversation group of {} messages)", kRunTogether, n));
+  return {};
 }
 
 Status OutputSink::Add(const Message& m) {

@@ -1,5 +1,6 @@
 // mq-admin cursors [--json]: the named cursors of the store: queue, name, position (priority
-//   and lookup id of the message it stands on, or "unset"), and whether a process holds it.
+//   and lookup id of the message it stands on, "start" before the first message of a queue
+//   that was empty, or "unset"), and whether a process holds it.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -23,15 +24,19 @@ Command SetupCursors(CLI::App& app, Context&) {
                     {"queue", c.queue},
                     {"cursor", c.name},
                     {"positioned", c.positioned},
-                    {"lookup_id", c.positioned ? nlohmann::ordered_json(c.lookup_id)
-                                               : nlohmann::ordered_json(nullptr)},
-                    {"priority", c.positioned ? nlohmann::ordered_json(c.priority)
-                                              : nlohmann::ordered_json(nullptr)},
+                    {"lookup_id", c.positioned && !c.at_start
+                                      ? nlohmann::ordered_json(c.lookup_id)
+                                      : nlohmann::ordered_json(nullptr)},
+                    {"priority", c.positioned && !c.at_start
+                                     ? nlohmann::ordered_json(c.priority)
+                                     : nlohmann::ordered_json(nullptr)},
                     {"in_use", c.holder}};
                 out.Append(j.dump() + "\n");
               } else {
                 out.Append(fmt::format("{}\t{}\t{}\t{}\n", c.queue, c.name,
-                                       c.positioned ? fmt::format("{}", c.lookup_id) : "unset",
+                                       c.at_start     ? std::string("start")
+                                       : c.positioned ? fmt::format("{}", c.lookup_id)
+                                                      : std::string("unset"),
                                        c.holder ? "in-use" : "idle"));
               }
             }

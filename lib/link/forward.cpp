@@ -385,9 +385,14 @@ class Forwarder::Impl {
       if (!said_bye && out_.Size() < kOutgoingBytes &&
           (unencoded || (!stopping && !window_full))) {
         out_.SetCompress(tuner_.Compress(MonotonicMs()));
+        // The acknowledgement timer (MS-MQQB's Session Ack Wait Timer) starts when a message
+        // is sent with none in flight, and each acknowledgement restarts it: an idle session
+        // is not a silent far side.
+        bool none_in_flight = inflight_.empty();
         auto more = SendBatch(conn, !stopping);
         if (!more.ok()) return Fail(conn, more.status(), true);
         sent = *more;
+        if (sent && none_in_flight) last_ack_time_ = MonotonicMs();
         empty = !*more;
         if (empty) tuner_.RanDry(MonotonicMs());
         if (sent) flushed = false;

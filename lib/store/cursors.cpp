@@ -57,7 +57,9 @@ Store::Impl::CursorState Store::Impl::LoadCursor(lmdb::Txn& txn, uint32_t qid,
                                                  const std::string& name) {
   CursorState st;
   auto v = txn.Get(cursors, CursorKey(qid, name));
-  if (v && v->size() == 14 && (*v)[0] == 1) {
+  // 0x01 and an order key: at that message; 0x01 alone: at the first message location of
+  // a queue that was empty when the cursor's first PEEK_CURRENT came (MSMQ positions it).
+  if (v && (v->size() == 14 || v->size() == 1) && (*v)[0] == 1) {
     st.positioned = true;
     st.key = std::string(v->substr(1));
   }
@@ -84,35 +86,69 @@ Result<std::optional<Store::Impl::Found>> Store::Impl::NextVisible(lmdb::Txn& tx
   return std::optional<Found>(std::move(one[0]));
 }
 
-// Moves a named cursor of `q` as MSMQ does and saves its new position: kFirst to the head;
-// kNext past its message; kCurrent stays. kCurrent and kNext on a cursor never moved are
-// illegal. kCurrent on a message gone since is MQ_ERROR_MESSAGE_ALREADY_RECEIVED, or, for
-// a notification (`notify`, seed 000), a move to the next suitable message. Nothing there:
-// MQ_ERROR_MESSAGE_NOT_FOUND (the caller may wait).
+// Moves a named cursor of `q` as MSMQ does ("Cursor Behavior") and saves its new position:
+// kFirst to the head; kNext past its message; kCurrent stays. kCurrent is a cursor's first
+// move too: on a cursor never moved (or positioned in a queue that was empty) it moves to the
+// head. kNext on a cursor never moved is illegal. kCurrent on a message gone since is
+// MQ_ERROR_MESSAGE_ALREADY_RECEIVED, or, for a notification (`notify`, seed 000), a move to
+// the next suitable message. Nothing there: MQ_ERROR_MESSAGE_NOT_FOUND (the caller may
+// wait). A kNext that waits passes `arrivals`: the first look that finds nothing sets it to
+// the queue's last lookup id, and later looks move the cursor to the first message that
+// arrived since, wherever its priority placed it (MSMQ: a cursor at the end of the queue
+// moves to the next message that arrives).
 Result<Store::Impl::Found> Store::Impl::MoveCursor(lmdb::Txn& txn, const QueueInfo& q,
                                                    const std::string& name, CursorAction action,
-                                                   bool notify) {
+                                                   bool notify,
+                                                   std::optional<uint64_t>* arrivals) {
   CursorState st = LoadCursor(txn, q.id, name);
   std::optional<Found> found;
-  if (action != CursorAction::kFirst && !st.positioned)
+  if (action == CursorAction::kNext && !st.positioned)
     return Status::IllegalCursorAction(
         fmt::format("cursor {} was never moved: move it to the first message first", name), q.name);
-  if (action == CursorAction::kCurrent && msgs.IsReady(txn, st.key)) {
+  if (action == CursorAction::kCurrent && st.positioned && !st.key.empty() &&
+      msgs.IsReady(txn, st.key)) {
     Found f;
     MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(st.key, 5), f));
     f.walk_key = st.key;
     found = std::move(f);
-  } else if (action == CursorAction::kCurrent && !notify) {
+  } else if (action == CursorAction::kCurrent && st.positioned && !st.key.empty() && !notify) {
     return Status::MessageAlreadyReceived(
         fmt::format("the message at cursor {} was received or moved", name), q.name);
   } else {
-    auto f = NextVisible(txn, q, action == CursorAction::kFirst ? std::string() : st.key);
+    bool from_head = action == CursorAction::kFirst || st.key.empty();
+    auto f = NextVisible(txn, q, from_head ? std::string() : st.key);
     if (!f.ok()) return f.status();
     found = std::move(*f);
+    if (!found && action == CursorAction::kNext && arrivals) {
+      if (!*arrivals) {
+        *arrivals = q.next_lookup ? q.next_lookup - 1 : 0;
+      } else {
+        MQ_RETURN_IF_ERROR(msgs.ForEachArrival(
+            txn, q, **arrivals, [&](Message& m, bool ready, bool) -> Result<bool> {
+              if (!ready || Expired(q, m, NowMs())) return true;
+              Found a;
+              a.walk_key = OrderKeyFor(q, m);
+              a.msg = std::move(m);
+              found = std::move(a);
+              return false;
+            }));
+      }
+    }
   }
   if (!found) return Status::MessageNotFound("no message", q.name);
   MQ_RETURN_IF_ERROR(SaveCursor(txn, q.id, name, found->walk_key));
   return std::move(*found);
+}
+
+// Positions a cursor never moved at the first message location of its (empty) queue, as a
+// PEEK_CURRENT that found nothing does in MSMQ: its next PEEK_NEXT is legal.
+Status Store::Impl::PositionAtStart(const QueueRef& ref, const std::string& name) {
+  return Write([&](lmdb::Txn& txn) -> Status {
+    auto q = FindQueue(txn, ref);
+    if (!q.ok()) return q.status();
+    if (LoadCursor(txn, q->id, name).positioned) return {};
+    return txn.Put(cursors, CursorKey(q->id, name), std::string(1, '\x01'));
+  });
 }
 
 Status Store::CursorPeek(const QueueRef& ref, const CursorOptions& co, const ReadOptions& ro,
@@ -130,6 +166,7 @@ Status Store::CursorPeek(const QueueRef& ref, const CursorOptions& co, const Rea
   // its lock is ours).
   std::optional<std::string> before;
   Message found_msg;
+  std::optional<uint64_t> arrivals;  // a waiting --next: MoveCursor
   Status moved = impl_->WaitLoop(ref, left, [&](bool waiting, int64_t& deadline) -> Status {
     MQ_RETURN_IF_ERROR(impl_->MaintainIfNeeded(ref));
     return impl_->Write([&](lmdb::Txn& txn) -> Status {
@@ -140,12 +177,17 @@ Status Store::CursorPeek(const QueueRef& ref, const CursorOptions& co, const Rea
       deadline = impl_->NextDeadline(txn, q->id);
       auto old = txn.Get(impl_->cursors, CursorKey(q->id, co.name));
       before = old ? std::optional<std::string>(std::string(*old)) : std::nullopt;
-      auto found = impl_->MoveCursor(txn, *q, co.name, co.action, false);
+      auto found = impl_->MoveCursor(txn, *q, co.name, co.action, false, &arrivals);
       if (!found.ok()) return found.status();
       found_msg = std::move(found->msg);
       return {};
     });
   });
+  if ((moved.code() == Code::kMessageNotFound || moved.code() == Code::kIoTimeout) &&
+      co.action == CursorAction::kCurrent) {
+    Status at = impl_->PositionAtStart(ref, co.name);
+    if (!at.ok()) return at;
+  }
   if (!moved.ok()) return moved;
   Status out = sink.Add(found_msg);
   if (out.ok()) out = sink.Flush();
@@ -183,10 +225,11 @@ Status Store::CursorReceive(const QueueRef& ref, const CursorOptions& co, const 
         auto q = impl_->ReceivableQueue(txn, ref, now, &maintained);
         if (!q.ok()) return q.status();
         Impl::CursorState st = impl_->LoadCursor(txn, q->id, co.name);
-        if (!st.positioned)
+        if (!st.positioned || st.key.empty())
           return Status::IllegalCursorAction(
-              fmt::format("cursor {} was never moved: use mq-peek --cursor {} --first", co.name,
-                          co.name),
+              fmt::format("cursor {} is on no message: use mq-peek --cursor {} --first or "
+                          "--current",
+                          co.name, co.name),
               q->name);
         if (!impl_->msgs.IsReady(txn, st.key))
           return Status::MessageAlreadyReceived(
@@ -239,6 +282,8 @@ Result<std::vector<CursorInfo>> Store::ListCursors() {
       ci.positioned = true;
       ci.priority = static_cast<uint8_t>(7 - static_cast<uint8_t>(c.value()[5]));
       ci.lookup_id = GetU64BE(c.value(), 6);
+    } else if (c.value().size() == 1 && c.value()[0] == 1) {  // placed in an empty queue
+      ci.positioned = ci.at_start = true;
     }
     auto held = FileLock::IsHeld(impl_->CursorLockPath(qid, ci.name));
     ci.holder = held.ok() && *held;
@@ -322,6 +367,7 @@ Status Store::WatchLocked(const QueueRef& ref, const WatchOptions& wo, const Rea
   uint64_t high_water = 0;
   std::vector<std::string> passed_locked;
   for (;;) {
+    std::optional<uint64_t> arrivals;  // a waiting NEXT: MoveCursor
     Message event;
     Status s = impl_->WaitLoop(ref, ro, [&](bool waiting, int64_t& deadline) -> Status {
       MQ_RETURN_IF_ERROR(impl_->MaintainIfNeeded(ref));
@@ -394,7 +440,7 @@ Status Store::WatchLocked(const QueueRef& ref, const WatchOptions& wo, const Rea
         if (waiting && !q->enabled)
           return Status::QueueNotActive("queue was disabled (status OFF)", q->name);
         deadline = impl_->NextDeadline(txn, q->id);
-        auto found = impl_->MoveCursor(txn, *q, wo.cursor_name, action, true);
+        auto found = impl_->MoveCursor(txn, *q, wo.cursor_name, action, true, &arrivals);
         if (!found.ok()) return found.status();
         event = std::move(found->msg);
         return {};

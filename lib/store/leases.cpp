@@ -376,6 +376,7 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockAny(const QueueRef& ref, const S
 // Writes a lease's messages to `sink` with no transaction open (the token first for an
 // expiring lease); with `wait_taken`, returns only once the reader has taken them.
 Status Store::Impl::Deliver(Lease& lease, MessageSink& sink, bool wait_taken) {
+  MQ_RETURN_IF_ERROR(sink.Accept(lease.messages_.size()));
   if (!lease.token_.empty()) sink.SetLease(lease.token_, lease.expires_);
   for (const Message& m : lease.messages_) MQ_RETURN_IF_ERROR(sink.Add(m));
   MQ_RETURN_IF_ERROR(sink.Flush());

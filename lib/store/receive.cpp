@@ -70,7 +70,7 @@ namespace {
 // A receive that stopped after `received` messages: the error, and what became of the rest.
 Status Stopped(const Status& s, uint64_t received) {
   if (s.code() != Code::kBrokenPipe && s.code() != Code::kIo &&
-      s.code() != Code::kInsufficientResources)
+      s.code() != Code::kInsufficientResources && s.code() != Code::kInvalidArg)
     return s;
   std::string what = received ? fmt::format("{} messages were received, the rest stay in the "
                                             "queue",

@@ -118,8 +118,10 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
       }
       for (const std::string& k : expired) MQ_RETURN_IF_ERROR(impl_->DropDedup(txn, q.id, k));
     }
+    // A --tx batch into a plain local queue is atomic, and no more (AppendOptions).
+    const bool tx = options.transactional && (q.transactional || remote);
     std::string xact_id;
-    if (options.transactional) {
+    if (tx) {
       xact_id = MakeMessageId(NewGuid(), 0);
       if (q.tx_sequence_id == 0) {
         Guid g = NewGuid();
@@ -203,7 +205,16 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
       else if (!IsNil(m.conversation_handle))
         MQ_RETURN_IF_ERROR(impl_->ConvPrepare(txn, q, m, options.new_conversation,
                                               options.keep_identity, conversations_made, now));
-      if (options.transactional) {
+      if (tx) {
+        if (m.priority != 0 && options.priority_given && report) {
+          std::string note =
+              "transactional messages have priority 0 here (MSMQ delivers transactions in the "
+              "order they commit): -p is ignored";
+          if (std::find(report->notes.begin(), report->notes.end(), note) ==
+              report->notes.end())
+            report->notes.push_back(std::move(note));
+        }
+        m.priority = 0;
         m.xact_id = xact_id;
         m.eod_first = appended == 0;
         m.eod_last = false;  // set on the last one below
@@ -237,10 +248,10 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
       ++appended;
       if (first_id.empty()) first_id = m.id;
       if (ids) ids->push_back(m.id);
-      if (options.transactional) last = std::move(m);
+      if (tx) last = std::move(m);
     }
     if (appended == 0) return {};
-    if (options.transactional) {
+    if (tx) {
       // Eod Last on the last message of the transaction.
       last.eod_last = true;
       auto size = impl_->msgs.RecordSize(txn, q.id, last.lookup_id);

@@ -143,6 +143,7 @@ struct CursorInfo {
   std::string queue;
   std::string name;
   bool positioned = false;
+  bool at_start = false;  // positioned in a queue that was empty: before its first message
   uint8_t priority = 0;
   uint64_t lookup_id = 0;
   bool holder = false;  // some process is using it now
@@ -166,7 +167,14 @@ struct QueueStat {
 struct AppendOptions {
   bool create_queue = false;   // make a missing queue
   bool keep_identity = false;  // import: keep id, times and origin as given
-  bool transactional = false;  // --tx: Eod First/Last, xact id, sequence numbers
+  // --tx: one transaction. Into a transactional queue, here or at the far side of a link
+  // (remote_queue), its messages carry MSMQ's transactional properties (Eod First/Last, xact
+  // id, sequence numbers) and priority 0, so that transactions are delivered in the order
+  // they commit. Into a plain local queue it is an atomic batch only: none of those
+  // properties, priorities kept.
+  bool transactional = false;
+  // -p was given: a priority that a transaction sets to 0 is worth a note (AppendReport).
+  bool priority_given = false;
   std::string dedup_key;       // --dedup: a second append with this key within the queue's
                                // window is accepted and dropped
   // One dedup key per message, in the order the source gives them (bridge in: the AMQP
@@ -369,6 +377,12 @@ class VectorSource : public MessageSource {
 class MessageSink {
  public:
   virtual ~MessageSink() = default;
+  // Called before the messages of one receive or lease are written (n of them, a whole
+  // conversation group perhaps): an error refuses them all, and nothing is removed.
+  virtual Status Accept(size_t n) {
+    (void)n;
+    return {};
+  }
   virtual Status Add(const Message& m) = 0;
   virtual Status Flush() = 0;
   // For a receive, after Flush(): returns once the reader has taken the output (for a pipe

@@ -257,7 +257,9 @@ struct Store::Impl {
   Result<std::optional<Found>> NextVisible(lmdb::Txn& txn, const QueueInfo& q,
                                            const std::string& after);
   Result<Found> MoveCursor(lmdb::Txn& txn, const QueueInfo& q, const std::string& name,
-                           CursorAction action, bool notify);
+                           CursorAction action, bool notify,
+                           std::optional<uint64_t>* arrivals = nullptr);
+  Status PositionAtStart(const QueueRef& ref, const std::string& name);
 
   // ---- conversations.cpp (owns convs, conv_q, groups, conv_msgs, group_sel, conv_kept,
   // msg_types)

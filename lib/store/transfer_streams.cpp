@@ -38,16 +38,21 @@ Status NoLink(const std::string& name) {
   return Status::QueueNotFound("no such link (mq-admin link add makes it)", name);
 }
 
-// Whether a message may enter `q` here, or the NACK class that refuses it.
+// Whether a message may enter `q` here, or the NACK class that refuses it ([MS-MQMQ]
+// 2.2.18.1.6; the table is in mq(7) "Acknowledgements"). MSMQ has no class for a message
+// whose content the receiving side refuses (properties out of range, a failed message-type
+// check): RECEIVE_REJECTED, the class of a receiver that rejects a message, is the one
+// that says so.
 uint16_t Refusal(const QueueInfo& q, const Message& m, int64_t now) {
-  if (!q.enabled) return kClassNackAccessDenied;
+  if (!q.enabled) return kClassNackBadDstQ;  // disabled: the queue cannot be reached
   if (q.transactional && m.xact_id.empty()) return kClassNackNotTransactionalMsg;
+  if (!q.transactional && !m.xact_id.empty()) return kClassNackNotTransactionalQ;
   if (m.ttrq && m.ttrq <= now) return kClassNackReachQueueTimeout;
   if (m.body.size() > q.max_message_size) return kClassNackMessageTooLarge;
   if (m.priority > 7 || !IsValidUtf8(m.label) || Utf8Length(m.label) > kMaxLabel ||
       (!m.correlation_id.empty() && m.correlation_id.size() != kIdSize) ||
       m.id.size() != kIdSize)
-    return kClassNackBadSignature;
+    return kClassNackReceiveRejected;
   return 0;
 }
 
@@ -149,14 +154,14 @@ Result<uint16_t> Store::Impl::AcceptConvMessage(lmdb::Txn& txn, QueueInfo& q, Me
   if (!m.message_type_name.empty()) {
     auto validation = TypeValidation(txn, m.message_type_name);
     if (!validation.ok() && validation.status().code() == Code::kMessageTypeNotFound)
-      return kClassNackBadSignature;
+      return kClassNackReceiveRejected;
     if (!validation.ok()) return validation.status();
     if (!ValidateBody(*validation, m.body, m.message_type_name).ok())
-      return kClassNackBadSignature;
+      return kClassNackReceiveRejected;
     m.validation = *validation;
   }
   if (IsNil(m.conversation_handle)) return uint16_t{0};
-  if (m.visible_time > now) return kClassNackBadSignature;  // mq-send never delays one
+  if (m.visible_time > now) return kClassNackReceiveRejected;  // mq-send never delays one
   m.visible_time = 0;
   auto c = LoadConv(txn, m.conversation_handle);
   if (!c.ok()) return c.status();

@@ -68,9 +68,8 @@ expect_rc 0 mq-admin delete-cursor q c
 expect_out ''
 expect_rc 0 mq-admin cursors
 expect_out $'q\taudit.v2\t1\tidle\nq\twatcher\t4\tidle\nr\tc\t1\tidle\n'
-expect_rc 7 mq-peek q --cursor c --current
-expect_err_match '^mq-peek: q: .*\(MQ_ERROR_ILLEGAL_CURSOR_ACTION 0xC00E001C\)$'
 expect_rc 7 mq-peek q --cursor c --next
+expect_err_match '^mq-peek: q: .*\(MQ_ERROR_ILLEGAL_CURSOR_ACTION 0xC00E001C\)$'
 expect_rc 0 mq-peek r --cursor c --current     # same name on another queue: untouched
 expect_out hi
 # A cursor that does not exist: status 2, one line.
@@ -104,7 +103,7 @@ expect_rc 0 mq-admin cursors
 expect_out $'r\tc\t1\tidle\n'
 expect_rc 0 mq-admin create q
 expect_rc 0 mq-send q new
-expect_rc 7 mq-peek q --cursor watcher --current
+expect_rc 7 mq-peek q --cursor watcher --next
 expect_rc 0 mq-admin delete-cursor r c
 expect_rc 0 mq-admin cursors
 expect_out ''

@@ -16,10 +16,12 @@ expect_rc 0 mq-send -p 5 q m3      # 3, higher priority: first in delivery order
 expect_rc 0 mq-send q m4           # 4
 # Delivery order: 3 1 2 4.
 
-# A cursor never moved has no current or next message (MQ_ERROR_ILLEGAL_CURSOR_ACTION, 7).
-cur 7 --current
-expect_err_match '^mq-peek: q: .*\(MQ_ERROR_ILLEGAL_CURSOR_ACTION 0xC00E001C\)$'
-expect_out ''
+# A cursor never moved has no next message (MQ_ERROR_ILLEGAL_CURSOR_ACTION, 7), and nothing
+# to receive at; CURRENT is its first move (MSMQ "Cursor Behavior"): to the first message,
+# which it peeks (cursor e).
+CUR=e cur 0 --current; expect_out $'3 m3\n'
+CUR=e cur 0 --next; expect_out $'1 m1\n'
+expect_rc 0 mq-admin delete-cursor q e
 cur 7 --next
 expect_err_match '^mq-peek: q: .*\(MQ_ERROR_ILLEGAL_CURSOR_ACTION 0xC00E001C\)$'
 expect_rc 7 mq-receive q --cursor c --current
@@ -88,25 +90,35 @@ cur 1 --next
 cur 0 --first; expect_out $'8 urgent\n'
 cur 0 --next;  expect_out $'3 m3\n'
 cur 0 --next;  expect_out $'1 m1\n'
+# A NEXT that waits at the end of the queue moves to the next message that arrives, wherever
+# its priority places it (MSMQ), and the walk goes on from there in delivery order.
+cur 0 --next;  expect_out $'2 m2\n'
+cur 0 --next;  expect_out $'7 m7\n'
+start mq-peek q --cursor c --next --wait 10s --template "$TPL"
+wait_blocked "$PID" poll
+expect_rc 0 mq-send -p 6 q high     # 9: before m3 in delivery order
+expect_bg 0 "$PID"
+expect_out $'9 high\n'
+cur 0 --next;  expect_out $'3 m3\n'
 
 # FIRST --wait on an empty queue waits for the first message.
 expect_rc 0 mq-admin purge q
 start mq-peek q --cursor c --first --wait 10s --template "$TPL"
 wait_blocked "$PID" poll
-expect_rc 0 mq-send q m9            # 9
+expect_rc 0 mq-send q m9            # 10
 expect_bg 0 "$PID"
-expect_out $'9 m9\n'
+expect_out $'10 m9\n'
 
 # The walk while 2 processes receive and 1 sends: strictly increasing lookup ids (the queue
 # order at one priority: nothing twice), and every message still present at the end that lies
 # within the walk was returned by it (nothing skipped).
 expect_rc 0 mq-admin purge q
-expect_rc 0 mq-send -l q < <(seq -f 'w%g' 1 300)   # lookup ids 10..309
+expect_rc 0 mq-send -l q < <(seq -f 'w%g' 1 300)   # lookup ids 11..310
 first=$(mq-peek q --all --template '{lookup_id}\n' | head -1)
-[ "$first" = 10 ] || fail "expected the walk to start at lookup id 10, not '$first'"
+[ "$first" = 11 ] || fail "expected the walk to start at lookup id 11, not '$first'"
 (
   # Receives every third of the original messages, from the end backwards.
-  for ((id = 309; id >= 10; id -= 3)); do
+  for ((id = 310; id >= 11; id -= 3)); do
     timeout -s KILL 20 mq-receive q --lookup-id "$id" >/dev/null 2>>"$T/walk-errors.1"
   done
 ) &
@@ -152,7 +164,7 @@ missing=$(awk -v last="$last" 'NR == FNR { seen[$1] = 1; next } $1 <= last && !(
   "$T/walk.ids" "$T/present" | head -5)
 [ -z "$missing" ] || fail "the walk skipped messages still present: $missing"
 # Bodies belong to their lookup ids (each message returned is the one at that id).
-awk '$1 >= 10 && $1 <= 309 && $2 != "w" ($1 - 9) { print; exit 1 }' "$T/walk" >"$T/bad" ||
+awk '$1 >= 11 && $1 <= 310 && $2 != "w" ($1 - 10) { print; exit 1 }' "$T/walk" >"$T/bad" ||
   fail "the walk printed a wrong body: $(cat "$T/bad")"
 n=$(wc -l <"$T/walk")
 [ "$n" -ge 100 ] || fail "the walk returned only $n messages"

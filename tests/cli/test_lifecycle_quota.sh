@@ -31,9 +31,9 @@ expect_rc 0 mq-admin set q --quota $((4 * rec))
 expect_rc 0 mq-send q -L fixed 0000000004
 [ "$(count q)" = 4 ] || fail "a send that fits exactly was refused"
 
-# --tx: all or nothing. Transactional records are larger (transaction id, sequence numbers):
-# room for two of them, not three.
-expect_rc 0 mq-admin set q --quota $((4 * rec + 2 * rec + 120))
+# --tx: all or nothing. Into a plain queue it is an atomic batch of plain records (no
+# transaction id or sequence numbers): room for two of them, not three.
+expect_rc 0 mq-admin set q --quota $((4 * rec + 2 * rec + rec / 2))
 printf '0000000005\n0000000006\n0000000007\n' | mq-send q -L fixed -l --tx 2>"$T/err"
 [ $? = 6 ] || fail "--tx over quota did not exit 6"
 [ "$(count q)" = 4 ] || fail "--tx over quota stored $(( $(count q) - 4 )) messages"

@@ -4,7 +4,8 @@
 # in stat and peek) while the far store is not reachable; mq-admin forward --once moves them:
 # every property preserved, a --tx batch one transaction there with its Eod flags, priorities
 # kept, ACK_REACH_QUEUE to the admin queue here on arrival there; far-side refusals (no such
-# queue, disabled, quota, too large, non-transactional message to a transactional queue) come
+# queue, disabled, quota, too large, non-transactional message to a transactional queue and
+# the reverse) come
 # back as their NACK class and the dead-letter queue here; --ttrq expiry in out;LINK is
 # NACK_REACH_QUEUE_TIMEOUT; both stores pass check.
 . "$(dirname "$0")/lib.sh"
@@ -39,7 +40,7 @@ expect_rc 0 mq-send b:dest hello
 expect_rc 0 mq-send 'DIRECT=OS:b\private$\dest' direct
 expect_rc 0 mq-send -p 6 -L lab --app 7 -c 0102030405060708091011121314151617181920 \
   --response-queue replies b:dest2 p6
-printf 'a\nb\nc\n' | mq-send --tx -l b:dest2 || fail "mq-send --tx -l to a remote queue"
+printf 'a\nb\nc\n' | mq-send --tx -l b:txq || fail "mq-send --tx -l to a remote queue"
 expect_rc 0 mq-send --ack full-reach-queue --admin-queue adminq b:dest acked
 expect_rc 3 mq-send nolink:dest x
 expect_err_match '^mq-send: nolink: no such link'
@@ -47,7 +48,7 @@ expect_rc 2 mq-send 'b:bad;sub' x
 expect_rc 2 mq-send 'b:' x
 [ "$(count stat 'out;b')" = 7 ] || fail "out;b holds $(count stat 'out;b'), expected 7"
 expect_rc 0 mq-peek 'out;b' --all --json
-[ "$(jq -r .destination_queue "$T/out" | tr '\n' ' ')" = "dest dest dest2 dest2 dest2 dest2 dest " ] ||
+[ "$(jq -r .destination_queue "$T/out" | tr '\n' ' ')" = "dest dest dest2 txq txq txq dest " ] ||
   fail "destinations in out;b: $(jq -r .destination_queue "$T/out" | tr '\n' ' ')"
 # The forward fails while the link's command fails: nothing is lost.
 expect_rc 10 mq-admin forward b --once --retry 300ms
@@ -67,10 +68,12 @@ expect_rc 0 mq-peek --store "$B" dest2 --all --json
 [ "$(jq -c '[.body, .priority, .label, .app_specific, .correlation_id, .response_queue]' "$T/out" | head -1)" = \
   '["p6",6,"lab",7,"0102030405060708091011121314151617181920","replies"]' ] ||
   fail "properties after transfer: $(head -1 "$T/out")"
-[ "$(jq -c '[.body, .eod_first, .eod_last]' "$T/out" | tail -3 | tr -d '\n')" = \
-  '["a",true,false]["b",false,false]["c",false,true]' ] || fail "tx batch after transfer: $(tail -3 "$T/out")"
-[ "$(jq -r .xact_id "$T/out" | tail -3 | sort -u | wc -l)" = 1 ] || fail "one xact id for the tx batch"
 [ "$(jq -r .source_qm_guid "$T/out" | sort -u)" != "" ] || fail "source GUID missing"
+# The --tx batch: one transaction there, with its Eod flags, at priority 0.
+expect_rc 0 mq-peek --store "$B" txq --all --json
+[ "$(jq -c '[.body, .eod_first, .eod_last, .priority]' "$T/out" | tr -d '\n')" = \
+  '["a",true,false,0]["b",false,false,0]["c",false,true,0]' ] || fail "tx batch after transfer: $(cat "$T/out")"
+[ "$(jq -r .xact_id "$T/out" | sort -u | wc -l)" = 1 ] || fail "one xact id for the tx batch"
 expect_rc 0 mq-receive adminq --json
 [ "$(jq -r .class "$T/out")" = ack_reach_queue ] || fail "ACK_REACH_QUEUE: $(cat "$T/out")"
 [[ $(jq -r .correlation_id "$T/out") =~ ^[0-9a-f]{40}$ ]] || fail "ACK_REACH_QUEUE without the id of its message"
@@ -88,13 +91,19 @@ nack() {  # nack QUEUE BODY [mq-send options]: sends, forwards, prints the NACK'
   mq-receive adminq --json | jq -r .class
 }
 [ "$(nack nosuch x)" = nack_bad_dst_q ] || fail "no such queue: not NACK_BAD_DST_Q"
-[ "$(nack off x)" = nack_access_denied ] || fail "disabled queue: not NACK_ACCESS_DENIED"
+[ "$(nack off x)" = nack_bad_dst_q ] || fail "disabled queue: not NACK_BAD_DST_Q"
 [ "$(nack small "$(head -c 3000 /dev/zero | tr '\0' x)")" = nack_q_exceed_quota ] || fail "quota: not NACK_Q_EXCEED_QUOTA"
 [ "$(nack tiny 0123456789abcdef)" = nack_message_too_large ] || fail "size: not NACK_MESSAGE_TOO_LARGE"
 [ "$(nack txq x)" = nack_not_transactional_msg ] || fail "non-tx to tx queue: not NACK_NOT_TRANSACTIONAL_MSG"
+# A transactional message for a plain queue: refused there, and dead-lettered here in the
+# transactional dead-letter queue (MSMQ's NACK_NOT_TRANSACTIONAL_Q).
+[ "$(nack dest x --tx)" = nack_not_transactional_q ] || fail "tx to a plain queue: not NACK_NOT_TRANSACTIONAL_Q"
+expect_rc 0 mq-peek 'system;deadxact' --all --json
+[ "$(jq -r '[.class, .destination_queue] | join(" ")' "$T/out")" = "nack_not_transactional_q b:dest" ] ||
+  fail "the refused tx message in system;deadxact: $(cat "$T/out")"
 expect_rc 0 mq-peek 'system;deadletter' --all --json
 [ "$(jq -r '[.class, .destination_queue] | join(" ")' "$T/out" | tr '\n' ',')" = \
-  "nack_bad_dst_q b:nosuch,nack_access_denied b:off,nack_q_exceed_quota b:small,nack_message_too_large b:tiny,nack_not_transactional_msg b:txq," ] ||
+  "nack_bad_dst_q b:nosuch,nack_bad_dst_q b:off,nack_q_exceed_quota b:small,nack_message_too_large b:tiny,nack_not_transactional_msg b:txq," ] ||
   fail "dead letters: $(jq -r '[.class, .destination_queue] | join(" ")' "$T/out" | tr '\n' ',')"
 # A dead letter names its link, and requeue sends it back through it.
 dead=$(jq -r 'select(.destination_queue == "b:nosuch") | .id' "$T/out")
@@ -111,10 +120,10 @@ expect_rc 0 mq-receive --store "$B" nosuch --json
 [ "$(count --store "$B" stat)" = 4 ] || fail "the far store holds $(count --store "$B" stat) messages, expected 4"
 expect_rc 0 mq-send --tx b:txq "in tx"
 expect_rc 0 mq-admin forward b --once
-expect_rc 0 mq-receive --store "$B" txq
-expect_out 'in tx'
+expect_rc 0 mq-receive --store "$B" txq --all -l
+expect_out $'a\nb\nc\nin tx\n'
 expect_rc 0 mq-admin link stat b --json
-[ "$(jq -c '[.acknowledged, .refused, .backlog, .in_flight]' "$T/out")" = '[14,5,0,0]' ] ||
+[ "$(jq -c '[.acknowledged, .refused, .backlog, .in_flight]' "$T/out")" = '[15,6,0,0]' ] ||
   fail "link stat --json: $(cat "$T/out")"
 
 # --- --ttrq runs in out;LINK: NACK_REACH_QUEUE_TIMEOUT -----------------------------------------------
@@ -145,7 +154,7 @@ expect_rc 0 mq-receive replies --json
 
 # --- prometheus, delete ---------------------------------------------------------------------------
 expect_rc 0 mq-admin link list --format prometheus
-grep -q '^mq_link_acknowledged_total{store=".*",link="b"} 15$' "$T/out" || fail "prometheus: $(cat "$T/out")"
+grep -q '^mq_link_acknowledged_total{store=".*",link="b"} 16$' "$T/out" || fail "prometheus: $(cat "$T/out")"
 grep -q '^# TYPE mq_link_acknowledged_total counter$' "$T/out" || fail "prometheus type: $(cat "$T/out")"
 grep -q '^# TYPE mq_link_refused_total counter$' "$T/out" || fail "prometheus type: $(cat "$T/out")"
 grep -q '^# TYPE mq_link_backlog_messages gauge$' "$T/out" || fail "prometheus type: $(cat "$T/out")"

@@ -7,7 +7,7 @@
 # through the reverse link (mq-admin link set --return); conversations travel: mq-send
 # LINK:QUEUE --conversation new|HANDLE numbers the messages here, the far store begins the
 # conversation with the first and keeps their handle, group, sequence and message type (checked
-# there against its own message types: NACK_BAD_SIGNATURE if it fails or is unknown); ending
+# there against its own message types: NACK_RECEIVE_REJECTED if it fails or is unknown); ending
 # such a conversation at the sending end (mq-admin end-conversation [--error]) sends its
 # EndDialog or Error message after the others and ends it at the far side.
 . "$(dirname "$0")/lib.sh"
@@ -123,9 +123,11 @@ expect_rc 3 mq-send --conversation "$h" b:gone x
 expect_err_match "conversation $h goes to b:dest"
 expect_rc 2 mq-send --conversation "$h" --group "$g" b:dest x
 expect_err_match 'sets the group of a new one only'
-expect_rc 0 mq-send --conversation "$h" --message-type order --deadletter --ack nack-reach-queue \
+# Refused for their content: NACK_RECEIVE_REJECTED, which goes to senders that ask for
+# receive NACKs (MSMQ's rule for that class).
+expect_rc 0 mq-send --conversation "$h" --message-type order --deadletter --ack nack-receive \
   --admin-queue adminq b:dest 'not xml <'
-expect_rc 0 mq-send --conversation "$h" --message-type nosuch --ack nack-reach-queue \
+expect_rc 0 mq-send --conversation "$h" --message-type nosuch --ack nack-receive \
   --admin-queue adminq b:dest x
 expect_rc 0 mq-admin --store "$B" create small --quota 2k
 expect_rc 0 mq-send --conversation new --ack nack-reach-queue --admin-queue adminq b:small \
@@ -133,7 +135,7 @@ expect_rc 0 mq-send --conversation new --ack nack-reach-queue --admin-queue admi
 h3=$(cat "$T/out")
 expect_rc 0 mq-admin forward b --once
 expect_rc 0 mq-receive adminq --all --json
-[ "$(jq -r .class "$T/out" | tr '\n' ' ')" = "nack_bad_signature nack_bad_signature nack_q_exceed_quota " ] ||
+[ "$(jq -r .class "$T/out" | tr '\n' ' ')" = "nack_receive_rejected nack_receive_rejected nack_q_exceed_quota " ] ||
   fail "message types checked at the far side: $(jq -r .class "$T/out" | tr '\n' ' ')"
 expect_rc 0 mq-admin --store "$B" conversations --json
 [ "$(jq -r 'select(.conversation_handle == "'"$h"'") | [.queue, .state, .next_sequence_number, .service_name] | join(" ")' "$T/out")" = "dest open 3 shop" ] ||

@@ -45,14 +45,16 @@ B=$T/B
 ADMIN=$(command -v mq-admin)
 expect_rc 0 mq-admin --store "$B" init
 expect_rc 0 mq-admin --store "$B" create dest
+expect_rc 0 mq-admin --store "$B" create txq --transactional
 expect_rc 0 mq-admin link add far --via "$SSH $ADMIN --store $B accept"
 seq -f 'plain-%04g' 1000 | mq-send -l far:dest || fail "send plain"
-seq -f 'tx-%04g' 1000 | mq-send --tx -l far:dest || fail "send tx"
+seq -f 'tx-%04g' 1000 | mq-send --tx -l far:txq || fail "send tx"
 expect_rc 0 mq-admin forward far --once
 [ "$(mq-admin stat 'out;far' --json | jq .messages)" = 0 ] || fail "out;far not empty"
-expect_rc 0 mq-peek --store "$B" dest --all -l
+mq-peek --store "$B" dest --all -l >"$T/got" && mq-peek --store "$B" txq --all -l >>"$T/got" ||
+  fail "peek at the far side"
 { seq -f 'plain-%04g' 1000; seq -f 'tx-%04g' 1000; } >"$T/want"
-cmp -s "$T/out" "$T/want" || fail "over ssh: $(diff "$T/out" "$T/want" | head -5)"
+cmp -s "$T/got" "$T/want" || fail "over ssh: $(diff "$T/got" "$T/want" | head -5)"
 expect_rc 0 mq-admin link stat far --json
 [ "$(jq -r .peer "$T/out")" != "" ] || fail "link stat names no peer"
 [ "$(jq -r .acknowledged "$T/out")" = 2000 ] || fail "link stat: $(cat "$T/out")"

@@ -30,7 +30,7 @@ expect_out 'one'
 
 # --- 1000 lines: all at once, seen by concurrent observers ----------------------------------------
 for i in $(seq 1000); do printf 'line-%04d-%0990d\n' "$i" "$i"; done >"$T/lines1000"
-expect_rc 0 mq-admin create q
+expect_rc 0 mq-admin create q --transactional
 # observer: stat counts and peek counts, as fast as it can, until told to stop.
 observe() {
   local q=$1 out=$2
@@ -85,13 +85,14 @@ ids=$(grep -o '"tx_sequence_id":[0-9]*' "$T/json2" | sort -u)
 [ "$(printf '%s\n' "$ids" | wc -l)" = 1 ] && [ "$ids" != '"tx_sequence_id":0' ] ||
   fail "tx_sequence_id values: $ids"
 # Messages sent without --tx carry none of it.
-expect_rc 0 mq-send q plain
-expect_rc 0 mq-peek q --last --json
+expect_rc 0 mq-admin create p
+expect_rc 0 mq-send p plain
+expect_rc 0 mq-peek p --last --json
 [ "$(jq -c '[.eod_first, .eod_last, .xact_id, .tx_sequence_number]' "$T/out")" = '[false,false,null,0]' ] ||
   fail "a plain send: $(jq -c '[.eod_first, .eod_last, .xact_id, .tx_sequence_number]' "$T/out")"
 
 # --- 100,000 lines: more than one -l batch, still one transaction ----------------------------------
-expect_rc 0 mq-admin create big
+expect_rc 0 mq-admin create big --transactional
 rm -f "$T/stop"
 observe big "$T/seen2" &
 BG+=($!)

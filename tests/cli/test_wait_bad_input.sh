@@ -100,12 +100,11 @@ for name in a/b ../x ../../etc/passwd .hidden 'a b' 'x;y' "$(printf 'n%.0s' {1..
 done
 bad 2 mq-peek q --cursor '' --first
 bad 2 mq-receive q --cursor '' --current
-# A cursor never moved: CURRENT and NEXT are illegal (7), waiting or not.
-bad 7 mq-peek q --cursor fresh --current
+# A cursor never moved: NEXT is illegal (7), waiting or not, and so is a receive at it
+# (CURRENT is its first move: test_cursor_walk, test_cursor_msmq).
 bad 7 mq-peek q --cursor fresh --next
 bad 7 mq-peek q --cursor fresh --next --wait
 bad 7 mq-receive q --cursor fresh --current
-bad 7 mq-watch q --cursor current --cursor-name fresh
 bad 7 mq-watch q --cursor next --cursor-name fresh --follow
 # Missing and closed queues.
 bad 3 mq-peek nosuch --cursor c --first

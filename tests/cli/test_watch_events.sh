@@ -81,11 +81,16 @@ grep -Eq '^\{"event":"arrived","queue":"q","lookup_id":5,"id":"\{[0-9a-f-]{36}\}
 
 # A named cursor, shared with mq-peek --cursor.
 expect_rc 0 mq-admin purge q
-expect_rc 7 mq-watch q --cursor current --cursor-name c -t 0
+# CURRENT is a cursor's first move (MSMQ): in an empty queue, with -t 0, nothing arrives.
+expect_rc 1 mq-watch q --cursor current --cursor-name c -t 0
+expect_out $'error q MQ_ERROR_MESSAGE_NOT_FOUND 0xC00E0088\n'
+# NEXT on a cursor never moved is illegal: with -t 0 seed 000 fires ArrivedError
+# MQ_ERROR_MESSAGE_NOT_FOUND (stdout, exit 1); a NEXT that would wait is an error (7).
+expect_rc 1 mq-watch q --cursor next --cursor-name c -t 0
+expect_out $'error q MQ_ERROR_MESSAGE_NOT_FOUND 0xC00E0088\n'
+expect_rc 7 mq-watch q --cursor next --cursor-name c -t 100ms
 expect_err_match '^mq-watch: q: .*\(MQ_ERROR_ILLEGAL_CURSOR_ACTION 0xC00E001C\)$'
 expect_out ''
-expect_rc 7 mq-watch q --cursor next --cursor-name c -t 0
-expect_err_match 'MQ_ERROR_ILLEGAL_CURSOR_ACTION 0xC00E001C'
 expect_rc 1 mq-watch q --cursor first --cursor-name c -t 0
 expect_out $'error q MQ_ERROR_MESSAGE_NOT_FOUND 0xC00E0088\n'
 expect_rc 0 mq-send -l q < <(printf 'a\nb\nc\n')   # 6 7 8
