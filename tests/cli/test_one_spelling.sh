@@ -28,7 +28,7 @@ wait
 
 # mq-watch with mq-peek's cursor syntax, and the old one.
 expect_rc 0 mq-send q second
-expect_rc 7 mq-watch q --cursor c --next -t 0
+expect_rc 7 mq-watch q --cursor c --next -t 1s   # never moved (with -t 0: an ArrivedError)
 expect_rc 0 mq-watch q --cursor c --first
 expect_out $'arrived q 1\n'
 expect_rc 0 mq-watch q --cursor c --current -t 0
