@@ -153,7 +153,10 @@ class XmlOut {
     (void)ec;
     Plain(name, std::string_view(buf, static_cast<size_t>(end - buf)));
   }
+  // SRMP's and MSMQ's elements: whole seconds (a deadline rounded up); mq's own: exact.
   void Time(const char* name, int64_t ms) { Plain(name, FormatSrmpTime(ms)); }
+  void Deadline(const char* name, int64_t ms) { Plain(name, FormatSrmpTime(ms, true)); }
+  void TimeMs(const char* name, int64_t ms) { Plain(name, FormatSrmpTimeMs(ms)); }
   void GuidText(const char* name, const Guid& g) { Plain(name, FormatGuid(g)); }
 
   // The document written since Begin.
@@ -208,12 +211,13 @@ void WriteMqExtras(XmlOut& x, const Message& m, bool tx_always, bool local_state
              !IsNil(m.conversation_group_id) || m.message_sequence_number ||
              !m.service_name.empty() || !m.service_contract_name.empty() ||
              !m.message_type_name.empty() || m.validation != 'N' || l.status != 1 ||
-             l.queuing_order || l.message_enqueue_time || l.delivery_count;
+             l.queuing_order || l.message_enqueue_time || l.delivery_count ||
+             m.sent_time % 1000 || m.ttbr % 1000 || m.ttrq % 1000;
   if (!any) return;
   x.StartNs("Mq", "xmlns", kMqNs);
   if (m.ack & kAckNegArrival) x.Number("Ack", m.ack);
-  if (l.arrived_time) x.Time("ArrivedTime", l.arrived_time);
-  if (m.visible_time) x.Time("VisibleTime", m.visible_time);
+  if (l.arrived_time) x.TimeMs("ArrivedTime", l.arrived_time);
+  if (m.visible_time) x.TimeMs("VisibleTime", m.visible_time);
   if (l.awaiting_arrival) x.Empty("AwaitingArrival");
   if (!m.xact_id.empty()) x.Text("XactId", HexEncode(m.xact_id));
   if (tx_always || m.tx_sequence_id) x.Number("TxSequenceId", m.tx_sequence_id);
@@ -222,7 +226,7 @@ void WriteMqExtras(XmlOut& x, const Message& m, bool tx_always, bool local_state
     x.Number("TxPreviousSequenceNumber", m.tx_previous_sequence_number);
   if (l.abort_count) x.Number("AbortCount", l.abort_count);
   if (m.move_count) x.Number("MoveCount", m.move_count);
-  if (m.last_move_time) x.Time("LastMoveTime", m.last_move_time);
+  if (m.last_move_time) x.TimeMs("LastMoveTime", m.last_move_time);
   if (!IsNil(m.conversation_handle)) x.GuidText("ConversationHandle", m.conversation_handle);
   if (!IsNil(m.conversation_group_id)) x.GuidText("ConversationGroupId", m.conversation_group_id);
   if (m.message_sequence_number) x.Number("MessageSequenceNumber", m.message_sequence_number);
@@ -232,8 +236,12 @@ void WriteMqExtras(XmlOut& x, const Message& m, bool tx_always, bool local_state
   if (m.validation != 'N') x.Text("Validation", std::string(1, m.validation));
   if (l.status != 1) x.Number("Status", l.status);
   if (l.queuing_order) x.Number("QueuingOrder", l.queuing_order);
-  if (l.message_enqueue_time) x.Time("MessageEnqueueTime", l.message_enqueue_time);
+  if (l.message_enqueue_time) x.TimeMs("MessageEnqueueTime", l.message_enqueue_time);
   if (l.delivery_count) x.Number("DeliveryCount", l.delivery_count);
+  // SRMP's dates are whole seconds: the exact times, where they have milliseconds.
+  if (m.sent_time % 1000) x.TimeMs("SentTime", m.sent_time);
+  if (m.ttbr % 1000) x.TimeMs("Ttbr", m.ttbr);
+  if (m.ttrq % 1000) x.TimeMs("Ttrq", m.ttrq);
   x.End();
 }
 
@@ -258,7 +266,7 @@ std::string_view Envelope(const Message& m, const SrmpStream* stream, bool local
 
   x.Start("properties");
   x.MustUnderstand();
-  x.Time("expiresAt", m.ttbr ? m.ttbr : kInfiniteMs);
+  x.Deadline("expiresAt", m.ttbr ? m.ttbr : kInfiniteMs);
   if (m.sent_time) x.Time("sentAt", m.sent_time);
   x.End();
 
@@ -328,7 +336,7 @@ std::string_view Envelope(const Message& m, const SrmpStream* stream, bool local
   if (!m.destination_queue.empty()) x.Text("DestinationMqf", m.destination_queue);
   if (!m.admin_queue.empty()) x.Text("AdminMqf", m.admin_queue);
   if (!m.response_queue.empty()) x.Text("ResponseMqf", m.response_queue);
-  x.Time("TTrq", m.ttrq ? m.ttrq : kInfiniteMs);
+  x.Deadline("TTrq", m.ttrq ? m.ttrq : kInfiniteMs);
   x.End();
 
   WriteMqExtras(x, m, link_stream, local_state);
@@ -342,7 +350,13 @@ std::string_view Envelope(const Message& m, const SrmpStream* stream, bool local
 
 }  // namespace
 
-std::string FormatSrmpTime(int64_t ms) {
+std::string FormatSrmpTime(int64_t ms, bool round_up) {
+  int64_t sec = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
+  if (round_up && ms - sec * 1000) ++sec;
+  return FormatSrmpTimeMs(sec * 1000);
+}
+
+std::string FormatSrmpTimeMs(int64_t ms) {
   int64_t sec = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
   int64_t frac = ms - sec * 1000;
   // The civil date of a day count (H. Hinnant's civil_from_days), without gmtime_r and its

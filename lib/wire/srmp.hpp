@@ -108,8 +108,13 @@ std::string SrmpHttpRequest(std::string_view doc, std::string_view queue);
 // white space. A document that has no closing boundary extends to the end of the input.
 size_t SrmpDocumentEnd(std::string_view input);
 
-// SRMP date strings (ISO 8601 basic, UTC): YYYYMMDDTHHMMSS[.fff].
-std::string FormatSrmpTime(int64_t ms);
+// SRMP date strings (ISO 8601 basic, UTC). FormatSrmpTime writes MSMQ's form,
+// YYYYMMDDTHHMMSS ([MC-MQSRM] 2.2.5.1.1: whole seconds; the milliseconds are dropped, or with
+// `round_up` a fraction counts as the next second, so that a deadline is never earlier);
+// FormatSrmpTimeMs adds .mmm when the milliseconds are not 0 (mq's own <Mq> elements).
+// ParseSrmpTime reads both, with any number of fraction digits.
+std::string FormatSrmpTime(int64_t ms, bool round_up = false);
+std::string FormatSrmpTimeMs(int64_t ms);
 Result<int64_t> ParseSrmpTime(std::string_view text);
 
 }  // namespace mq

@@ -454,6 +454,10 @@ Status ParseMqExtras(const XmlNode* node, Message& m) {
   MQ_RETURN_IF_ERROR(c.Number("QueuingOrder", m.queuing_order, UINT64_MAX, false));
   MQ_RETURN_IF_ERROR(c.Time("MessageEnqueueTime", m.message_enqueue_time, false, false));
   MQ_RETURN_IF_ERROR(c.Number("DeliveryCount", m.delivery_count, UINT32_MAX, false));
+  // The exact times behind SRMP's whole seconds (mq writes them when they have milliseconds).
+  MQ_RETURN_IF_ERROR(c.Time("SentTime", m.sent_time, false, false));
+  MQ_RETURN_IF_ERROR(c.Time("Ttbr", m.ttbr, false, false));
+  MQ_RETURN_IF_ERROR(c.Time("Ttrq", m.ttrq, false, false));
   return {};
 }
 

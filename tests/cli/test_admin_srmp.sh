@@ -51,6 +51,12 @@ grep -aq '<Provider><Type>24</Type><Name>Microsoft Enhanced RSA</Name></Provider
   fail "no <Provider>"
 grep -aq '<Stream se:mustUnderstand="1"><streamId>uid:' "$T/tq.srmp" || fail "a transactional message has no <Stream>"
 grep -aq 'Content-Id: extension@' "$T/q.srmp" || fail "no extension part"
+# SRMP's and MSMQ's dates are whole seconds (yyyymmddThhmmss); the milliseconds travel in
+# <Mq> (and the JSON round trip below shows them kept).
+grep -aoE '<(sentAt|expiresAt|TTrq)>[^<]*<' "$T/q.srmp" | grep -avE '^<(sentAt|expiresAt|TTrq)>[0-9]{8}T[0-9]{6}<$' |
+  head -3 >"$T/dates"
+[ ! -s "$T/dates" ] || fail "SRMP dates with more than seconds: $(cat "$T/dates")"
+grep -aqE '<SentTime>[0-9]{8}T[0-9]{6}\.[0-9]{3}</SentTime>' "$T/q.srmp" || fail "no exact <SentTime> in <Mq>"
 [ "$(count stat q)" = "$nq" ] || fail "export changed the queue"
 
 # Into another store and back to JSON: every property, every byte, the same order.

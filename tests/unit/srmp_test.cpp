@@ -177,8 +177,10 @@ TEST_CASE("srmp: the document is MSMQ's shape", "[srmp]") {
       "<action>MSMQ:", "<to>orders</to>",
       "<id>uuid:77@" + FormatGuid(GuidFromBytes(m.id.substr(0, 16))) + "</id>",
       "<rev><via>replies</via></rev></path>",
-      "<properties se:mustUnderstand=\"1\"><expiresAt>20251130T013500.001</expiresAt>"
-      "<sentAt>20251130T013259.123</sentAt></properties>",
+      // Whole seconds, as MSMQ writes them (the deadline rounded up); the exact times in
+      // <Mq>, below.
+      "<properties se:mustUnderstand=\"1\"><expiresAt>20251130T013501</expiresAt>"
+      "<sentAt>20251130T013259</sentAt></properties>",
       "<services se:mustUnderstand=\"1\"><durable/><deliveryReceiptRequest><sendTo>admin"
       "</sendTo></deliveryReceiptRequest><commitmentReceiptRequest><sendTo>admin</sendTo>"
       "<positiveOnly/><negativeOnly/></commitmentReceiptRequest></services>",
@@ -193,7 +195,14 @@ TEST_CASE("srmp: the document is MSMQ's shape", "[srmp]") {
       "<DestinationMqf>orders</DestinationMqf><AdminMqf>admin</AdminMqf><ResponseMqf>replies"
       "</ResponseMqf><TTrq>20251130T013320</TTrq></Msmq>",
       "<Mq xmlns=\"urn:x-mq:srmp\"><Ack>15</Ack>",
+      "<SentTime>20251130T013259.123</SentTime><Ttbr>20251130T013500.001</Ttbr>"
       "</Mq></se:Header><se:Body></se:Body></se:Envelope>"};
+  // No SRMP or MSMQ date has a fraction.
+  for (const char* tag : {"<expiresAt>", "<sentAt>", "<TTrq>"}) {
+    size_t t = doc.find(tag);
+    REQUIRE(t != std::string::npos);
+    REQUIRE(doc.substr(t + std::string(tag).size(), 16).find('.') == std::string::npos);
+  }
   size_t at = 0;
   for (const auto& piece : order) {
     INFO(piece);
@@ -277,7 +286,12 @@ TEST_CASE("srmp: without local state, what the receiving store sets anew is left
 TEST_CASE("srmp: dates", "[srmp]") {
   REQUIRE(FormatSrmpTime(0) == "19700101T000000");
   REQUIRE(FormatSrmpTime(2147483647000) == "20380119T031407");
-  REQUIRE(FormatSrmpTime(1182351599001) == "20070620T145959.001");
+  // MSMQ's form is whole seconds ([MC-MQSRM] 2.2.5.1.1); a deadline rounds up.
+  REQUIRE(FormatSrmpTime(1182351599001) == "20070620T145959");
+  REQUIRE(FormatSrmpTime(1182351599001, true) == "20070620T150000");
+  REQUIRE(FormatSrmpTime(1182351599000, true) == "20070620T145959");
+  REQUIRE(FormatSrmpTimeMs(1182351599001) == "20070620T145959.001");
+  REQUIRE(FormatSrmpTimeMs(1182351599000) == "20070620T145959");
   REQUIRE(Ms("20070620T145959.001") == 1182351599001);
   REQUIRE(Ms("20070620T145959,5") == 1182351599500);
   for (const char* bad : {"", "2007062T145959", "20070620 145959", "20070231T000000",
@@ -296,7 +310,10 @@ TEST_CASE("srmp: the samples of [MC-MQSRM] section 4 read as printed", "[srmp]")
     REQUIRE(m.id.empty());  // [MC-MQSRM] 2.2.4.3: ignored without <Msmq>
     REQUIRE(m.destination_queue == "DIRECT=http://machine2/msmq/private$/simpleq");
     REQUIRE(m.sent_time == Ms("20070608T164419"));
+    // Without <Msmq>, <expiresAt> is the time to reach the queue ([MC-MQSRM] 3.1.5.1.4),
+    // not a lifetime in the queue.
     REQUIRE(m.ttrq == Ms("20070609T164419"));
+    REQUIRE(m.ttbr == 0);
     REQUIRE(m.express);
     REQUIRE(m.priority == kDefaultPriority);
   }
@@ -426,10 +443,10 @@ TEST_CASE("srmp: each malformed element is named", "[srmp]") {
       {"<id>uuid:77@", "<id>77@", "<path>/<id>: '77@"},
       {"<properties se:mustUnderstand=\"1\">", "<propertie se:mustUnderstand=\"1\">",
        "<se:Header>/<properties>: missing", "</properties>", "</propertie>"},
-      {"<expiresAt>20251130T013500.001</expiresAt>", "", "<properties>/<expiresAt>: missing"},
-      {"<expiresAt>20251130T013500.001", "<expiresAt>2025-11-30",
+      {"<expiresAt>20251130T013501</expiresAt>", "", "<properties>/<expiresAt>: missing"},
+      {"<expiresAt>20251130T013501", "<expiresAt>2025-11-30",
        "<properties>/<expiresAt>: '2025-11-30' is not a date YYYYMMDDTHHMMSS"},
-      {"<sentAt>20251130T013259.123", "<sentAt>20251131T013259",
+      {"<sentAt>20251130T013259<", "<sentAt>20251131T013259<",
        "<properties>/<sentAt>: '20251131T013259' is not a date"},
       {"<deliveryReceiptRequest><sendTo>admin</sendTo>", "<deliveryReceiptRequest>",
        "<services>/<deliveryReceiptRequest>/<sendTo>: missing"},
@@ -565,7 +582,8 @@ TEST_CASE("SRMP dates agree with the C library's calendar, both ways") {
       std::snprintf(want, sizeof want, "%04d%02d%02dT%02d%02d%02d", tm.tm_year + 1900,
                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
       REQUIRE(FormatSrmpTime(s * 1000) == want);
-      REQUIRE(FormatSrmpTime(s * 1000 + 7) == std::string(want) + ".007");
+      REQUIRE(FormatSrmpTime(s * 1000 + 7) == want);
+      REQUIRE(FormatSrmpTimeMs(s * 1000 + 7) == std::string(want) + ".007");
       auto back = ParseSrmpTime(want);
       REQUIRE(back.ok());
       REQUIRE(*back == s * 1000);
