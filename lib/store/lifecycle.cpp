@@ -132,9 +132,33 @@ Status Store::Impl::DeadLetterOrDrop(lmdb::Txn& txn, QueueInfo& q, Found& f, uin
                                      int64_t now) {
   MQ_RETURN_IF_ERROR(EmitAck(txn, q, f.msg, cls, now));
   if (!f.msg.deadletter || !IsLive(q)) return RemoveMessage(txn, q, f.msg, f.size);
+  f.msg.msg_class = cls;
+  // A transactional message that came from another store: its dead letter is the source's
+  // (MSMQ: the NACK takes it back to the source's transactional dead-letter queue). It
+  // travels back through the link to its source, a transaction of one, with no deadline
+  // left to fail it again on the way; the source recognises its own message by its source
+  // GUID and its NACK class (AcceptTransfer). With no link back, it stays here.
+  if (!f.msg.xact_id.empty() && !IsOutgoingName(q.name) && f.msg.source_qm_guid != guid) {
+    auto back = LinkBackTo(txn, f.msg);
+    if (!back.ok()) return back.status();
+    if (*back) {
+      auto oq = LoadOutgoing(txn, **back);
+      if (!oq.ok()) return oq.status();
+      // Removed as it is (its indexes follow its deadlines), then changed.
+      MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, f.msg, f.size));
+      Message& m = f.msg;
+      m.ttbr = m.ttrq = 0;
+      m.eod_first = m.eod_last = true;
+      m.move_count++;
+      m.last_move_time = now;
+      m.visible_time = 0;
+      m.awaiting_arrival = true;  // it reaches its queue at the source
+      MQ_RETURN_IF_ERROR(InsertMessage(txn, **oq, m, 0));
+      return PutQueue(txn, **oq);
+    }
+  }
   std::string to =
       f.msg.xact_id.empty() && !q.transactional ? "system;deadletter" : "system;deadxact";
-  f.msg.msg_class = cls;
   if (f.msg.destination_queue.empty()) {
     f.msg.destination_queue = q.name;
   } else if (IsOutgoingName(q.name)) {

@@ -168,6 +168,10 @@ struct Store::Impl {
 
   // ---- lifecycle.cpp
   Status EmitAck(lmdb::Txn& txn, QueueInfo& cur, const Message& orig, uint16_t cls, int64_t now);
+  // transfer_streams.cpp (owns the link records): the link back to a message's source, and
+  // the link to a given far store.
+  Result<std::optional<std::string>> LinkBackTo(lmdb::Txn& txn, const Message& m);
+  std::string LinkWithPeer(lmdb::Txn& txn, const std::string& peer);
   Status JournalCopy(lmdb::Txn& txn, const std::string& jname, const Message& m, bool own_quota,
                      uint64_t quota, bool* dropped);
   Status Arrived(lmdb::Txn& txn, QueueInfo& q, const Message& m, int64_t now);

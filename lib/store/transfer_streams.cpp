@@ -71,6 +71,47 @@ Result<std::optional<QueueInfo>> Store::Impl::LoadOutgoing(lmdb::Txn& txn,
   return std::optional<QueueInfo>(std::move(*made));
 }
 
+// The link of this store that leads back to the store `m` came from: the link its admin or
+// response queue names (LINK:QUEUE, as a link's --return writes them), else the link whose
+// far side was last seen to be its source. Only a link whose outgoing queue takes messages.
+Result<std::optional<std::string>> Store::Impl::LinkBackTo(lmdb::Txn& txn, const Message& m) {
+  using Found = std::optional<std::string>;
+  auto usable = [&](const std::string& link) -> Result<bool> {
+    if (!GetMeta(txn, LinkKey(link))) return false;
+    auto oq = LoadOutgoing(txn, link);
+    if (!oq.ok()) return oq.status();
+    return *oq && (*oq)->enabled;
+  };
+  for (const std::string* named : {&m.admin_queue, &m.response_queue}) {
+    auto remote = ParseRemoteRef(*named);
+    if (!remote.ok() || !*remote) continue;
+    auto ok = usable((*remote)->link);
+    if (!ok.ok()) return ok.status();
+    if (*ok) return Found((*remote)->link);
+  }
+  std::string by_peer = LinkWithPeer(txn, FormatGuid(m.source_qm_guid));
+  if (by_peer.empty()) return Found();
+  auto ok = usable(by_peer);
+  if (!ok.ok()) return ok.status();
+  return *ok ? Found(by_peer) : Found();
+}
+
+// The link whose far side was last seen (by a forward) to be the store `peer` (a GUID as
+// FormatGuid writes it); empty if none.
+std::string Store::Impl::LinkWithPeer(lmdb::Txn& txn, const std::string& peer) {
+  const std::string prefix = LinkKey("");
+  std::string name;
+  ScanMeta(txn, prefix, [&](std::string_view key, std::string_view value) {
+    LinkRecord r;
+    if (DecodeLink(value, r) && r.peer == peer) {
+      name = std::string(key.substr(prefix.size()));
+      return false;
+    }
+    return true;
+  });
+  return name;
+}
+
 // The sending end keeps, per link and handle, the far queue and the next sequence number; the
 // far store keeps the conversation itself, begun by the message of sequence number 0 (see
 // AcceptConvMessage). The group of a new conversation travels with its messages; a
@@ -471,6 +512,7 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
     }
     std::map<std::string, QueueInfo> queues;  // loaded once, saved at the end
     std::set<Guid> conversations_made;
+    std::optional<std::string> sender_link;  // this store's link to the stream's source
     int64_t now = NowMs();
     for (TransferItem& it : items) {
       it.outcome = 0;
@@ -486,6 +528,37 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
       last = it.seq;
       Message m = it.msg;
       const std::string dest = m.destination_queue;
+      // One of this store's own transactional messages, dead-lettered at the far side and sent
+      // back (DeadLetterOrDrop there): into system;deadxact here, named LINK:QUEUE after the
+      // link that leads to the store that sent it back, as a dead letter of out;LINK is.
+      if (m.source_qm_guid == impl_->guid && (m.msg_class & 0x8000) && !m.xact_id.empty()) {
+        if (impl_->msgs.HasId(txn, m.id)) {
+          it.duplicate = true;
+          continue;
+        }
+        const std::string dx = "system;deadxact";
+        auto found = queues.find(dx);
+        if (found == queues.end()) {
+          auto made = impl_->LoadOrCreate(txn, dx);
+          if (!made.ok()) return made.status();
+          found = queues.emplace(dx, std::move(*made)).first;
+        }
+        if (!sender_link) {
+          // The stream is "uid:GUID\\QUEUE" (forward.cpp), GUID the sending store's.
+          std::string_view sender = std::string_view(stream).substr(0, stream.find('\\'));
+          sender_link = sender.substr(0, 4) == "uid:"
+                            ? impl_->LinkWithPeer(txn, std::string(sender.substr(4)))
+                            : std::string();
+        }
+        if (!sender_link->empty()) m.destination_queue = *sender_link + ":" + dest;
+        m.lookup_id = 0;
+        m.arrived_time = now;
+        m.message_enqueue_time = now;
+        m.visible_time = 0;
+        m.awaiting_arrival = false;
+        MQ_RETURN_IF_ERROR(impl_->InsertMessage(txn, found->second, m, 0));
+        continue;
+      }
       QueueInfo* q = nullptr;
       auto ref = ParseQueueRef(dest);
       if (ref.ok() && !ref->IsSub() && !ref->IsSystem()) {
