@@ -34,6 +34,8 @@ nlohmann::ordered_json ToJson(const LinkInfo& l) {
   };
   return {{"link", l.name},
           {"via", l.via},
+          {"via_uid", l.via_uid >= 0 ? nlohmann::ordered_json(l.via_uid)
+                                     : nlohmann::ordered_json(nullptr)},
           {"return", l.return_link},
           {"outgoing_queue", "out;" + l.name},
           {"backlog", l.backlog},
@@ -92,6 +94,7 @@ int Print(Store& store, const std::vector<LinkInfo>& links, const std::string& f
     for (const LinkInfo& l : links) {
       out.Append(fmt::format("link:            {}\n", l.name));
       out.Append(fmt::format("via:             {}\n", l.via));
+      if (l.via_uid >= 0) out.Append(fmt::format("via set by:      uid {}\n", l.via_uid));
       if (!l.return_link.empty()) out.Append(fmt::format("return:          {}\n", l.return_link));
       out.Append(fmt::format("outgoing queue:  out;{}\n", l.name));
       out.Append(fmt::format("backlog:         {} messages, {} bytes\n", l.backlog,

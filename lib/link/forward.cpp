@@ -51,6 +51,31 @@ class Forwarder::Impl {
       : store_(store), opts_(std::move(options)), stop_(stop), note_(std::move(note)),
         connector_(connector) {}
 
+  // The link's command runs as this process: only if it was last set by this account or by
+  // the store's owner, so that a member of a group store cannot make the owner's service (or
+  // root) run code of its choosing (mq(7) "Group stores").
+  Status MayRunCommand() const {
+    uid_t me = ::geteuid();
+    uid_t owner = store_.owner_uid();
+    if (link_.via_uid < 0) {
+      if (!store_.group_store()) return {};  // only its owner could have set it
+      return Status::AccessDenied(
+          fmt::format("the link's command was set before mq recorded who sets it, and any "
+                      "member of this group store could have: the store's owner must set it "
+                      "again (mq-admin link set {} --via ...)",
+                      opts_.link),
+          opts_.link);
+    }
+    uid_t by = static_cast<uid_t>(link_.via_uid);
+    if (by == me || by == owner) return {};
+    return Status::AccessDenied(
+        fmt::format("the link's command was last set by uid {}, neither this account (uid {}) "
+                    "nor the store's owner (uid {}): refusing to run it (the owner can set it "
+                    "again: mq-admin link set {} --via ...)",
+                    by, me, owner, opts_.link),
+        opts_.link);
+  }
+
   Status Run() {
     auto link = store_.GetLink(opts_.link);
     if (!link.ok()) return link.status();
@@ -59,6 +84,7 @@ class Forwarder::Impl {
     if (!lock.ok()) return lock.status();
     lock_ = std::move(*lock);
     if (!connector_) {
+      MQ_RETURN_IF_ERROR(MayRunCommand());
       own_connector_ = std::make_unique<CommandConnector>(link_.via);
       connector_ = own_connector_.get();
     }

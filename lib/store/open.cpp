@@ -429,6 +429,8 @@ Store::~Store() = default;
 const std::string& Store::dir() const { return impl_->dir; }
 
 const Guid& Store::guid() const { return impl_->guid; }
+uid_t Store::owner_uid() const { return impl_->owner_uid; }
+bool Store::group_store() const { return (impl_->file_mode & 0060) != 0; }
 
 Status Store::SetExpress(bool on) {
   impl_->express = on;
@@ -526,6 +528,7 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   impl->paths = paths;
   impl->file_mode = group ? 0660 : 0600;
   SetStoreOwner(owner_st.st_uid, owner_st.st_gid);
+  impl->owner_uid = owner_st.st_uid;
   Status s = impl->env.Open(dir, impl->file_mode, kInitialMapSize, 32);
   if (!s.ok()) return s.WithSubject(dir);
   {

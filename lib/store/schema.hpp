@@ -281,6 +281,7 @@ struct LinkRecord {
   int64_t last_error_time = 0;
   std::string peer;             // the far store's GUID, as last seen
   int64_t forward_pid = 0;      // the forward connected now (with connected_since)
+  int64_t via_uid = -1;         // who last set `via` (-1: set before mq recorded it)
 };
 
 inline std::string EncodeLink(const LinkRecord& r) {
@@ -297,6 +298,7 @@ inline std::string EncodeLink(const LinkRecord& r) {
   w.UintIfNot(9, static_cast<uint64_t>(r.last_error_time), 0);
   w.BytesIfNotEmpty(10, r.peer);
   w.UintIfNot(11, static_cast<uint64_t>(r.forward_pid), 0);
+  if (r.via_uid >= 0) w.Uint(12, static_cast<uint64_t>(r.via_uid));
   return out;
 }
 
@@ -316,6 +318,7 @@ inline bool DecodeLink(std::string_view v, LinkRecord& r) {
       case 9: r.last_error_time = static_cast<int64_t>(rd.uint()); break;
       case 10: r.peer = rd.bytes(); break;
       case 11: r.forward_pid = static_cast<int64_t>(rd.uint()); break;
+      case 12: r.via_uid = static_cast<int64_t>(rd.uint()); break;
       default: break;
     }
   }

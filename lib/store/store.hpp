@@ -44,6 +44,8 @@
 // commits the same way (a lost lock only means a redelivery); ending it is fully synced.
 #pragma once
 
+#include <sys/types.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <functional>
@@ -312,6 +314,7 @@ struct LinkInfo {
   std::string last_error;
   int64_t last_error_time = 0;
   std::string peer;             // the far store's GUID, as last seen
+  int64_t via_uid = -1;         // who last set `via` (-1: not recorded, an older store)
   // From the outgoing queue out;NAME:
   uint64_t backlog = 0;    // messages waiting (in flight included)
   uint64_t backlog_bytes = 0;
@@ -427,6 +430,10 @@ class Store {
 
   const std::string& dir() const;
   const Guid& guid() const;
+  // The store's owner (its directory's), and whether it is a group store (its members may
+  // write to it).
+  uid_t owner_uid() const;
+  bool group_store() const;
   // Express delivery: later commits of this process do not wait for the meta page to reach
   // the disk (one fdatasync instead of two). A power loss may undo them; it never damages
   // the store.

@@ -51,6 +51,7 @@ struct Store::Impl {
   lmdb::Env env;
   Guid guid{};
   unsigned file_mode = 0600;
+  uid_t owner_uid = 0;  // the store directory's owner
   std::set<uint32_t> to_notify;  // doorbells to ring after the current write commits
   bool express = false;          // SetExpress: every commit skips the meta sync
   // The message table owns messages, order, locked, delays, by_id, by_corr and deadlines

@@ -235,15 +235,33 @@ Result<uint16_t> Store::Impl::AcceptConvMessage(lmdb::Txn& txn, QueueInfo& q, Me
   return uint16_t{0};
 }
 
+namespace {
+
+// A link's command runs as whoever runs mq-admin forward (a service, root perhaps): only the
+// store's owner (or root) may set it, never another member of a group store.
+Status MaySetCommand(uid_t owner, const std::string& link) {
+  uid_t me = ::geteuid();
+  if (me == owner || me == 0) return {};
+  return Status::AccessDenied(
+      fmt::format("a link's command runs as whoever runs mq-admin forward: only the store's "
+                  "owner (uid {}) may set it, not uid {}",
+                  owner, me),
+      link);
+}
+
+}  // namespace
+
 Status Store::AddLink(const std::string& name, const LinkSettings& settings) {
   MQ_RETURN_IF_ERROR(CheckLinkName(name));
   if (!settings.via || settings.via->empty())
     return Status::InvalidArg("a link needs --via COMMAND", name);
+  MQ_RETURN_IF_ERROR(MaySetCommand(impl_->owner_uid, name));
   return impl_->Write([&](lmdb::Txn& txn) -> Status {
     if (impl_->GetMeta(txn, LinkKey(name)))
       return Status::QueueExists("the link exists (mq-admin link set changes it)", name);
     LinkRecord r;
     r.via = *settings.via;
+    r.via_uid = ::geteuid();
     if (settings.return_link) r.return_link = *settings.return_link;
     r.created = NowMs();
     MQ_RETURN_IF_ERROR(impl_->PutMeta(txn, LinkKey(name), EncodeLink(r)));
@@ -254,6 +272,7 @@ Status Store::AddLink(const std::string& name, const LinkSettings& settings) {
 }
 
 Status Store::SetLink(const std::string& name, const LinkSettings& settings) {
+  if (settings.via) MQ_RETURN_IF_ERROR(MaySetCommand(impl_->owner_uid, name));
   return impl_->Write([&](lmdb::Txn& txn) -> Status {
     auto v = impl_->GetMeta(txn, LinkKey(name));
     if (!v) return NoLink(name);
@@ -262,6 +281,7 @@ Status Store::SetLink(const std::string& name, const LinkSettings& settings) {
     if (settings.via) {
       if (settings.via->empty()) return Status::InvalidArg("--via cannot be empty", name);
       r.via = *settings.via;
+      r.via_uid = ::geteuid();
     }
     if (settings.return_link) r.return_link = *settings.return_link;
     return impl_->PutMeta(txn, LinkKey(name), EncodeLink(r));
@@ -326,6 +346,7 @@ LinkInfo ToInfo(const std::string& name, const LinkRecord& r) {
   i.last_error = r.last_error;
   i.last_error_time = r.last_error_time;
   i.peer = r.peer;
+  i.via_uid = r.via_uid;
   return i;
 }
 
