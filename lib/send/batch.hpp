@@ -80,6 +80,7 @@ class SpoolSource : public MessageSource {
   Status Spool();
   Result<bool> Next(Message& m) override;
   Status Rewind() override;
+  bool MayHaveTypes() const override { return !proto_.message_type_name.empty(); }
 
  private:
   int fd_;

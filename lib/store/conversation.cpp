@@ -147,6 +147,67 @@ const XmlApi& Xml() {
   return api;
 }
 
+// Limits no real document meets, checked in one linear pass before libxml2 sees a body: its
+// duplicate-attribute check is quadratic in an element's attributes (60,000 of them took 37
+// s), and its tree grows with every element.
+constexpr size_t kMaxXmlAttributes = 1000;  // per element
+constexpr size_t kMaxXmlDepth = 256;        // libxml2's own limit without XML_PARSE_HUGE
+constexpr size_t kMaxXmlElements = 500000;
+
+// What of `body` is over the limits, or empty. A lexical look only (tags, comments, CDATA,
+// processing instructions, quoted attribute values): whether the body is well-formed is
+// libxml2's to say, and a body this scan misreads is one libxml2 refuses.
+std::string OverXmlLimits(std::string_view body) {
+  const size_t n = body.size();
+  size_t i = 0, depth = 0, elements = 0;
+  auto skip_to = [&](std::string_view end) {
+    size_t e = body.find(end, i);
+    i = e == std::string_view::npos ? n : e + end.size();
+  };
+  while (i < n) {
+    size_t lt = body.find('<', i);
+    if (lt == std::string_view::npos) break;
+    i = lt + 1;
+    std::string_view rest = body.substr(i);
+    if (rest.substr(0, 3) == "!--") {
+      skip_to("-->");
+    } else if (rest.substr(0, 8) == "![CDATA[") {
+      skip_to("]]>");
+    } else if (rest.substr(0, 1) == "?") {
+      skip_to("?>");
+    } else if (rest.substr(0, 1) == "!") {
+      skip_to(">");
+    } else if (rest.substr(0, 1) == "/") {
+      if (depth) --depth;
+      skip_to(">");
+    } else {
+      size_t attributes = 0;
+      char quote = 0;
+      size_t j = i;
+      for (; j < n; ++j) {
+        char c = body[j];
+        if (quote) {
+          if (c == quote) quote = 0;
+        } else if (c == '"' || c == '\'') {
+          quote = c;
+        } else if (c == '=') {
+          ++attributes;
+        } else if (c == '>') {
+          break;
+        }
+      }
+      if (attributes > kMaxXmlAttributes)
+        return fmt::format("an element has more than {} attributes", kMaxXmlAttributes);
+      if (++elements > kMaxXmlElements)
+        return fmt::format("more than {} elements", kMaxXmlElements);
+      if (j < n && body[j - 1] != '/' && ++depth > kMaxXmlDepth)
+        return fmt::format("elements nested more than {} deep", kMaxXmlDepth);
+      i = j < n ? j + 1 : n;
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 Status ValidateBody(char validation, std::string_view body, std::string_view type_name) {
@@ -161,6 +222,11 @@ Status ValidateBody(char validation, std::string_view body, std::string_view typ
         fmt::format("message type '{}' requires well-formed XML: the body is empty; "
                     "nothing was sent",
                     type_name));
+  if (std::string over = OverXmlLimits(body); !over.empty())
+    return Status::ValidationFailed(
+        fmt::format("message type '{}' requires well-formed XML, and mq checks no document "
+                    "over its limits: {}; nothing was sent",
+                    type_name, over));
   const XmlApi& xml = Xml();
   if (!xml.new_ctxt)
     return Status::Error(

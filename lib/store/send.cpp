@@ -40,6 +40,37 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
   if (!remote && (ref.IsSub() || ref.IsSystem()))
     return Status::UnsupportedFormatnameOperation(
         "cannot send to a journal, subqueue or system queue", ref.Full());
+  // Bodies are checked against their message types before the write transaction begins, so
+  // that libxml2's time is never spent holding the store's write lock (a send elsewhere would
+  // wait for it); inside, a body whose type still has the validation it passed is not
+  // checked again. A type it cannot find here, the transaction reports.
+  std::map<std::string, char> prechecked;  // type name -> the validation its bodies passed
+  if (!options.keep_identity && !remote && source.MayHaveTypes()) {
+    Message m;
+    std::set<std::string> unknown;
+    for (;;) {
+      auto more = source.Next(m);
+      if (!more.ok()) return more.status();
+      if (!*more) break;
+      if (m.message_type_name.empty() || unknown.count(m.message_type_name)) continue;
+      auto k = prechecked.find(m.message_type_name);
+      if (k == prechecked.end()) {
+        // A read transaction of its own, ended before any body is parsed.
+        Result<char> v = [&]() -> Result<char> {
+          auto txn = lmdb::Txn::Begin(impl_->env, false);
+          if (!txn.ok()) return txn.status();
+          return impl_->TypeValidation(*txn, m.message_type_name);
+        }();
+        if (!v.ok()) {
+          unknown.insert(m.message_type_name);
+          continue;
+        }
+        k = prechecked.emplace(m.message_type_name, *v).first;
+      }
+      Status valid = ValidateBody(k->second, m.body, m.message_type_name);
+      if (!valid.ok()) return valid.WithSubject(ref.Full());
+    }
+  }
   size_t ids_before = ids ? ids->size() : 0;
   uint64_t appended = 0;
   Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
@@ -194,8 +225,11 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
           Status st = validation.status();
           return st.WithSubject(q.name);
         }
-        Status valid = ValidateBody(*validation, m.body, m.message_type_name);
-        if (!valid.ok()) return valid.WithSubject(q.name);
+        auto passed = prechecked.find(m.message_type_name);
+        if (passed == prechecked.end() || passed->second != *validation) {
+          Status valid = ValidateBody(*validation, m.body, m.message_type_name);
+          if (!valid.ok()) return valid.WithSubject(q.name);
+        }
         m.validation = *validation;
       }
       if (remote && !IsNil(m.conversation_handle))

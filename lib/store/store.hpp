@@ -350,6 +350,9 @@ class MessageSource {
   virtual ~MessageSource() = default;
   virtual Result<bool> Next(Message& m) = 0;
   virtual Status Rewind() = 0;
+  // Whether a message may name a message type: Store::Append then reads the source once more,
+  // before its write transaction, to check the bodies.
+  virtual bool MayHaveTypes() const { return true; }
 };
 
 // A MessageSource over prepared messages (mq-send's batches, the bridge's deliveries).
@@ -366,6 +369,11 @@ class VectorSource : public MessageSource {
   Status Rewind() override {
     i_ = 0;
     return {};
+  }
+  bool MayHaveTypes() const override {
+    for (size_t i = 0; i < n_; ++i)
+      if (!v_[i].message_type_name.empty()) return true;
+    return false;
   }
 
  private:

@@ -308,8 +308,11 @@ struct Store::Impl {
   // message ready to insert, or the NACK class that refuses it.
   Result<std::optional<std::pair<std::string, std::string>>> FindRemoteConv(lmdb::Txn& txn,
                                                                            const Guid& handle);
+  // `checked`: the validation its body was checked against before the transaction (0: none)
+  // and whether it passed; checked again only if its type's validation is another now.
   Result<uint16_t> AcceptConvMessage(lmdb::Txn& txn, QueueInfo& q, Message& m,
-                                     std::set<Guid>& created, int64_t now);
+                                     std::set<Guid>& created, int64_t now,
+                                     std::pair<char, bool> checked);
 
   // ---- maintenance.cpp
   void CheckConversations(lmdb::Txn& t, const std::map<uint32_t, QueueInfo>& by_qid,

@@ -191,14 +191,17 @@ Result<std::optional<std::pair<std::string, std::string>>> Store::Impl::FindRemo
 // Sequence number 0 begins the conversation in `q` (the handle must be new here); the others
 // find it there, open. Their numbers are the sender's: a link delivers in order.
 Result<uint16_t> Store::Impl::AcceptConvMessage(lmdb::Txn& txn, QueueInfo& q, Message& m,
-                                                std::set<Guid>& created, int64_t now) {
+                                                std::set<Guid>& created, int64_t now,
+                                                std::pair<char, bool> checked) {
   if (!m.message_type_name.empty()) {
     auto validation = TypeValidation(txn, m.message_type_name);
     if (!validation.ok() && validation.status().code() == Code::kMessageTypeNotFound)
       return kClassNackReceiveRejected;
     if (!validation.ok()) return validation.status();
-    if (!ValidateBody(*validation, m.body, m.message_type_name).ok())
-      return kClassNackReceiveRejected;
+    bool valid = checked.first == *validation
+                     ? checked.second
+                     : ValidateBody(*validation, m.body, m.message_type_name).ok();
+    if (!valid) return kClassNackReceiveRejected;
     m.validation = *validation;
   }
   if (IsNil(m.conversation_handle)) return uint16_t{0};
@@ -512,6 +515,32 @@ Status Store::FinishForwarded(const std::vector<Lease*>& leases,
 
 Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<TransferItem>& items,
                                        uint64_t forget_below) {
+  // The bodies are checked against their message types before the write transaction (a
+  // peer's bodies must not hold the store's write lock while libxml2 reads them; Append does
+  // the same): per item, the validation checked against and whether the body passed.
+  std::vector<std::pair<char, bool>> checked(items.size(), {0, false});
+  {
+    std::map<std::string, char> kinds;
+    std::set<std::string> unknown;
+    for (size_t i = 0; i < items.size(); ++i) {
+      const Message& m = items[i].msg;
+      if (m.message_type_name.empty() || unknown.count(m.message_type_name)) continue;
+      auto k = kinds.find(m.message_type_name);
+      if (k == kinds.end()) {
+        Result<char> v = [&]() -> Result<char> {
+          auto txn = lmdb::Txn::Begin(impl_->env, false);
+          if (!txn.ok()) return txn.status();
+          return impl_->TypeValidation(*txn, m.message_type_name);
+        }();
+        if (!v.ok()) {
+          unknown.insert(m.message_type_name);
+          continue;
+        }
+        k = kinds.emplace(m.message_type_name, *v).first;
+      }
+      checked[i] = {k->second, ValidateBody(k->second, m.body, m.message_type_name).ok()};
+    }
+  }
   uint64_t last = 0;
   Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
     auto v = impl_->GetMeta(txn, StreamKey(stream));
@@ -535,7 +564,8 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
     std::set<Guid> conversations_made;
     std::optional<std::string> sender_link;  // this store's link to the stream's source
     int64_t now = NowMs();
-    for (TransferItem& it : items) {
+    for (size_t index = 0; index < items.size(); ++index) {
+      TransferItem& it = items[index];
       it.outcome = 0;
       it.duplicate = false;
       if (it.seq <= last) {
@@ -608,7 +638,8 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
         m.queuing_order = 0;
         if (m.visible_time && m.visible_time <= now) m.visible_time = 0;
         m.awaiting_arrival = m.visible_time != 0;
-        auto conv = impl_->AcceptConvMessage(txn, *q, m, conversations_made, now);
+        auto conv =
+            impl_->AcceptConvMessage(txn, *q, m, conversations_made, now, checked[index]);
         if (!conv.ok()) return conv.status();
         refusal = *conv;
       }

@@ -132,6 +132,20 @@ TEST_CASE("validation: none, empty, well-formed XML", "[conversation]") {
   CHECK(ValidateBody('E', "", "t").ok());
   CHECK(ValidateBody('E', "x", "t").code() == Code::kValidationFailed);
   CHECK(ValidateBody('X', "<a b='1'><c/></a>", "t").ok());
+  // Bounded work: limits no real document meets, refused before libxml2 parses.
+  {
+    std::string wide = "<a";
+    for (int i = 0; i < 1001; ++i) wide += " a" + std::to_string(i) + "='x'";
+    Status s = ValidateBody('X', wide + "/>", "t");
+    CHECK(s.code() == Code::kValidationFailed);
+    CHECK(s.text().find("more than 1000 attributes") != std::string::npos);
+    std::string deep;
+    for (int i = 0; i < 257; ++i) deep += "<a>";
+    for (int i = 0; i < 257; ++i) deep += "</a>";
+    CHECK(ValidateBody('X', deep, "t").text().find("nested more than 256 deep") !=
+          std::string::npos);
+    CHECK(ValidateBody('X', "<r><!-- <a b='1' c='2' d='3'> --><b t='a=b'/></r>", "t").ok());
+  }
   CHECK(ValidateBody('X', "<?xml version='1.0'?><a>&amp;</a>", "t").ok());
   CHECK(ValidateBody('X', "<a><b></a>", "t").code() == Code::kValidationFailed);
   CHECK(ValidateBody('X', "<a/><b/>", "t").code() == Code::kValidationFailed);
