@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "admin.hpp"
+#include "base/codec.hpp"
 #include "base/units.hpp"
 
 namespace mq::admin {
@@ -111,7 +112,8 @@ int Print(Store& store, const std::vector<LinkInfo>& links, const std::string& f
       out.Append(fmt::format("last error:      {}\n",
                              l.last_error.empty()
                                  ? std::string("-")
-                                 : fmt::format("{} ({})", l.last_error, When(l.last_error_time))));
+                                 : fmt::format("{} ({})", PeerText(l.last_error),
+                                               When(l.last_error_time))));
     }
   } else {
     out.Append(fmt::format("{:<20} {:>9} {:>9} {:<24} {:<24} {}\n", "LINK", "BACKLOG",
@@ -119,7 +121,7 @@ int Print(Store& store, const std::vector<LinkInfo>& links, const std::string& f
     for (const LinkInfo& l : links)
       out.Append(fmt::format("{:<20} {:>9} {:>9} {:<24} {:<24} {}\n", l.name, l.backlog,
                              l.in_flight, When(l.last_ack), When(l.connected_since),
-                             l.last_error.empty() ? "-" : l.last_error));
+                             l.last_error.empty() ? "-" : PeerText(l.last_error)));
   }
   Status s = out.Flush();
   return s.ok() || s.code() == Code::kBrokenPipe ? 0 : cli::Fail(s);

@@ -1,4 +1,5 @@
-// codec.cpp: big-endian integers, varints, TLV records, base64 and hex.
+// codec.cpp: big-endian integers, varints, TLV records, base64 and hex, and text from elsewhere
+// made safe to print.
 #include "base/codec.hpp"
 
 namespace mq {
@@ -233,6 +234,37 @@ std::optional<std::string> HexDecode(std::string_view in) {
     out += static_cast<char>(h * 16 + l);
   }
   return out;
+}
+
+std::string EscapeControls(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    auto u = static_cast<unsigned char>(text[i]);
+    if (u < 0x20 || u == 0x7F) {
+      out += "\\x";
+      out += "0123456789abcdef"[u >> 4];
+      out += "0123456789abcdef"[u & 15];
+    } else if (u == 0xC2 && i + 1 < text.size() &&
+               static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(text[i + 1]) <= 0x9F) {
+      auto c1 = static_cast<unsigned char>(text[++i]);
+      out += "\\xc2\\x";
+      out += "0123456789abcdef"[c1 >> 4];
+      out += "0123456789abcdef"[c1 & 15];
+    } else {
+      out += static_cast<char>(u);
+    }
+  }
+  return out;
+}
+
+std::string PeerText(std::string_view text, size_t max) {
+  if (text.size() <= max) return EscapeControls(text);
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return EscapeControls(text.substr(0, cut)) + "... (" + std::to_string(text.size()) +
+         " bytes in all)";
 }
 
 }  // namespace mq

@@ -72,4 +72,11 @@ int HexValue(char c);
 std::string HexEncode(std::string_view in);
 std::optional<std::string> HexDecode(std::string_view in);
 
+// Text that came from elsewhere (a peer's error frame, a stored error), made safe to print on
+// a terminal or in a line of a table: control characters (C0, DEL, and C1 in UTF-8, which
+// terminals also obey) as \xNN, and cut to `max` bytes (at a character boundary) with the
+// length it had.
+std::string EscapeControls(std::string_view text);
+std::string PeerText(std::string_view text, size_t max = 300);
+
 }  // namespace mq

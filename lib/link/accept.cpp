@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "base/codec.hpp"
 #include "base/fd.hpp"
 #include "base/units.hpp"
 #include "wire/transfer.hpp"
@@ -166,7 +167,8 @@ class Acceptor::Impl {
         case Type::kBye:
           MQ_RETURN_IF_ERROR(Commit(true));
           return {};
-        case Type::kError: return Status::LinkFailed("the sender reported: " + f->payload);
+        case Type::kError:
+          return Status::LinkFailed("the sender reported: " + PeerText(f->payload));
         default:
           return Status::LinkFailed(
               fmt::format("unexpected frame '{}' from the sender", static_cast<char>(f->type)));

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "base/codec.hpp"
 #include "base/units.hpp"
 #include "link/outgoing.hpp"
 #include "proc/backoff.hpp"
@@ -121,8 +122,11 @@ class Forwarder::Impl {
         return shown;
       }
       int64_t delay = backoff.Next();
-      Note(ForwardNote::kRetrying,
-           fmt::format("{}; retrying in {}", shown.text(), FormatDuration(delay)));
+      // The same failure again is said once, not on every retry.
+      if (shown.text() != last_noted_)
+        Note(ForwardNote::kRetrying,
+             fmt::format("{}; retrying in {}", shown.text(), FormatDuration(delay)));
+      last_noted_ = shown.text();
       if (stop_.SleepFor(delay)) return {};
     }
   }
@@ -185,7 +189,7 @@ class Forwarder::Impl {
       if (!*f) break;
       Frame& fr = **f;
       if (fr.type == Type::kError)
-        return Status::LinkFailed("the far side reported: " + fr.payload);
+        return Status::LinkFailed("the far side reported: " + PeerText(fr.payload));
       if (fr.type != Type::kAck)
         return Status::LinkFailed(
             fmt::format("unexpected frame '{}' from the far side", static_cast<char>(fr.type)));
@@ -349,7 +353,8 @@ class Forwarder::Impl {
                     true);
       if (*f) {
         if ((*f)->type == Type::kError)
-          return Fail(conn, Status::LinkProtocol("the far side refused: " + (*f)->payload), true);
+          return Fail(conn, Status::LinkProtocol("the far side refused: " + PeerText((*f)->payload)),
+                      true);
         if ((*f)->type != Type::kWelcome)
           return Fail(conn,
                       Status::LinkProtocol(
@@ -519,6 +524,7 @@ class Forwarder::Impl {
   uint32_t session_sent_ = 0;
   uint32_t recoverable_sent_ = 0;
   int64_t last_ack_time_ = 0;
+  std::string last_noted_;  // the failure last reported as retrying
   bool progressed_ = false;
 };
 

@@ -439,7 +439,7 @@ Status Store::NoteLink(const std::string& name, const LinkEvent& event) {
       case LinkEvent::kError:
         r.connected_since = 0;
         r.forward_pid = 0;
-        r.last_error = event.error;
+        r.last_error = PeerText(event.error, 1000);
         r.last_error_time = now;
         break;
     }
