@@ -107,3 +107,12 @@ TEST_CASE("hex round-trip", "[codec]") {
   CHECK_FALSE(HexDecode("0g"));
   CHECK_FALSE(HexDecode("abc"));
 }
+
+TEST_CASE("a peer's text: control characters escaped, cut at a character", "[codec]") {
+  CHECK(EscapeControls("a\nb\x1b[31m\x7f") == "a\\x0ab\\x1b[31m\\x7f");
+  CHECK(EscapeControls("\xc2\x9b" "1m \xc3\xa9") == "\\xc2\\x9b1m \xc3\xa9");  // C1 CSI; é kept
+  CHECK(PeerText("short") == "short");
+  std::string long_text = std::string(299, 'x') + "\xc3\xa9" + std::string(100, 'y');
+  std::string cut = PeerText(long_text);
+  CHECK(cut == std::string(299, 'x') + "... (401 bytes in all)");  // é not split
+}
