@@ -59,7 +59,7 @@ function __mq_admin_words
         set -l t $tokens[1]
         set -e tokens[1]
         switch $t
-            case -s --store --group --label --quota --max-message-size --status --format \
+            case -s --store --group --owner --label --quota --max-message-size --status --format \
                     --max-retries --poison --dedup-window --retry-delay --delay --id --ttbr --to \
                     --journal-quota --max-store-size --retention --validation \
                     --error --description
@@ -147,6 +147,7 @@ complete -c mq-admin -n __mq_admin_needs_cursor -a '(__mq_admin_cursors)' -d cur
 complete -c mq-admin -n '__mq_admin_needs_operand backup' -a '(__fish_complete_directories (commandline -ct))'
 
 complete -c mq-admin -n '__mq_admin_using init' -l group -x -a '(__fish_complete_groups)' -d 'Make the store shared by the members of GROUP'
+complete -c mq-admin -n '__mq_admin_using init' -l owner -x -a '(__fish_complete_users)' -d "Make the store USER's (root only)"
 complete -c mq-admin -n '__mq_admin_using init' -l max-store-size -x -d 'Let the store grow by itself up to SIZE (0: no limit but 1TiB)'
 complete -c mq-admin -n '__mq_admin_using create' -l exist-ok -d 'Succeed if the queue exists with the settings given (as mkdir -p)'
 complete -c mq-admin -n '__mq_admin_using create' -l label -x -d 'Queue label, at most 124 characters'

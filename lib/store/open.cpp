@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <pwd.h>
 #include <poll.h>
 #include <sys/file.h>
 #include <sys/inotify.h>
@@ -457,6 +458,39 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   if (exists)
     MQ_RETURN_IF_ERROR(CheckAccess(dir, R_OK | W_OK | X_OK,
                                    "permission denied on the store directory (need rwx)"));
+  // Whose a new store is: the caller's, or the named owner's. A store belongs to its
+  // directory's owner, so an empty directory someone else made (under a sticky /tmp, say)
+  // would hand them everything sent to it: refused, unless its owner is named.
+  std::optional<uid_t> owner;
+  gid_t owner_gid = static_cast<gid_t>(-1);  // the named owner's own group
+  if (!options.owner.empty()) {
+    struct passwd* pw = getpwnam(options.owner.c_str());
+    if (!pw) return Status::InvalidArg(fmt::format("no such user '{}'", options.owner));
+    if (pw->pw_uid != ::geteuid() && ::geteuid() != 0)
+      return Status::AccessDenied(
+          fmt::format("only root may make a store for another account ({})", options.owner),
+          dir);
+    owner = pw->pw_uid;
+    owner_gid = pw->pw_gid;
+  }
+  if (options.create && exists && !PathExists(paths.data())) {
+    uid_t wanted = owner.value_or(::geteuid());
+    if (st.st_uid != wanted) {
+      struct passwd* pw = getpwuid(st.st_uid);
+      std::string who = pw ? fmt::format("uid {} ({})", st.st_uid, pw->pw_name)
+                           : fmt::format("uid {}", st.st_uid);
+      if (owner)
+        return Status::InvalidArg(
+            fmt::format("--owner {}, but the directory belongs to {}", options.owner, who),
+            dir);
+      return Status::AccessDenied(
+          fmt::format("the directory belongs to {}, not to you: a store made here would be "
+                      "theirs, and they could read all that is sent to it (name them with "
+                      "--owner if that is meant)",
+                      who),
+          dir);
+    }
+  }
   // The store lock first: a compaction that runs now replaces data.mdb, and a file looked at
   // before it ends would not be the one opened after.
   OwnedFd store_lock;
@@ -508,6 +542,11 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
     MQ_RETURN_IF_ERROR(MakeDir(dir, dir_mode));
     if (gid != static_cast<gid_t>(-1) && ::chown(dir.c_str(), static_cast<uid_t>(-1), gid) != 0)
       return ErrnoStatus(errno, dir, "cannot set the store's group");
+    // A private store of the named owner's is in their own group too; a group store keeps
+    // the group it names.
+    if (owner && ::chown(dir.c_str(), *owner,
+                         gid == static_cast<gid_t>(-1) ? owner_gid : static_cast<gid_t>(-1)) != 0)
+      return ErrnoStatus(errno, dir, "cannot give the store to its owner");
     if (::chmod(dir.c_str(), dir_mode) != 0)
       return ErrnoStatus(errno, dir, "cannot set the store's mode");
   }

@@ -68,6 +68,9 @@ struct OpenOptions {
   std::string dir;      // empty: the default location (CLI.md), created on first use
   bool create = false;  // create a missing store named by `dir`
   std::string group;    // with create: make a group-shared store (setgid 2770, files 0660)
+  // With create: the account the new store belongs to (root only; default: the caller). An
+  // existing empty directory of another account is refused unless it names that account.
+  std::string owner;
   // >= 0: open the store alone (mq-admin compact), waiting at most this long for its other
   // users to leave; still in use then: MQ_ERROR_SHARING_VIOLATION. Users that start meanwhile
   // wait until this Store is gone (the store lock, paths.hpp).
