@@ -116,6 +116,16 @@ class Acceptor::Impl {
           fmt::format("the link leads back to the same store ({}): a link must reach "
                       "another store",
                       FormatGuid(store_.guid())));
+    // The stream is the sender's own ("uid:SOURCE\\QUEUE", forward.cpp): another store's
+    // stream, or a key too long for the store, is refused before it is looked up.
+    const std::string own = "uid:" + FormatGuid(hello.source) + "\\";
+    std::string_view number = std::string_view(hello.stream).substr(
+        std::min(own.size(), hello.stream.size()));
+    if (hello.stream.compare(0, own.size(), own) != 0 || number.empty() || number.size() > 10 ||
+        !std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return Status::LinkProtocol(
+          fmt::format("the hello's stream id '{}' is not one of its sender's ({}N)",
+                      PeerText(hello.stream, 100), own));
     stream_ = hello.stream;
     auto pos = store_.StreamPosition(stream_);
     if (!pos.ok()) return pos.status();

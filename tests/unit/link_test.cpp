@@ -553,3 +553,27 @@ TEST_CASE("link: with follow, forward runs until a stop is requested, then ends 
   CHECK(All(*p.far.store, "dest").size() == 20);
   CHECK(All(*p.here.store, "out;b").empty());
 }
+
+TEST_CASE("link: accept refuses a hello whose stream id is not its sender's", "[link]") {
+  IgnoreSigpipe ignore;
+  TempStore far;
+  Guid source = NewGuid();
+  for (const std::string& stream :
+       {std::string(1000, 'x'), "uid:" + FormatGuid(NewGuid()) + "\\7",
+        "uid:" + FormatGuid(source) + "\\", "uid:" + FormatGuid(source) + "\\7x",
+        "uid:" + FormatGuid(source) + "\\12345678901"}) {
+    transfer::Hello h;
+    h.source = source;
+    h.stream = stream;
+    h.link = "b";
+    h.window = 100;
+    h.reports_errors = true;
+    std::string bytes;
+    transfer::PutFrame(bytes, Type::kHello, transfer::EncodeHello(h));
+    AcceptRun run = RunAccept(*far.store, bytes);
+    INFO(stream.substr(0, 60));
+    CHECK(run.result.status.code() == Code::kLinkProtocol);
+    CHECK(run.result.status.text().find("is not one of its sender's") != std::string::npos);
+    CHECK(run.result.status.text().size() < 400);
+  }
+}
