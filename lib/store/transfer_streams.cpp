@@ -622,10 +622,27 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
         if (found != queues.end()) q = &found->second;
       }
       uint16_t refusal = q ? Refusal(*q, m, now) : kClassNackBadDstQ;
-      if (!refusal && !IsNil(m.conversation_handle) && impl_->msgs.HasId(txn, m.id)) {
-        // Stored by an earlier stream of the same link: its conversation has it already.
-        it.duplicate = true;
-        continue;
+      // Its id is here already. From the same source store, it is that message, stored by an
+      // earlier stream of the same link (a link made again): a replay, acknowledged and not
+      // stored twice. Another message with its id is refused, never silently dropped.
+      auto here_before = [&]() -> Result<bool> {
+        auto where = impl_->msgs.FindId(txn, m.id, true);
+        if (!where) return false;
+        QueueInfo holder;
+        holder.id = where->first;
+        holder.name = impl_->QueueNameOf(txn, where->first).value_or("");
+        Impl::Found f;
+        MQ_RETURN_IF_ERROR(impl_->LoadMessage(txn, holder, where->second, f));
+        return f.msg.source_qm_guid == m.source_qm_guid;
+      };
+      if (!refusal && m.id.size() == kIdSize && impl_->msgs.HasId(txn, m.id)) {
+        auto same = here_before();
+        if (!same.ok()) return same.status();
+        if (*same) {
+          it.duplicate = true;
+          continue;
+        }
+        refusal = kClassNackReceiveRejected;
       }
       if (!refusal) {
         // A new message of this store: its arrival here, its place, no receive history.
@@ -648,8 +665,14 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
         if (ins.code() == Code::kInsufficientResources) {
           refusal = kClassNackQExceedQuota;
         } else if (ins.code() == Code::kIllegalPropertyValue && impl_->msgs.HasId(txn, m.id)) {
-          // Its id is here already: stored by an earlier stream of the same link.
-          it.duplicate = true;
+          // Its id arrived in this transaction, earlier in the batch: the same message twice
+          // from its source is a replay, another message with its id is refused.
+          auto same = here_before();
+          if (!same.ok()) return same.status();
+          if (*same)
+            it.duplicate = true;
+          else
+            refusal = kClassNackReceiveRejected;
         } else {
           MQ_RETURN_IF_ERROR(ins);
         }

@@ -242,8 +242,8 @@ struct StreamBuilder {
   std::string stream;
   std::string bytes;
   uint32_t counter = 0;  // of the message ids
-  explicit StreamBuilder(bool reports_errors = true, Guid src = NewGuid())
-      : source(src), stream("uid:" + FormatGuid(src) + "\\7") {
+  explicit StreamBuilder(bool reports_errors = true, Guid src = NewGuid(), int queue = 7)
+      : source(src), stream("uid:" + FormatGuid(src) + "\\" + std::to_string(queue)) {
     transfer::Hello h;
     h.source = source;
     h.stream = stream;
@@ -252,10 +252,13 @@ struct StreamBuilder {
     h.reports_errors = reports_errors;
     transfer::PutFrame(bytes, Type::kHello, transfer::EncodeHello(h));
   }
-  StreamBuilder& Msg(uint64_t seq, uint64_t prev, const std::string& body) {
+  // A message of the sender's own (its id one of its ids), or, given `id`, any id.
+  StreamBuilder& Msg(uint64_t seq, uint64_t prev, const std::string& body,
+                     const std::string& queue = "dest", const std::string& id = "") {
     Message m;
-    m.id = MakeMessageId(source, ++counter);
-    m.destination_queue = "dest";
+    m.id = id.empty() ? MakeMessageId(source, ++counter) : id;
+    m.source_qm_guid = source;
+    m.destination_queue = queue;
     m.body = body;
     transfer::MessageHeader h;
     h.seq = seq;
@@ -576,4 +579,36 @@ TEST_CASE("link: accept refuses a hello whose stream id is not its sender's", "[
     CHECK(run.result.status.text().find("is not one of its sender's") != std::string::npos);
     CHECK(run.result.status.text().size() < 400);
   }
+}
+
+TEST_CASE("link: a message id already here is a replay only from its own source", "[link]") {
+  IgnoreSigpipe ignore;
+  TempStore far;
+  REQUIRE(far.store->CreateQueue(QueueRef{"dest", ""}, QueueSettings{}).ok());
+  REQUIRE(far.store->CreateQueue(QueueRef{"dest2", ""}, QueueSettings{}).ok());
+  Guid a = NewGuid();
+  StreamBuilder first(true, a, 7);
+  REQUIRE(RunAccept(*far.store, first.Msg(1, 0, "original").Bye()).result.status.ok());
+  std::string id = MakeMessageId(a, 1);
+  SECTION("another store's stream with that id: refused with a NACK, nothing dropped silently") {
+    StreamBuilder other(true, NewGuid(), 7);
+    AcceptRun run = RunAccept(*far.store, other.Msg(1, 0, "impostor", "dest2", id).Bye());
+    REQUIRE(run.result.status.ok());
+    bool nacked = false;
+    for (const Frame& f : run.out)
+      if (f.type == Type::kAck)
+        for (auto [seq, cls] : AckOf(f).nacks) nacked |= seq == 1 && cls == kClassNackReceiveRejected;
+    CHECK(nacked);
+    CHECK(All(*far.store, "dest2").empty());
+  }
+  SECTION("the same source on a new stream (the link made again): a replay, stored once") {
+    StreamBuilder again(true, a, 8);
+    AcceptRun run = RunAccept(*far.store, again.Msg(1, 0, "original").Bye());
+    REQUIRE(run.result.status.ok());
+    for (const Frame& f : run.out)
+      if (f.type == Type::kAck) CHECK(AckOf(f).nacks.empty());
+  }
+  std::vector<Message> kept = All(*far.store, "dest");
+  REQUIRE(kept.size() == 1);
+  CHECK(kept[0].body == "original");
 }
