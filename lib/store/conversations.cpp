@@ -415,6 +415,20 @@ bool Store::Impl::MayHaveGroups(const QueueRef& ref, const Selection& sel) {
 }
 
 // The validation of message type `name`: built in, or made by mq-admin message-type.
+char Store::Impl::PrecheckValidation(std::map<std::string, char>& seen,
+                                     const std::string& name) {
+  auto known = seen.find(name);
+  if (known != seen.end()) return known->second;
+  char v = 0;
+  auto txn = lmdb::Txn::Begin(env, false);
+  if (txn.ok()) {
+    auto r = TypeValidation(*txn, name);
+    if (r.ok()) v = *r;
+  }
+  seen.emplace(name, v);
+  return v;
+}
+
 Result<char> Store::Impl::TypeValidation(lmdb::Txn& txn, const std::string& name) {
   if (char v = BuiltinValidation(name)) return v;
   auto rec = txn.Get(msg_types, name);

@@ -47,27 +47,14 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
   std::map<std::string, char> prechecked;  // type name -> the validation its bodies passed
   if (!options.keep_identity && !remote && source.MayHaveTypes()) {
     Message m;
-    std::set<std::string> unknown;
     for (;;) {
       auto more = source.Next(m);
       if (!more.ok()) return more.status();
       if (!*more) break;
-      if (m.message_type_name.empty() || unknown.count(m.message_type_name)) continue;
-      auto k = prechecked.find(m.message_type_name);
-      if (k == prechecked.end()) {
-        // A read transaction of its own, ended before any body is parsed.
-        Result<char> v = [&]() -> Result<char> {
-          auto txn = lmdb::Txn::Begin(impl_->env, false);
-          if (!txn.ok()) return txn.status();
-          return impl_->TypeValidation(*txn, m.message_type_name);
-        }();
-        if (!v.ok()) {
-          unknown.insert(m.message_type_name);
-          continue;
-        }
-        k = prechecked.emplace(m.message_type_name, *v).first;
-      }
-      Status valid = ValidateBody(k->second, m.body, m.message_type_name);
+      if (m.message_type_name.empty()) continue;
+      char v = impl_->PrecheckValidation(prechecked, m.message_type_name);
+      if (!v) continue;
+      Status valid = ValidateBody(v, m.body, m.message_type_name);
       if (!valid.ok()) return valid.WithSubject(ref.Full());
     }
   }

@@ -292,6 +292,10 @@ struct Store::Impl {
                                                const LockOptions& lo, bool count_delivery,
                                                int64_t& deadline, bool* try_plain);
   Result<char> TypeValidation(lmdb::Txn& txn, const std::string& name);
+  // For checking bodies before a write transaction (Append, AcceptTransfer): the validation
+  // of message type `name`, read once into `seen` in a read transaction of its own, ended
+  // before any body is parsed; 0 if it cannot be read (the write transaction says why).
+  char PrecheckValidation(std::map<std::string, char>& seen, const std::string& name);
   Status DropConversations(lmdb::Txn& txn, uint32_t qid);
 
   // ---- transfer_streams.cpp

@@ -521,24 +521,11 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
   std::vector<std::pair<char, bool>> checked(items.size(), {0, false});
   {
     std::map<std::string, char> kinds;
-    std::set<std::string> unknown;
     for (size_t i = 0; i < items.size(); ++i) {
       const Message& m = items[i].msg;
-      if (m.message_type_name.empty() || unknown.count(m.message_type_name)) continue;
-      auto k = kinds.find(m.message_type_name);
-      if (k == kinds.end()) {
-        Result<char> v = [&]() -> Result<char> {
-          auto txn = lmdb::Txn::Begin(impl_->env, false);
-          if (!txn.ok()) return txn.status();
-          return impl_->TypeValidation(*txn, m.message_type_name);
-        }();
-        if (!v.ok()) {
-          unknown.insert(m.message_type_name);
-          continue;
-        }
-        k = kinds.emplace(m.message_type_name, *v).first;
-      }
-      checked[i] = {k->second, ValidateBody(k->second, m.body, m.message_type_name).ok()};
+      if (m.message_type_name.empty()) continue;
+      char v = impl_->PrecheckValidation(kinds, m.message_type_name);
+      if (v) checked[i] = {v, ValidateBody(v, m.body, m.message_type_name).ok()};
     }
   }
   uint64_t last = 0;

@@ -92,6 +92,22 @@ skip() {
   exit 77
 }
 
+# need_nobody: for tests of access rules, which must run the tools as another account (as
+# root, permissions deny nothing): skips unless this runs as root with setpriv, and user
+# nobody can reach $T and run the tools. as_nobody CMD...: CMD as nobody, in no group.
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups env PATH="$PATH" "$@"; }
+need_nobody() {
+  if [ "$(id -u)" != 0 ] || ! setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
+    skip "needs root and setpriv to act as another user"
+  fi
+  chmod 755 "$T"
+  if ! setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$T"; then
+    skip "user nobody cannot reach $T (a parent directory is private); set TMPDIR"
+  fi
+  as_nobody mq-send --version >/dev/null 2>&1 ||
+    skip "user nobody cannot run the tools in $MQ_BIN (a parent directory is private)"
+}
+
 # finish: exit status of the test.
 finish() {
   if [ "$FAILS" -ne 0 ]; then

@@ -7,16 +7,7 @@
 # belongs to that user; only root may name another owner.
 . "$(dirname "$0")/lib.sh"
 
-if [ "$(id -u)" != 0 ] || ! setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
-  skip "needs root and setpriv to act as another user"
-fi
-chmod 755 "$T"
-if ! setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$T"; then
-  skip "user nobody cannot reach $T (a parent directory is private); set TMPDIR"
-fi
-as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups env PATH="$PATH" "$@"; }
-as_nobody mq-send --version >/dev/null 2>&1 ||
-  skip "user nobody cannot run the tools in $MQ_BIN (a parent directory is private)"
+need_nobody
 NOBODY=$(getent passwd 65534 | cut -d: -f1)
 
 mkdir -m 1777 "$T/sh"

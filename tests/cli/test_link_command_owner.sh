@@ -6,18 +6,10 @@
 # member may still send through the link and set what is not code (--return).
 . "$(dirname "$0")/lib.sh"
 
-if [ "$(id -u)" != 0 ] || ! setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
-  skip "needs root and setpriv to act as another user"
-fi
-chmod 755 "$T"
-if ! setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$T"; then
-  skip "user nobody cannot reach $T (a parent directory is private); set TMPDIR"
-fi
+need_nobody
 USERS_GID=$(getent group users | cut -d: -f3)
 [ -n "$USERS_GID" ] || skip "no group 'users'"
 as_member() { setpriv --reuid=65534 --regid=65534 --groups="$USERS_GID" env PATH="$PATH" "$@"; }
-as_member mq-send --version >/dev/null 2>&1 ||
-  skip "user nobody cannot run the tools in $MQ_BIN (a parent directory is private)"
 
 B=$T/B
 expect_rc 0 mq-admin -s "$B" init --group users

@@ -242,8 +242,12 @@ struct StreamBuilder {
   std::string stream;
   std::string bytes;
   uint32_t counter = 0;  // of the message ids
-  explicit StreamBuilder(bool reports_errors = true, Guid src = NewGuid(), int queue = 7)
-      : source(src), stream("uid:" + FormatGuid(src) + "\\" + std::to_string(queue)) {
+  // The stream of queue `queue` of store `src`, or, given `stream_id`, any stream id.
+  explicit StreamBuilder(bool reports_errors = true, Guid src = NewGuid(), int queue = 7,
+                         const std::string& stream_id = "")
+      : source(src),
+        stream(stream_id.empty() ? "uid:" + FormatGuid(src) + "\\" + std::to_string(queue)
+                                 : stream_id) {
     transfer::Hello h;
     h.source = source;
     h.stream = stream;
@@ -565,15 +569,8 @@ TEST_CASE("link: accept refuses a hello whose stream id is not its sender's", "[
        {std::string(1000, 'x'), "uid:" + FormatGuid(NewGuid()) + "\\7",
         "uid:" + FormatGuid(source) + "\\", "uid:" + FormatGuid(source) + "\\7x",
         "uid:" + FormatGuid(source) + "\\12345678901"}) {
-    transfer::Hello h;
-    h.source = source;
-    h.stream = stream;
-    h.link = "b";
-    h.window = 100;
-    h.reports_errors = true;
-    std::string bytes;
-    transfer::PutFrame(bytes, Type::kHello, transfer::EncodeHello(h));
-    AcceptRun run = RunAccept(*far.store, bytes);
+    StreamBuilder s(true, source, 7, stream);
+    AcceptRun run = RunAccept(*far.store, s.Bye());
     INFO(stream.substr(0, 60));
     CHECK(run.result.status.code() == Code::kLinkProtocol);
     CHECK(run.result.status.text().find("is not one of its sender's") != std::string::npos);
