@@ -98,6 +98,24 @@ void Note(const std::string& subject, const std::string& text) {
   (void)ignored;
 }
 
+namespace {
+
+// The command line whose --help explains a usage error: the tool and the subcommands parsed
+// so far (`mq-admin link add --help`, not `mq-admin --help`).
+std::string HelpFor(const CLI::App& app) {
+  std::string path = g_tool;
+  const CLI::App* at = &app;
+  for (;;) {
+    auto subs = at->get_subcommands();
+    if (subs.empty()) break;
+    at = subs.front();
+    path += " " + at->get_name();
+  }
+  return path;
+}
+
+}  // namespace
+
 int Parse(CLI::App& app, int argc, char** argv) {
   std::vector<std::string> args;
   std::vector<std::string> after_wait;  // words after a bare -w/-t that were not durations
@@ -135,10 +153,10 @@ int Parse(CLI::App& app, int argc, char** argv) {
       if (what.size() >= w.size() && what.compare(what.size() - w.size(), w.size(), w) == 0)
         return Fail(ParseDuration(w).status());
     if (!after_wait.empty()) return Fail(ParseDuration(after_wait.front()).status());
-    return Fail(Status::InvalidArg(what + fmt::format(" (see {} --help)", g_tool)));
+    return Fail(Status::InvalidArg(what + fmt::format(" (see {} --help)", HelpFor(app))));
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
-    return Fail(Status::InvalidArg(what + fmt::format(" (see {} --help)", g_tool)));
+    return Fail(Status::InvalidArg(what + fmt::format(" (see {} --help)", HelpFor(app))));
   }
   return -1;
 }
