@@ -414,7 +414,6 @@ bool Store::Impl::MayHaveGroups(const QueueRef& ref, const Selection& sel) {
   return c.SeekGe(prefix) && HasPrefix(c.key(), prefix);
 }
 
-// The validation of message type `name`: built in, or made by mq-admin message-type.
 char Store::Impl::PrecheckValidation(std::map<std::string, char>& seen,
                                      const std::string& name) {
   auto known = seen.find(name);
@@ -429,6 +428,7 @@ char Store::Impl::PrecheckValidation(std::map<std::string, char>& seen,
   return v;
 }
 
+// The validation of message type `name`: built in, or made by mq-admin message-type.
 Result<char> Store::Impl::TypeValidation(lmdb::Txn& txn, const std::string& name) {
   if (char v = BuiltinValidation(name)) return v;
   auto rec = txn.Get(msg_types, name);

@@ -105,18 +105,17 @@ Result<Store::Impl::Found> Store::Impl::MoveCursor(lmdb::Txn& txn, const QueueIn
   if (action == CursorAction::kNext && !st.positioned)
     return Status::IllegalCursorAction(
         fmt::format("cursor {} was never moved: move it to the first message first", name), q.name);
-  if (action == CursorAction::kCurrent && st.positioned && !st.key.empty() &&
-      msgs.IsReady(txn, st.key)) {
+  bool on_message = st.positioned && !st.key.empty();  // not at the start of an empty queue
+  if (action == CursorAction::kCurrent && on_message && msgs.IsReady(txn, st.key)) {
     Found f;
     MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(st.key, 5), f));
     f.walk_key = st.key;
     found = std::move(f);
-  } else if (action == CursorAction::kCurrent && st.positioned && !st.key.empty() && !notify) {
+  } else if (action == CursorAction::kCurrent && on_message && !notify) {
     return Status::MessageAlreadyReceived(
         fmt::format("the message at cursor {} was received or moved", name), q.name);
   } else {
-    bool from_head = action == CursorAction::kFirst || st.key.empty();
-    auto f = NextVisible(txn, q, from_head ? std::string() : st.key);
+    auto f = NextVisible(txn, q, action == CursorAction::kFirst ? std::string() : st.key);
     if (!f.ok()) return f.status();
     found = std::move(*f);
     if (!found && action == CursorAction::kNext && arrivals) {

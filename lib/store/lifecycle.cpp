@@ -141,21 +141,12 @@ Status Store::Impl::DeadLetterOrDrop(lmdb::Txn& txn, QueueInfo& q, Found& f, uin
   if (!f.msg.xact_id.empty() && !IsOutgoingName(q.name) && f.msg.source_qm_guid != guid) {
     auto back = LinkBackTo(txn, f.msg);
     if (!back.ok()) return back.status();
-    if (*back) {
-      auto oq = LoadOutgoing(txn, **back);
-      if (!oq.ok()) return oq.status();
-      // Removed as it is (its indexes follow its deadlines), then changed.
-      MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, f.msg, f.size));
-      Message& m = f.msg;
-      m.ttbr = m.ttrq = 0;
-      m.eod_first = m.eod_last = true;
-      m.move_count++;
-      m.last_move_time = now;
-      m.visible_time = 0;
-      m.awaiting_arrival = true;  // it reaches its queue at the source
-      MQ_RETURN_IF_ERROR(InsertMessage(txn, **oq, m, 0));
-      return PutQueue(txn, **oq);
-    }
+    if (*back)
+      return MoveMessage(txn, q, f, std::string(kOutgoingBase) + ";" + **back, false, now,
+                         true, [](Message& m) {
+                           m.ttbr = m.ttrq = 0;
+                           m.eod_first = m.eod_last = true;
+                         });
   }
   std::string to =
       f.msg.xact_id.empty() && !q.transactional ? "system;deadletter" : "system;deadxact";

@@ -57,8 +57,10 @@ Status Store::Impl::InsertMessage(lmdb::Txn& txn, QueueInfo& q, Message& m, uint
 // subqueues and system queues are), keeping its lookup id if `keep_lookup` and it is free
 // there (MSMQ MoveMessage), else giving it the target's next one.
 Status Store::Impl::MoveMessage(lmdb::Txn& txn, QueueInfo& q, Found& f, const std::string& to_name,
-                                bool keep_lookup, int64_t now, bool awaiting_arrival) {
+                                bool keep_lookup, int64_t now, bool awaiting_arrival,
+                                const std::function<void(Message&)>& change) {
   MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, f.msg, f.size));
+  if (change) change(f.msg);
   auto to_r = LoadOrCreate(txn, to_name);
   if (!to_r.ok()) return to_r.status();
   QueueInfo& to = to_r.value();

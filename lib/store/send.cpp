@@ -60,6 +60,12 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
   }
   size_t ids_before = ids ? ids->size() : 0;
   uint64_t appended = 0;
+  // A note for the sender, once per append however many messages it concerns.
+  auto note = [&](std::string text) {
+    if (report && std::find(report->notes.begin(), report->notes.end(), text) ==
+                      report->notes.end())
+      report->notes.push_back(std::move(text));
+  };
   Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
     if (ids) ids->resize(ids_before);
     appended = 0;
@@ -227,14 +233,9 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
         MQ_RETURN_IF_ERROR(impl_->ConvPrepare(txn, q, m, options.new_conversation,
                                               options.keep_identity, conversations_made, now));
       if (tx) {
-        if (m.priority != 0 && options.priority_given && report) {
-          std::string note =
-              "transactional messages have priority 0 here (MSMQ delivers transactions in the "
-              "order they commit): -p is ignored";
-          if (std::find(report->notes.begin(), report->notes.end(), note) ==
-              report->notes.end())
-            report->notes.push_back(std::move(note));
-        }
+        if (m.priority != 0 && options.priority_given)
+          note("transactional messages have priority 0 here (MSMQ delivers transactions in "
+               "the order they commit): -p is ignored");
         m.priority = 0;
         m.xact_id = xact_id;
         m.eod_first = appended == 0;
@@ -245,21 +246,16 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
       }
       if (report && !m.admin_queue.empty() && m.ack && m.admin_queue != q.name &&
           !impl_->QueueExists(txn, m.admin_queue)) {
-        std::string note = fmt::format(
-            "admin queue {} does not exist: its acknowledgements will not be sent",
-            m.admin_queue);
-        if (std::find(report->notes.begin(), report->notes.end(), note) == report->notes.end())
-          report->notes.push_back(std::move(note));
+        note(fmt::format("admin queue {} does not exist: its acknowledgements will not be sent",
+                         m.admin_queue));
       }
       // The same for a local response queue (a far one, LINK:QUEUE, is not ours to know).
       if (report && !m.response_queue.empty() && m.response_queue != q.name &&
           m.response_queue.find(':') == std::string::npos &&
           !impl_->QueueExists(txn, m.response_queue)) {
-        std::string note = fmt::format(
+        note(fmt::format(
             "response queue {} does not exist: a reply sent there will fail until it is made",
-            m.response_queue);
-        if (std::find(report->notes.begin(), report->notes.end(), note) == report->notes.end())
-          report->notes.push_back(std::move(note));
+            m.response_queue));
       }
       MQ_RETURN_IF_ERROR(impl_->InsertMessage(txn, q, m, q.quota));
       // An import restores messages that arrived once already: no acks, no journal copies.

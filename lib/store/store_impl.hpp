@@ -160,8 +160,11 @@ struct Store::Impl {
   }
   Status InsertMessage(lmdb::Txn& txn, QueueInfo& q, Message& m, uint64_t quota,
                        uint64_t lookup = 0, bool promoted = false);
+  // `change`, if given, changes the message once it is out of `q` (a deadline changed before
+  // would leave `q`'s index entry behind).
   Status MoveMessage(lmdb::Txn& txn, QueueInfo& q, Found& f, const std::string& to_name,
-                     bool keep_lookup, int64_t now, bool awaiting_arrival = false);
+                     bool keep_lookup, int64_t now, bool awaiting_arrival = false,
+                     const std::function<void(Message&)>& change = nullptr);
   Status Rewrite(lmdb::Txn& txn, QueueInfo& q, const Message& m, uint64_t old_size,
                  uint64_t* new_size = nullptr) {
     return msgs.Rewrite(txn, q, m, old_size, new_size);

@@ -612,24 +612,20 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
       // Its id is here already. From the same source store, it is that message, stored by an
       // earlier stream of the same link (a link made again): a replay, acknowledged and not
       // stored twice. Another message with its id is refused, never silently dropped.
-      auto here_before = [&]() -> Result<bool> {
-        auto where = impl_->msgs.FindId(txn, m.id, true);
-        if (!where) return false;
-        QueueInfo holder;
-        holder.id = where->first;
-        holder.name = impl_->QueueNameOf(txn, where->first).value_or("");
-        Impl::Found f;
-        MQ_RETURN_IF_ERROR(impl_->LoadMessage(txn, holder, where->second, f));
-        return f.msg.source_qm_guid == m.source_qm_guid;
-      };
-      if (!refusal && m.id.size() == kIdSize && impl_->msgs.HasId(txn, m.id)) {
-        auto same = here_before();
-        if (!same.ok()) return same.status();
-        if (*same) {
-          it.duplicate = true;
-          continue;
+      // (Refusal checked the id's size; this also finds one stored earlier in this batch.)
+      if (!refusal) {
+        if (auto where = impl_->msgs.FindId(txn, m.id, true)) {
+          QueueInfo holder;
+          holder.id = where->first;
+          holder.name = impl_->QueueNameOf(txn, where->first).value_or("");
+          Impl::Found f;
+          MQ_RETURN_IF_ERROR(impl_->LoadMessage(txn, holder, where->second, f));
+          if (f.msg.source_qm_guid == m.source_qm_guid) {
+            it.duplicate = true;
+            continue;
+          }
+          refusal = kClassNackReceiveRejected;
         }
-        refusal = kClassNackReceiveRejected;
       }
       if (!refusal) {
         // A new message of this store: its arrival here, its place, no receive history.
@@ -651,15 +647,6 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
         Status ins = impl_->InsertMessage(txn, *q, m, q->quota);
         if (ins.code() == Code::kInsufficientResources) {
           refusal = kClassNackQExceedQuota;
-        } else if (ins.code() == Code::kIllegalPropertyValue && impl_->msgs.HasId(txn, m.id)) {
-          // Its id arrived in this transaction, earlier in the batch: the same message twice
-          // from its source is a replay, another message with its id is refused.
-          auto same = here_before();
-          if (!same.ok()) return same.status();
-          if (*same)
-            it.duplicate = true;
-          else
-            refusal = kClassNackReceiveRejected;
         } else {
           MQ_RETURN_IF_ERROR(ins);
         }
