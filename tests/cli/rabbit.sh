@@ -24,16 +24,50 @@ RABBIT_PID=
 # kernel's range of ephemeral ports: rabbit_restart binds the same port again, and a port in
 # that range may meanwhile be taken as the local port of any connection on the machine (a CI
 # run saw the restarted node fail with eaddrinuse).
+#
+# Bridge tests run in parallel, each with its own node, and a port free when probed may be
+# taken by another test's node a moment later (a CI run saw dist_port_already_used). So every
+# port handed out here, and the range after it when asked (the CLI tools' distribution ports),
+# is reserved machine-wide first: mkdir of $RABBIT_PORTS/PORT is atomic, and the directory
+# names the reserving shell's pid so that a reservation left by a killed test is taken back.
 RABBIT_USED=" "
-free_port() {
-  local p lo=32768
+RABBIT_PORTS=${TMPDIR:-/tmp}/mq-test-ports
+reserve_port() { # PORT: 0 if this test now holds it
+  local d=$RABBIT_PORTS/$1 owner
+  if mkdir "$d" 2>/dev/null; then
+    echo $$ >"$d/pid"
+    return 0
+  fi
+  owner=$(cat "$d/pid" 2>/dev/null) || return 1
+  [ -n "$owner" ] && ! kill -0 "$owner" 2>/dev/null || return 1
+  rm -rf "$d" # its owner is gone
+  mkdir "$d" 2>/dev/null || return 1
+  echo $$ >"$d/pid"
+}
+release_ports() {
+  local p
+  for p in $RABBIT_USED; do
+    [ "$(cat "$RABBIT_PORTS/$p/pid" 2>/dev/null)" = $$ ] && rm -rf "${RABBIT_PORTS:?}/$p"
+  done
+  return 0
+}
+free_port() { # [SPAN]: a port and the SPAN-1 after it, all free and reserved
+  local p q ok span=${1:-1} lo=32768
   read -r lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
   ((lo > 12000)) || lo=32768
+  mkdir -p "$RABBIT_PORTS" 2>/dev/null
+  chmod 1777 "$RABBIT_PORTS" 2>/dev/null
   for _ in $(seq 200); do
-    p=$((10000 + RANDOM % (lo - 10000)))
-    case $RABBIT_USED in *" $p "*) continue ;; esac
-    if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then
-      RABBIT_USED="$RABBIT_USED$p "
+    p=$((10000 + RANDOM % (lo - 10000 - span)))
+    ok=1
+    for ((q = p; q < p + span; q++)); do
+      case $RABBIT_USED in *" $q "*) ok= && break ;; esac
+      if (exec 3<>/dev/tcp/127.0.0.1/$q) 2>/dev/null || ! reserve_port "$q"; then
+        ok= && break
+      fi
+      RABBIT_USED="$RABBIT_USED$q "
+    done
+    if [ -n "$ok" ]; then
       echo "$p"
       return 0
     fi
@@ -114,8 +148,11 @@ rabbit_start() {
   mkdir -p "$RABBIT_DIR/home" "$RABBIT_DIR/mnesia" "$RABBIT_DIR/log"
   chmod 700 "$RABBIT_DIR/home"
   RABBIT_NODE=mqtest$$@localhost
-  RABBIT_PORT=$(free_port) && RABBIT_DIST_PORT=$(free_port) &&
-    RABBIT_EPMD_PORT=$(free_port) && RABBIT_CTL_PORT=$(free_port) || {
+  # free_port runs in this shell (not $(...)), so that RABBIT_USED keeps what it reserved.
+  free_port >"$RABBIT_DIR/port" && RABBIT_PORT=$(<"$RABBIT_DIR/port") &&
+    free_port >"$RABBIT_DIR/port" && RABBIT_DIST_PORT=$(<"$RABBIT_DIR/port") &&
+    free_port >"$RABBIT_DIR/port" && RABBIT_EPMD_PORT=$(<"$RABBIT_DIR/port") &&
+    free_port 11 >"$RABBIT_DIR/port" && RABBIT_CTL_PORT=$(<"$RABBIT_DIR/port") || {
     echo "rabbit.sh: no free ports" >&2
     return 1
   }
@@ -128,7 +165,7 @@ log.console = false
 log.file.level = warning
 EOF
   if [ -n "$RABBIT_TLS" ]; then
-    RABBIT_TLS_PORT=$(free_port) || return 1
+    free_port >"$RABBIT_DIR/port" && RABBIT_TLS_PORT=$(<"$RABBIT_DIR/port") || return 1
     cat >>"$RABBIT_DIR/rabbitmq.conf" <<EOF
 listeners.ssl.1 = 127.0.0.1:$RABBIT_TLS_PORT
 ssl_options.cacertfile = $RABBIT_TLS/ca.pem
@@ -142,7 +179,7 @@ EOF
   echo '[].' >"$RABBIT_DIR/enabled_plugins"
   : >"$RABBIT_DIR/rabbitmq-env.conf"
   rabbit_env
-  trap 'rabbit_stop; cleanup_rabbit_parent' EXIT
+  trap 'rabbit_stop; release_ports; cleanup_rabbit_parent' EXIT
   rabbit_launch || return 1
   AMQP_URL="amqp://guest:guest@127.0.0.1:$RABBIT_PORT/%2F"
   export AMQP_URL
