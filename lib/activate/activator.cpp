@@ -41,6 +41,7 @@ Status RunActivator(Store& store, const ActivatorOptions& o, const proc::StopSig
   int64_t hold_until = 0;     // monotonic ms: no new receivers before (0: no hold)
   bool rang_in_hold = false;  // the doorbell rang during the hold: worth one probe
   int64_t last_probe = 0;     // monotonic ms of the last probe receiver
+  uint64_t sent_at_start = 0;  // the queue's sent_total when the last receiver started
   Status result;
   bool stopping = false;
   bool idle = false;
@@ -98,8 +99,12 @@ Status RunActivator(Store& store, const ActivatorOptions& o, const proc::StopSig
       } else {
         const QueueInfo& q = st->info;
         uint64_t available = q.count - std::min(q.count, q.delayed + q.locked + q.retained);
+        // A ring is owed a probe only if something was sent since the last receiver started:
+        // one send may ring twice (two wake-ups), and the second ring, after the probe, is no
+        // new work.
         bool probe = hold_until && rang_in_hold && children.empty() &&
-                     MonotonicMs() - last_probe >= kProbeMs;
+                     q.sent_total != sent_at_start && MonotonicMs() - last_probe >= kProbeMs;
+        if (hold_until && rang_in_hold && q.sent_total == sent_at_start) rang_in_hold = false;
         while ((!hold_until || probe) && !idle &&
                children.size() < static_cast<size_t>(o.max_readers) &&
                children.size() < available) {
@@ -110,6 +115,7 @@ Status RunActivator(Store& store, const ActivatorOptions& o, const proc::StopSig
             break;
           }
           children.emplace(*c, Started{rings, q.received_total, q.delayed});
+          sent_at_start = q.sent_total;
           note({ActivatorEvent::Kind::kStarted, *c, 0, 0});
           if (probe) {
             probe = rang_in_hold = false;

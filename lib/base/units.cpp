@@ -29,14 +29,16 @@ Result<int64_t> ParseDuration(std::string_view text) {
   auto bad = [text](std::string_view why = {}) {
     return Status::InvalidArg(
         why.empty() ? fmt::format("invalid duration '{}': use e.g. 250ms, 1.5s, 1m30s, "
-                                  "5min, 2h, 1d, a number of milliseconds, or infinite",
+                                  "5min, 2h, 1d, 0, or infinite",
                                   text)
                     : fmt::format("invalid duration '{}': {}", text, why));
   };
   uint64_t plain = 0;
   if (ParseU64(text, plain)) {
-    if (plain > static_cast<uint64_t>(kMaxDurationMs)) return bad("too long");
-    return static_cast<int64_t>(plain);
+    // A number alone is seconds to sleep(1), timeout(1) and read -t, and milliseconds to
+    // MSMQ's API: neither reading is silently taken. Zero is zero in both.
+    if (plain == 0) return int64_t{0};
+    return bad(fmt::format("give a unit: {}s or {}ms", text, text));
   }
   // Parts of NUMBER[.FRACTION]UNIT, each unit larger than the next ("1h30m", "1m30s"). The sum
   // is worked out in whole milliseconds, with no floating point: 1.5s is 1500 exactly.

@@ -12,9 +12,11 @@ namespace mq {
 // A duration in milliseconds; kInfinite for "infinite" or -1.
 inline constexpr int64_t kInfinite = -1;
 
-// "250ms", "30s", "5m", "2h", "1d", a plain integer (milliseconds), "infinite" or "-1"; a
-// number may have a fraction ("1.5s", as long as the whole is in milliseconds) and parts may
-// follow one another, the largest first ("1m30s", "1h30m"). Units: ms, s (sec), m (min), h, d.
+// "250ms", "30s", "5m", "2h", "1d", "0", "infinite" or "-1"; a number may have a fraction
+// ("1.5s", as long as the whole is in milliseconds) and parts may follow one another, the
+// largest first ("1m30s", "1h30m"). Units: ms, s (sec), m (min), h, d. Any other number
+// without a unit is refused ("give a unit: 5s or 5ms"): seconds to the shell, milliseconds
+// to MSMQ's API.
 Result<int64_t> ParseDuration(std::string_view text);
 std::string FormatDuration(int64_t ms);
 

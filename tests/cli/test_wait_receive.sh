@@ -82,7 +82,7 @@ expect_out wake
 
 # 2. -w 200ms on an empty queue: exit 1 with MQ_ERROR_IO_TIMEOUT after >= 200 ms and < 2 s.
 for cmd in "mq-receive q -w 200ms" "mq-receive q --wait 200ms" "mq-peek q --wait=200ms" \
-           "mq-receive q -w 200" "mq-peek q -w 200ms --json"; do
+           "mq-receive q -w 0.2s" "mq-peek q -w 200ms --json"; do
   now_us; t0=$NOW
   expect_rc 1 timeout 10 $cmd
   now_us; ms=$(((NOW - t0) / 1000))

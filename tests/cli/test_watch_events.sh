@@ -33,7 +33,7 @@ expect_out $'error q MQ_ERROR_MESSAGE_NOT_FOUND 0xC00E0088\n'
 [ -s "$T/err" ] && fail "ArrivedError also went to stderr: $(cat "$T/err")"
 expect_rc 1 mq-watch q --timeout 0 --json
 expect_out $'{"event":"error","queue":"q","error":"MQ_ERROR_MESSAGE_NOT_FOUND","code":"0xC00E0088"}\n'
-for t in "-t 200ms" "--timeout 200ms" "--timeout=200" "-t 200ms --json"; do
+for t in "-t 200ms" "--timeout 200ms" "--timeout=0.2s" "-t 200ms --json"; do
   now_us; t0=$NOW
   expect_rc 1 timeout -s KILL 10 mq-watch q $t
   now_us; ms=$(((NOW - t0) / 1000))

@@ -7,7 +7,10 @@ using namespace mq;
 
 TEST_CASE("durations", "[units]") {
   CHECK(*ParseDuration("250ms") == 250);
-  CHECK(*ParseDuration("250") == 250);
+  // A number alone is refused, naming both readings: mq-receive -w 5 waited 5ms before.
+  CHECK(ParseDuration("250").status().code() == Code::kInvalidArg);
+  CHECK(ParseDuration("5").status().text() == "invalid duration '5': give a unit: 5s or 5ms");
+  CHECK(*ParseDuration("00") == 0);
   CHECK(*ParseDuration("30s") == 30000);
   CHECK(*ParseDuration("5m") == 300000);
   CHECK(*ParseDuration("2h") == 7200000);
