@@ -78,6 +78,9 @@ std::optional<std::string> ParseMessageId(std::string_view text) {
   if (slash == std::string_view::npos) return std::nullopt;
   auto g = ParseGuid(text.substr(0, slash));
   std::string_view num = text.substr(slash + 1);
+  // {GUID}\\N is the id as a tsv row prints it (its backslash escaped): a user copies it
+  // from --columns output, and it can mean nothing else.
+  if (!num.empty() && num.front() == '\\') num.remove_prefix(1);
   uint32_t counter = 0;
   auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), counter);
   if (!g || num.empty() || ec != std::errc() || p != num.data() + num.size()) return std::nullopt;

@@ -41,3 +41,20 @@ TEST_CASE("GUIDs format and parse as libuuid does", "[ids]") {
   CHECK(!ParseGuid("{" + good));
   CHECK(!ParseGuid(""));
 }
+
+TEST_CASE("a message id is read as printed and as a tsv row escapes it", "[ids]") {
+  Guid g = NewGuid();
+  std::string id = MakeMessageId(g, 7);
+  std::string shown = FormatMessageId(id);  // {GUID}\7
+  REQUIRE(ParseMessageId(shown) == id);
+  // issue 25, trap 2: --columns message_id prints {GUID}\\7 (tsv escapes the backslash).
+  std::string tsv = shown;
+  tsv.insert(tsv.find('\\'), "\\");
+  CHECK(ParseMessageId(tsv) == id);
+  CHECK(*ParseCorrelationId(tsv) == id);
+  // Only one escaping backslash, and only before the number.
+  std::string three = shown;
+  three.insert(three.find('\\'), "\\\\");
+  CHECK(!ParseMessageId(three));
+  CHECK(!ParseMessageId(shown + "\\"));
+}
