@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <csignal>
@@ -16,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "base/codec.hpp"
 #include "base/ids.hpp"
 #include "base/units.hpp"
 
@@ -96,6 +98,28 @@ void Note(const std::string& subject, const std::string& text) {
                                      : fmt::format("{}: {}: {}\n", g_tool, subject, text);
   ssize_t ignored = ::write(2, line.data(), line.size());
   (void)ignored;
+}
+
+void NoteOwnOptionsAfterExec(const CLI::App& app, const std::vector<std::string>& cmd) {
+  std::vector<std::string> found;
+  for (size_t i = 1; i < cmd.size(); ++i) {
+    const std::string& w = cmd[i];
+    if (w == "--") break;  // the command's own end of options
+    if (w.size() < 3 || w.compare(0, 2, "--") != 0) continue;
+    std::string name = w.substr(2, w.find('=') - 2);
+    if (name == "help" || name == "version") continue;
+    bool ours = false;
+    for (const CLI::Option* o : app.get_options()) {
+      for (const std::string& l : o->get_lnames()) ours = ours || l == name;
+    }
+    if (ours && std::find(found.begin(), found.end(), "--" + name) == found.end())
+      found.push_back("--" + name);
+  }
+  if (found.empty()) return;
+  std::string names;
+  for (const std::string& f : found) names += (names.empty() ? "" : ", ") + f;
+  Note("", fmt::format("note: {} after --exec {} passed to {}; put {}'s options before --exec",
+                       names, found.size() == 1 ? "is" : "are", PeerText(cmd.front()), g_tool));
 }
 
 namespace {

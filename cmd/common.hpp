@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -39,6 +40,12 @@ int Fail(const Status& status);
 void QuietWhenEmpty();
 // Prints "mq-TOOL: SUBJECT: text" on stderr: something the user should know, not an error.
 void Note(const std::string& subject, const std::string& text);
+
+// After --exec everything is the command's (the find -exec rule), but a word there that is one
+// of the tool's own long options (--max-readers, --max-readers=3) was most likely meant for the
+// tool: one note names them ("--max-readers after --exec is passed to ./h.sh; put mq-watch's
+// options before --exec"). --help and --version are left alone: commands have their own.
+void NoteOwnOptionsAfterExec(const CLI::App& app, const std::vector<std::string>& cmd);
 
 // Parses argv. Returns -1 to go on, or the exit status to return at once: 0 after --help or
 // --version, 2 after a usage error (never CLI11's own 100-127). Options that take an

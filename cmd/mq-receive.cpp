@@ -282,6 +282,8 @@ int Run(int argc, char** argv) {
   auto ref = cli::ParseQueueArg(queue);
   if (!ref.ok()) return cli::Fail(ref.status());
   if (exec && cmd.empty()) return cli::Fail(Status::InvalidArg("--exec needs a command"));
+  // mq-watch's receivers (--diagnostics-as) leave the note to mq-watch: once, not per receiver.
+  if (exec && diagnostics_as.empty()) cli::NoteOwnOptionsAfterExec(app, cmd);
   if (batch && !exec) return cli::Fail(Status::InvalidArg("--batch goes with --exec"));
   if (quiet) cli::QuietWhenEmpty();
   if (keep_going && !exec) return cli::Fail(Status::InvalidArg("--keep-going goes with --exec"));

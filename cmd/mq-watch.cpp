@@ -155,6 +155,7 @@ int Run(int argc, char** argv) {
     return cli::Fail(Status::InvalidArg(
         fmt::format("unknown --format '{}' (mq-watch prints: text, json)", format)));
   if (exec && cmd.empty()) return cli::Fail(Status::InvalidArg("--exec needs a command"));
+  if (exec) cli::NoteOwnOptionsAfterExec(app, cmd);
   if (!exec && app.count("--max-readers"))
     return cli::Fail(Status::InvalidArg("--max-readers goes with --exec"));
   if (!exec && app.count("--retry-delay"))
