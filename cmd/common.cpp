@@ -221,7 +221,10 @@ Result<std::unique_ptr<Store>> OpenStore(const StoreArgs& args) {
   OpenOptions o;
   o.dir = args.dir;
   o.create = args.create;
-  return Store::Open(o);
+  o.read_only_ok = args.read_only_ok;
+  auto s = Store::Open(o);
+  if (s.ok() && !(*s)->read_only().empty()) Note((*s)->dir(), "note: opened read-only: " + (*s)->read_only());
+  return s;
 }
 
 Result<QueueRef> ParseQueueArg(const std::string& text) { return ParseQueueRef(text); }

@@ -67,6 +67,8 @@ CLI::Validator NotEmpty();
 struct StoreArgs {
   std::string dir;
   bool create = false;
+  // The command only reads: a store it cannot write is opened read-only, with one note.
+  bool read_only_ok = false;
 };
 void AddStoreOption(CLI::App& app, StoreArgs& args);
 Result<std::unique_ptr<Store>> OpenStore(const StoreArgs& args);

@@ -47,6 +47,7 @@ int Run(int argc, char** argv) {
     if (!c.ok()) return cli::Fail(c.status());
     co = *c;
   }
+  store_args.read_only_ok = true;  // a peek only reads (a cursor move fails read-only)
   auto store = cli::OpenStore(store_args);
   if (!store.ok()) return cli::Fail(store.status());
   Status s = co ? (*store)->CursorPeek(*ref, *co, *ro, **sink)

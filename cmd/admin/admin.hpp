@@ -18,6 +18,11 @@ struct Context {
   bool quiet = false;
   // Opens the store once, on first use.
   Result<Store*> Open();
+  // For a command that only reads: a store it cannot write is opened read-only (one note).
+  Result<Store*> OpenForReading() {
+    store.read_only_ok = true;
+    return Open();
+  }
 
  private:
   std::unique_ptr<Store> opened_;

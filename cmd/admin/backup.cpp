@@ -17,7 +17,7 @@ Command SetupBackup(CLI::App& app, Context& ctx) {
   sub->add_option("DIR", *dir, "Target directory (new or empty)")->required();
   AddQuietOption(*sub, ctx.quiet);
   return {sub, [dir](Context& ctx) {
-            auto store = ctx.Open();
+            auto store = ctx.OpenForReading();
             if (!store.ok()) return cli::Fail(store.status());
             Progress progress("backup to " + *dir, ctx.quiet);
             Status s = (*store)->Backup(*dir);

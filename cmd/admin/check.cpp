@@ -9,7 +9,7 @@ namespace mq::admin {
 Command SetupCheck(CLI::App& app, Context&) {
   auto* sub = app.add_subcommand("check", "Verify the store's indexes and counters");
   return {sub, [](Context& ctx) {
-            auto store = ctx.Open();
+            auto store = ctx.OpenForReading();
             if (!store.ok()) return cli::Fail(store.status());
             std::vector<std::string> problems;
             Status s = (*store)->Check(problems);

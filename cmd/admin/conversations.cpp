@@ -14,7 +14,7 @@ Command SetupConversations(CLI::App& app, Context&) {
   auto* sub = app.add_subcommand("conversations", "List conversations and their groups");
   AddJsonOption(*sub, *json, "One JSON object per conversation");
   return {sub, [json](Context& ctx) {
-            auto store = ctx.Open();
+            auto store = ctx.OpenForReading();
             if (!store.ok()) return cli::Fail(store.status());
             auto list = (*store)->ListConversations();
             if (!list.ok()) return cli::Fail(list.status());

@@ -13,7 +13,7 @@ Command SetupCursors(CLI::App& app, Context&) {
   auto* sub = app.add_subcommand("cursors", "List the named cursors");
   AddJsonOption(*sub, *json, "One JSON object per cursor");
   return {sub, [json](Context& ctx) {
-            auto store = ctx.Open();
+            auto store = ctx.OpenForReading();
             if (!store.ok()) return cli::Fail(store.status());
             auto list = (*store)->ListCursors();
             if (!list.ok()) return cli::Fail(list.status());

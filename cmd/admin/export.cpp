@@ -64,7 +64,7 @@ Command SetupExport(CLI::App& app, Context& ctx) {
   return {sub, [args](Context& ctx) {
             auto ref = cli::ParseQueueArg(args->queue);
             if (!ref.ok()) return cli::Fail(ref.status());
-            auto store = ctx.Open();
+            auto store = ctx.OpenForReading();
             if (!store.ok()) return cli::Fail(store.status());
             Selection all;
             all.anchor = Anchor::kArrival;  // every message, delayed and Locked ones too

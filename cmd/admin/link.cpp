@@ -167,7 +167,8 @@ Command SetupLink(CLI::App& app, Context&) {
   return {sub, [a, add, set, set_via, set_ret, del, list, stat](Context& ctx) {
             if (!a->return_link.empty() && !IsValidQueueName(a->return_link))
               return cli::Fail(Status::InvalidArg("invalid --return link name", a->return_link));
-            auto store = ctx.Open();
+            bool reading = list->parsed() || stat->parsed();
+            auto store = reading ? ctx.OpenForReading() : ctx.Open();
             if (!store.ok()) return cli::Fail(store.status());
             Store& st = **store;
             if (add->parsed()) {

@@ -13,7 +13,7 @@ Command SetupList(CLI::App& app, Context&) {
   auto* sub = app.add_subcommand("list", "List the queues");
   AddJsonOption(*sub, *json, "One JSON object per queue");
   return {sub, [json](Context& ctx) {
-            auto store = ctx.Open();
+            auto store = ctx.OpenForReading();
             if (!store.ok()) return cli::Fail(store.status());
             auto queues = (*store)->ListQueues();
             if (!queues.ok()) return cli::Fail(queues.status());

@@ -13,7 +13,7 @@ Command SetupLocks(CLI::App& app, Context&) {
   auto* sub = app.add_subcommand("locks", "List open transactional receives and leases");
   AddJsonOption(*sub, *json, "One JSON object per lease");
   return {sub, [json](Context& ctx) {
-            auto store = ctx.Open();
+            auto store = ctx.OpenForReading();
             if (!store.ok()) return cli::Fail(store.status());
             auto list = (*store)->ListLeases();
             if (!list.ok()) return cli::Fail(list.status());

@@ -32,8 +32,8 @@ Command SetupMessageType(CLI::App& app, Context&) {
   del->add_option("NAME", args->name, "Message type name")->required();
   auto* list = sub->add_subcommand("list", "List message types and their validation");
   AddJsonOption(*list, args->json, "One JSON object per message type");
-  return {sub, [args, create, del](Context& ctx) {
-            auto store = ctx.Open();
+  return {sub, [args, create, del, list](Context& ctx) {
+            auto store = list->parsed() ? ctx.OpenForReading() : ctx.Open();
             if (!store.ok()) return cli::Fail(store.status());
             if (create->parsed()) {
               auto v = ParseValidation(args->validation);

@@ -59,7 +59,7 @@ Command SetupStat(CLI::App& app, Context&) {
               "(sent_total, received_total) and --format prometheus (mq_queue_sent_total, "
               "mq_queue_received_total).");
   return {sub, [args](Context& ctx) {
-            auto store = ctx.Open();
+            auto store = ctx.OpenForReading();
             if (!store.ok()) return cli::Fail(store.status());
             std::vector<QueueRef> refs;
             if (!args->queue.empty()) {

@@ -296,6 +296,8 @@ Status Store::Impl::MaintainIfNeeded(const QueueRef& ref) {
     }
     if (!due) return {};
   }
+  // A store opened read-only is shown as it was left: what is due waits for a writable open.
+  if (!read_only.empty()) return {};
   // Promotions and recoveries redo themselves if a power loss undoes them: a light commit.
   return WriteLight(
       [&](lmdb::Txn& txn) -> Status {

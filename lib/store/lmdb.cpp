@@ -203,7 +203,8 @@ Env& Env::operator=(Env&& o) noexcept {
   return *this;
 }
 
-Status Env::Open(const std::string& dir, unsigned mode, uint64_t map_size, unsigned max_dbs) {
+Status Env::Open(const std::string& dir, unsigned mode, uint64_t map_size, unsigned max_dbs,
+                 unsigned extra_flags) {
   MDB_env* env = nullptr;
   int rc = mdb_env_create(&env);
   if (rc) return FromRc(rc, dir);
@@ -212,7 +213,7 @@ Status Env::Open(const std::string& dir, unsigned mode, uint64_t map_size, unsig
   mdb_env_set_maxdbs(env, max_dbs);
   mdb_env_set_maxreaders(env, 1022);
   mdb_env_set_mapsize(env, map_size);
-  rc = mdb_env_open(env, dir.c_str(), MDB_NOTLS, static_cast<mdb_mode_t>(mode));
+  rc = mdb_env_open(env, dir.c_str(), MDB_NOTLS | extra_flags, static_cast<mdb_mode_t>(mode));
   if (rc) {
     mdb_env_close(env);
     return FromRc(rc, dir);

@@ -70,7 +70,9 @@ class Env {
   // Opens the environment in directory `dir` with file mode `mode` and map size `map_size`.
   // `read_only` opens with MDB_RDONLY. Always uses MDB_NOTLS (read txns are not tied to a
   // thread) and never MDB_WRITEMAP (a full disk must be an error from write(), not SIGBUS).
-  Status Open(const std::string& dir, unsigned mode, uint64_t map_size, unsigned max_dbs);
+  // extra_flags: MDB_RDONLY (and MDB_NOLOCK) for a store opened read-only.
+  Status Open(const std::string& dir, unsigned mode, uint64_t map_size, unsigned max_dbs,
+              unsigned extra_flags = 0);
   // Grows (or adopts another process's) map size. Only with no transaction open in this
   // process. 0 adopts the size currently in the file.
   Status SetMapSize(uint64_t size);

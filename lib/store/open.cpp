@@ -27,6 +27,7 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <lmdb.h>
 
 #include "base/codec.hpp"
 #include "store/conversation.hpp"
@@ -105,6 +106,8 @@ Status Store::Impl::WriteLight(const std::function<Status(lmdb::Txn&)>& fn,
 }
 
 Status Store::Impl::Write(const std::function<Status(lmdb::Txn&)>& fn, bool rerun_after_commit) {
+  if (!read_only.empty())
+    return Status::AccessDenied(fmt::format("the store is open read-only ({})", read_only), dir);
   // Grow before the map is nearly full rather than after: a transaction that must not run
   // twice (its output is written) would otherwise fail at its commit.
   // At the store's size limit the transaction still runs: it may fit.
@@ -270,12 +273,16 @@ struct StoreFile {
 // LMDB then opens the files by name; that data.mdb is still the same file is checked on its
 // descriptor afterwards.
 Status InspectStoreFile(const std::string& path, const struct stat& dir_st, bool data,
-                        StoreFile& out) {
-  // Opened read-write, as LMDB will: the open is also the permission check.
-  int fd = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+                        bool read_only, StoreFile& out) {
+  // Opened as LMDB will (read-write, unless the store is opened read-only): the open is also
+  // the permission check.
+  int fd = ::open(path.c_str(),
+                  (read_only ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
     if (err == ENOENT) return {};
+    // A lock file a read-only open may not read: LMDB will not use it (MDB_NOLOCK).
+    if (read_only && !data && (err == EACCES || err == EPERM)) return {};
     if (err == ELOOP)
       return Status::Corrupted(
           "is a symbolic link: refusing to open it (a store's files never are)", path);
@@ -432,6 +439,7 @@ const std::string& Store::dir() const { return impl_->dir; }
 const Guid& Store::guid() const { return impl_->guid; }
 uid_t Store::owner_uid() const { return impl_->owner_uid; }
 bool Store::group_store() const { return (impl_->file_mode & 0060) != 0; }
+const std::string& Store::read_only() const { return impl_->read_only; }
 
 Status Store::SetExpress(bool on) {
   impl_->express = on;
@@ -455,9 +463,37 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   if (!exists && errno != ENOENT) return ErrnoStatus(errno, dir, "cannot open store");
   if (exists && !S_ISDIR(st.st_mode))
     return Status::ServiceNotAvailable("not a store directory", dir);
-  if (exists)
-    MQ_RETURN_IF_ERROR(CheckAccess(dir, R_OK | W_OK | X_OK,
-                                   "permission denied on the store directory (need rwx)"));
+  // A store the caller cannot write is refused, unless the caller only reads: then it is
+  // opened read-only (a backup on read-only media, a snapshot, another account's store).
+  std::string read_only;
+  unsigned env_flags = 0;
+  if (exists) {
+    Status rwx = CheckAccess(dir, R_OK | W_OK | X_OK,
+                             "permission denied on the store directory (need rwx)");
+    if (!rwx.ok()) {
+      if (!options.read_only_ok || rwx.code() != Code::kAccessDenied || options.create)
+        return rwx;
+      MQ_RETURN_IF_ERROR(CheckAccess(dir, R_OK | X_OK,
+                                     "permission denied on the store directory (need rx to "
+                                     "read it)"));
+      bool rofs = ::access(dir.c_str(), W_OK) != 0 && errno == EROFS;
+      env_flags = MDB_RDONLY;
+      if (rofs) {
+        // LMDB takes no reader locks there (it cannot write lock.mdb): nothing writes
+        // through a read-only mount.
+        read_only = "a read-only file system";
+      } else if (::access(paths.lock().c_str(), R_OK | W_OK) == 0) {
+        read_only = "no write permission on the store";
+      } else {
+        // No lock.mdb this process may write: no reader slot, so a writer could reuse the
+        // pages being read. Said, not hidden.
+        env_flags |= MDB_NOLOCK;
+        read_only =
+            "no write permission on the store or its lock file, so no reader lock either: a "
+            "process writing to the store meanwhile could make what is read wrong";
+      }
+    }
+  }
   // Whose a new store is: the caller's, or the named owner's. A store belongs to its
   // directory's owner, so an empty directory someone else made (under a sticky /tmp, say)
   // would hand them everything sent to it: refused, unless its owner is named.
@@ -494,12 +530,20 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   // The store lock first: a compaction that runs now replaces data.mdb, and a file looked at
   // before it ends would not be the one opened after.
   OwnedFd store_lock;
-  if (exists)
-    MQ_RETURN_IF_ERROR(TakeStoreLock(paths.marker(), options.exclusive_wait_ms, store_lock));
+  if (exists) {
+    Status locked = TakeStoreLock(paths.marker(), options.exclusive_wait_ms, store_lock);
+    // A read-only open that may not even read the marker reads without the store lock, as
+    // it reads without a reader lock (said in its note): a compaction could pull data.mdb
+    // from under it.
+    bool unlocked_reader = !read_only.empty() && (env_flags & MDB_NOLOCK) &&
+                           locked.code() == Code::kAccessDenied;
+    if (!locked.ok() && !unlocked_reader) return locked;
+  }
   StoreFile data_file, lock_file;
   if (exists) {
-    MQ_RETURN_IF_ERROR(InspectStoreFile(paths.data(), st, true, data_file));
-    MQ_RETURN_IF_ERROR(InspectStoreFile(paths.lock(), st, false, lock_file));
+    bool ro = !read_only.empty();
+    MQ_RETURN_IF_ERROR(InspectStoreFile(paths.data(), st, true, ro, data_file));
+    MQ_RETURN_IF_ERROR(InspectStoreFile(paths.lock(), st, false, ro, lock_file));
   }
   bool has_data = data_file.exists;
   // A directory that held a store (its marker, or the lock and doorbell directories made once
@@ -515,6 +559,8 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
         dir);
   bool group = exists ? (st.st_mode & S_ISGID) != 0 : !options.group.empty();
   bool creating = false;
+  if (!has_data && !read_only.empty())
+    return Status::AccessDenied("permission denied on the store directory (need rwx)", dir);
   if (!has_data) {
     if (!may_create)
       return Status::ServiceNotAvailable("store not found; mq-admin init creates it", dir);
@@ -563,12 +609,13 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   impl->dir_key = dir_key;
   impl->store_lock.fd = std::exchange(store_lock.fd, -1);
   impl->alone = options.exclusive_wait_ms >= 0;
+  impl->read_only = read_only;
   impl->dir = dir;
   impl->paths = paths;
   impl->file_mode = group ? 0660 : 0600;
   SetStoreOwner(owner_st.st_uid, owner_st.st_gid);
   impl->owner_uid = owner_st.st_uid;
-  Status s = impl->env.Open(dir, impl->file_mode, kInitialMapSize, 32);
+  Status s = impl->env.Open(dir, impl->file_mode, kInitialMapSize, 32, env_flags);
   if (!s.ok()) return s.WithSubject(dir);
   {
     // Still the file inspected above (nothing swapped it in between), and one LMDB made is a
@@ -581,8 +628,8 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
       return Status::Corrupted("data.mdb was replaced while it was being opened", paths.data());
     if (!S_ISREG(now.st_mode) || now.st_nlink != 1)
       return Status::Corrupted("is not a plain file: refusing it", paths.data());
-    if (!data_file.exists) AdoptPath(paths.data());
-    if (!lock_file.exists) AdoptPath(paths.lock());
+    if (!data_file.exists && read_only.empty()) AdoptPath(paths.data());
+    if (!lock_file.exists && read_only.empty()) AdoptPath(paths.lock());
   }
   impl->env.ReaderCheck();
   if (data_file.exists && data_file.tail.first <= data_file.tail.last)
@@ -622,6 +669,12 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   if (found == Found::kForeign)
     return Status::Corrupted(
         "not an mq store: data.mdb has no mq meta record (a foreign LMDB file?)", dir);
+  if ((found == Found::kEmpty || missing_db) && !read_only.empty())
+    return Status::AccessDenied(
+        found == Found::kEmpty
+            ? "the store's creation was cut short, and a read-only open cannot finish it"
+            : "an older mq made this store, and a read-only open cannot add what this mq needs",
+        dir);
   if (found == Found::kEmpty || missing_db) {
     s = impl->Write([&](lmdb::Txn& w) -> Status {
       MQ_RETURN_IF_ERROR(impl->OpenDbs(w, true));
@@ -649,6 +702,7 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   // A store with a size limit below the starting map: map only that much (and at least what
   // is used), so that Grow and LMDB refuse to go past it.
   MQ_RETURN_IF_ERROR(impl->ApplyMaxMapSize());
+  if (!read_only.empty()) return std::unique_ptr<Store>(new Store(std::move(impl)));
   // Only now that the directory has proved to be an mq store: its lock and doorbell dirs,
   // and its marker.
   MQ_RETURN_IF_ERROR(MakeDir(paths.locks_dir(), dir_mode));

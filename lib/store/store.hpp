@@ -75,6 +75,11 @@ struct OpenOptions {
   // users to leave; still in use then: MQ_ERROR_SHARING_VIOLATION. Users that start meanwhile
   // wait until this Store is gone (the store lock, paths.hpp).
   int64_t exclusive_wait_ms = -1;
+  // The caller only reads (mq-peek, mq-admin stat, export, check): a store it cannot write
+  // (a read-only mount, a directory without write permission) is opened read-only instead
+  // of refused, and Store::read_only() says why. Any write then fails with
+  // MQ_ERROR_ACCESS_DENIED.
+  bool read_only_ok = false;
 };
 
 // What Store::Compact did.
@@ -445,6 +450,9 @@ class Store {
   // write to it).
   uid_t owner_uid() const;
   bool group_store() const;
+  // Why the store was opened read-only (OpenOptions::read_only_ok), for a note to the user
+  // ("a read-only file system"): empty if it is writable.
+  const std::string& read_only() const;
   // Express delivery: later commits of this process do not wait for the meta page to reach
   // the disk (one fdatasync instead of two). A power loss may undo them; it never damages
   // the store.

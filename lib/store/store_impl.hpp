@@ -47,6 +47,8 @@ struct Store::Impl {
   StorePaths paths{""};
   OwnedFd store_lock;  // before env: released only after the environment is closed
   bool alone = false;      // opened with exclusive_wait_ms: Compact may run
+  std::string read_only;   // why it was opened read-only (Store::read_only); empty: writable
+  Status CanWait() const;  // MQ_ERROR_ACCESS_DENIED in a store opened read-only
   bool compacted = false;  // data.mdb was replaced: the environment is stale
   lmdb::Env env;
   Guid guid{};

@@ -63,6 +63,15 @@ Result<uint32_t> Store::Impl::QueueIdForWait(const QueueRef& ref, bool need_enab
   return qid;
 }
 
+// A wait rings a doorbell file and marks itself in locks/: not in a store opened read-only.
+Status Store::Impl::CanWait() const {
+  if (read_only.empty()) return {};
+  return Status::AccessDenied(
+      fmt::format("cannot wait for messages in a store opened read-only ({}): use -w 0",
+                  read_only),
+      dir);
+}
+
 // The wait protocol of waiter.hpp around `attempt`, which looks once and returns ok (found),
 // MQ_ERROR_MESSAGE_NOT_FOUND (look again later; it may set the store's next deadline), or
 // another error (give up). Without waiting, `attempt` runs once.
@@ -74,6 +83,7 @@ Status Store::Impl::WaitLoop(
   // again before sleeping, so that nothing committed in between is missed.
   Status first = attempt(ro.wait_ms != 0, deadline);
   if (ro.wait_ms == 0 || first.code() != Code::kMessageNotFound) return first;
+  MQ_RETURN_IF_ERROR(CanWait());
   auto qid = QueueIdForWait(ref, true);
   if (!qid.ok()) return qid.status();
   // One watch per queue, kept for the life of the store: closing an inotify instance waits
@@ -164,6 +174,7 @@ class WaiterDoorbell : public Doorbell {
 }  // namespace
 
 Result<std::unique_ptr<Doorbell>> Store::ArmDoorbell(const QueueRef& ref) {
+  MQ_RETURN_IF_ERROR(impl_->CanWait());
   auto qid = impl_->QueueIdForWait(ref, false);
   if (!qid.ok()) return qid.status();
   auto w = Waiter::Arm(impl_->paths.notify(*qid), impl_->file_mode, impl_->paths.locks_dir());
