@@ -184,6 +184,74 @@ class SrmpSource : public ImportSource {
   uint64_t docno_ = 0;
 };
 
+// The messages of the input, decoded before the store's write transaction begins: a slow or
+// crafted document never runs its parse while the write lock is held (issue 23). Each
+// message is kept as its store record (a 4-byte length, then the record) in a temporary
+// file, mapped for reading; the transaction (run again after a map growth) only reads
+// records back.
+class RecordSpool : public MessageSource {
+ public:
+  ~RecordSpool() override {
+    if (map_) ::munmap(map_, size_);
+  }
+  // Reads `parsed` to its end (or its first error, returned as it is).
+  Status Fill(MessageSource& parsed) {
+    file_.reset(tmpfile());
+    if (!file_) return ErrnoStatus(errno, "tmpfile", "cannot spool the decoded messages");
+    MQ_RETURN_IF_ERROR(parsed.Rewind());  // from the start of its input
+    Message m;
+    std::string rec, len;
+    for (;;) {
+      auto more = parsed.Next(m);
+      if (!more.ok()) return more.status();
+      if (!*more) break;
+      types_ = types_ || !m.message_type_name.empty();
+      EncodeRecordInto(m, rec);
+      if (rec.size() > UINT32_MAX)
+        return Status::InsufficientResources("a message is too large to import", "stdin");
+      len.clear();
+      PutU32BE(len, static_cast<uint32_t>(rec.size()));
+      if (fwrite(len.data(), 1, len.size(), file_.get()) != len.size() ||
+          fwrite(rec.data(), 1, rec.size(), file_.get()) != rec.size())
+        return ErrnoStatus(errno, "tmpfile", "cannot spool the decoded messages");
+    }
+    if (fflush(file_.get()) != 0)
+      return ErrnoStatus(errno, "tmpfile", "cannot spool the decoded messages");
+    struct stat st;
+    if (fstat(fileno(file_.get()), &st) != 0)
+      return ErrnoStatus(errno, "tmpfile", "cannot stat the spool");
+    size_ = static_cast<size_t>(st.st_size);
+    if (size_ == 0) return {};
+    map_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fileno(file_.get()), 0);
+    if (map_ == MAP_FAILED) {
+      map_ = nullptr;
+      return ErrnoStatus(errno, "tmpfile", "cannot map the spool");
+    }
+    return {};
+  }
+
+  Result<bool> Next(Message& m) override {
+    if (pos_ >= size_) return false;
+    std::string_view rest(static_cast<const char*>(map_) + pos_, size_ - pos_);
+    uint32_t n = GetU32BE(rest, 0);  // written whole above
+    MQ_RETURN_IF_ERROR(DecodeRecord(rest.substr(4, n), m));
+    pos_ += 4 + static_cast<size_t>(n);
+    return true;
+  }
+  Status Rewind() override {
+    pos_ = 0;
+    return {};
+  }
+  bool MayHaveTypes() const override { return types_; }
+
+ private:
+  std::unique_ptr<FILE, int (*)(FILE*)> file_{nullptr, fclose};
+  void* map_ = nullptr;
+  size_t size_ = 0;
+  size_t pos_ = 0;
+  bool types_ = false;
+};
+
 }  // namespace
 
 Command SetupImport(CLI::App& app, Context& ctx) {
@@ -219,26 +287,32 @@ Command SetupImport(CLI::App& app, Context& ctx) {
             }
             if (fflush(spool.get()) != 0)
               return cli::Fail(ErrnoStatus(errno, "tmpfile", "cannot spool stdin"));
-            auto store = ctx.Open();
-            if (!store.ok()) return cli::Fail(store.status());
+            // Every document decoded first (the progress line counts them), so that no parse
+            // runs in the transaction.
             Progress progress("import " + ref->Full(), ctx.quiet);
-            AppendOptions o;
-            o.create_queue = args->create;
-            o.keep_identity = true;
-            Status s;
+            RecordSpool records;
+            Status filled;
             if (args->format == "srmp") {
               SrmpSource src;
               Status opened = src.Open(spool.get());
               if (!opened.ok()) return cli::Fail(opened);
               src.new_ids_ = args->new_ids;
               src.progress_ = &progress;
-              s = (*store)->Append(*ref, o, src, nullptr);
+              filled = records.Fill(src);
             } else {
               JsonLinesSource src(spool.get());
               src.new_ids_ = args->new_ids;
               src.progress_ = &progress;
-              s = (*store)->Append(*ref, o, src, nullptr);
+              filled = records.Fill(src);
             }
+            if (!filled.ok()) return cli::Fail(filled);
+            spool.reset();
+            auto store = ctx.Open();
+            if (!store.ok()) return cli::Fail(store.status());
+            AppendOptions o;
+            o.create_queue = args->create;
+            o.keep_identity = true;
+            Status s = (*store)->Append(*ref, o, records, nullptr);
             if (!s.ok()) return cli::Fail(s.WithSubject(ref->Full()));
             progress.Done(ref->Full(), fmt::format("imported {}, {} of bodies",
                                                    Messages(progress.messages.load()),

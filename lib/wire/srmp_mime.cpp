@@ -172,8 +172,12 @@ size_t FindDelimiter(std::string_view s, std::string_view delim, size_t from) {
     if (d == std::string_view::npos) return d;
     size_t after = d + delim.size();
     if (s.substr(after, 2) == "--") return d;
-    size_t next;
-    if (Trim(LineAt(s, after, &next)).empty()) return d;
+    // The rest of its line is white space: looked at only as far as the first other byte, so
+    // that look-alikes with no line break ("--Bx--Bx...") cost linear time, not a scan to the
+    // end of the document each (issue 23).
+    size_t i = after;
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r')) ++i;
+    if (i == s.size() || s[i] == '\n') return d;
     from = d + 1;
   }
 }
