@@ -28,6 +28,12 @@ inline constexpr uint8_t kRecordVersion = 1;
 inline constexpr uint8_t kDefaultPriority = 3;
 inline constexpr size_t kMaxLabel = 250;
 inline constexpr uint64_t kDefaultMaxMessageSize = 4 * 1024 * 1024;
+// A transaction sent over a link is held whole in the far side's memory until its last
+// message comes (accept stores transactions whole): at most this many messages and bytes of
+// bodies. mq-send refuses a larger one into a link's outgoing queue; accept refuses one that
+// goes beyond (mq(7) "Limits").
+inline constexpr uint64_t kMaxLinkTransactionMessages = 10'000;
+inline constexpr uint64_t kMaxLinkTransactionBytes = 256ull << 20;
 
 // MQMSG_CLASS_* (REFERENCE.md 2.3).
 inline constexpr uint16_t kClassNormal = 0x0000;

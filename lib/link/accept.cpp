@@ -127,6 +127,16 @@ class Acceptor::Impl {
           fmt::format("the hello's stream id '{}' is not one of its sender's ({}N)",
                       PeerText(hello.stream, 100), own));
     stream_ = hello.stream;
+    // Nothing held in memory is larger than what the store would take: a frame longer than
+    // the largest body any queue here accepts (plus room for its envelope) is a message
+    // refused as too large, passed over as it comes, never held.
+    auto queues = store_.ListQueues();
+    if (!queues.ok()) return queues.status();
+    uint64_t largest = 0;
+    for (const QueueInfo& q : *queues) largest = std::max(largest, q.max_message_size);
+    frame_limit_ = static_cast<uint32_t>(
+        std::min<uint64_t>(transfer::kMaxFrame, largest + Acceptor::kEnvelopeRoom));
+    reader_.SetLimit(frame_limit_);
     auto pos = store_.StreamPosition(stream_);
     if (!pos.ok()) return pos.status();
     last_ = *pos;
@@ -134,7 +144,10 @@ class Acceptor::Impl {
     w.store = store_.guid();
     w.last = last_;
     w.compression = transfer::ChooseCompression(hello.compression);
-    if (!w.compression.empty()) decompressor_ = std::make_unique<transfer::Decompressor>();
+    if (!w.compression.empty()) {
+      decompressor_ = std::make_unique<transfer::Decompressor>();
+      decompressor_->SetLimit(frame_limit_);
+    }
     std::string out;
     transfer::PutFrame(out, Type::kWelcome, transfer::EncodeWelcome(w));
     MQ_RETURN_IF_ERROR(WriteAll(out_, out, out_name_));
@@ -151,7 +164,13 @@ class Acceptor::Impl {
         case Type::kMessage: {
           TransferItem it;
           transfer::MessageHeader h;
-          MQ_RETURN_IF_ERROR(transfer::DecodeMessage(f->payload, h, it.msg));
+          if (f->oversize) {
+            // Too large for any queue here: refused by its header alone, never decoded.
+            MQ_RETURN_IF_ERROR(transfer::DecodeMessageHeader(f->payload, h));
+            it.refuse = kClassNackMessageTooLarge;
+          } else {
+            MQ_RETURN_IF_ERROR(transfer::DecodeMessage(f->payload, h, it.msg));
+          }
           uint64_t known = pending_.empty() ? last_ : std::max(last_, pending_.back().seq);
           if (!pending_.empty() && h.seq <= pending_.back().seq)
             return Status::LinkFailed(
@@ -165,7 +184,7 @@ class Acceptor::Impl {
                             h.seq, h.prev, known));
           if (!forget_below_) forget_below_ = h.seq;
           if (pending_.empty()) pending_since_ = MonotonicMs();
-          pending_bytes_ += it.msg.body.size();
+          pending_bytes_ += Cost(it);
           it.seq = h.seq;
           pending_.push_back(std::move(it));
           break;
@@ -184,8 +203,17 @@ class Acceptor::Impl {
               fmt::format("unexpected frame '{}' from the sender", static_cast<char>(f->type)));
       }
       // Store at each flush, or when the batch is large.
-      if (pending_.size() >= Acceptor::kBatchCount || pending_bytes_ >= Acceptor::kBatchBytes)
+      if (pending_.size() >= Acceptor::kBatchCount || pending_bytes_ >= Acceptor::kBatchBytes) {
         MQ_RETURN_IF_ERROR(Commit(false));
+        // What is left is one transaction that has not ended: held whole, up to the limit.
+        uint64_t bodies = 0;
+        for (const auto& p : pending_) bodies += p.msg.body.size();
+        if (pending_.size() > kMaxLinkTransactionMessages || bodies > kMaxLinkTransactionBytes)
+          return Status::LinkFailed(fmt::format(
+              "a transaction of more than {} messages or 256 MiB of bodies, the most this "
+              "side holds until a transaction ends (mq(7) Quotas and limits): refused",
+              kMaxLinkTransactionMessages));
+      }
     }
   }
 
@@ -207,7 +235,7 @@ class Acceptor::Impl {
                                     std::make_move_iterator(cut));
     pending_.erase(pending_.begin(), cut);
     pending_bytes_ = 0;
-    for (const auto& it : pending_) pending_bytes_ += it.msg.body.size();
+    for (const auto& it : pending_) pending_bytes_ += Cost(it);
     auto last = store_.AcceptTransfer(stream_, batch, forget_below_);
     if (!last.ok()) return last.status();
     last_ = *last;
@@ -223,7 +251,17 @@ class Acceptor::Impl {
     return WriteAll(out_, out, out_name_);
   }
 
+  // What a message held in pending_ costs in memory, roughly: its strings and the item.
+  static size_t Cost(const TransferItem& it) {
+    const Message& m = it.msg;
+    return sizeof(TransferItem) + m.body.size() + m.label.size() + m.extension.size() +
+           m.admin_queue.size() + m.response_queue.size() + m.destination_queue.size() +
+           m.provider_name.size() + m.service_name.size() + m.service_contract_name.size() +
+           m.message_type_name.size();
+  }
+
   Store& store_;
+  uint32_t frame_limit_ = transfer::kMaxFrame;
   int in_, out_;
   std::string in_name_, out_name_;
   transfer::FrameReader reader_;

@@ -49,6 +49,10 @@ class Acceptor {
   // crash).
   static constexpr size_t kBatchCount = 4000;
   static constexpr size_t kBatchBytes = 8 << 20;
+  // The room a message frame may take beyond its body (envelope, properties, extension):
+  // a frame longer than the largest body a queue here accepts plus this is refused as too
+  // large without being held.
+  static constexpr uint64_t kEnvelopeRoom = 1 << 20;
   static constexpr int64_t kAckTimerMs = 200;
 
  private:

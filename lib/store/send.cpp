@@ -153,6 +153,7 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
       }
     }
     std::string first_id;
+    uint64_t tx_bytes = 0;  // bodies of a transaction sent over a link
     Message last;
     std::set<Guid> conversations_made;
 
@@ -232,6 +233,17 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
       else if (!IsNil(m.conversation_handle))
         MQ_RETURN_IF_ERROR(impl_->ConvPrepare(txn, q, m, options.new_conversation,
                                               options.keep_identity, conversations_made, now));
+      if (tx && remote) {
+        static_assert(kMaxLinkTransactionBytes == 256ull << 20, "the text below says 256 MiB");
+        tx_bytes += m.body.size();
+        if (appended + 1 > kMaxLinkTransactionMessages || tx_bytes > kMaxLinkTransactionBytes)
+          return Status::InsufficientResources(
+              fmt::format("a transaction sent over a link holds at most {} messages and {} of "
+                          "bodies (the far side holds it whole until it ends; mq(7) Quotas and limits): "
+                          "send this one as several",
+                          kMaxLinkTransactionMessages, "256 MiB"),
+              q.name);
+      }
       if (tx) {
         if (m.priority != 0 && options.priority_given)
           note("transactional messages have priority 0 here (MSMQ delivers transactions in "

@@ -347,6 +347,9 @@ struct TransferItem {
   uint64_t seq = 0;   // TxSequenceNumber in the stream
   Message msg;        // destination_queue: the queue here
   uint16_t outcome = 0;    // after AcceptTransfer: 0 stored (or stored before), else a NACK class
+  // Before AcceptTransfer: refused already with this NACK class (a message too large to be
+  // read, whose `msg` is empty), recorded as any refusal is.
+  uint16_t refuse = 0;
   bool duplicate = false;  // after AcceptTransfer: accepted before (a replay)
 };
 

@@ -551,6 +551,14 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
     std::set<Guid> conversations_made;
     std::optional<std::string> sender_link;  // this store's link to the stream's source
     int64_t now = NowMs();
+    // A refusal is recorded, so that a replay of the message is answered the same.
+    auto refuse = [&](TransferItem& it, uint16_t cls) -> Status {
+      it.outcome = cls;
+      std::string v;
+      v.push_back(static_cast<char>(cls >> 8));
+      v.push_back(static_cast<char>(cls & 0xFF));
+      return impl_->PutMeta(txn, StreamNackKey(stream, it.seq), v);
+    };
     for (size_t index = 0; index < items.size(); ++index) {
       TransferItem& it = items[index];
       it.outcome = 0;
@@ -564,6 +572,10 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
         continue;
       }
       last = it.seq;
+      if (it.refuse) {
+        MQ_RETURN_IF_ERROR(refuse(it, it.refuse));
+        continue;
+      }
       Message m = it.msg;
       const std::string dest = m.destination_queue;
       // One of this store's own transactional messages, dead-lettered at the far side and sent
@@ -651,13 +663,7 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
           MQ_RETURN_IF_ERROR(ins);
         }
       }
-      if (refusal) {
-        it.outcome = refusal;
-        std::string cls;
-        cls.push_back(static_cast<char>(refusal >> 8));
-        cls.push_back(static_cast<char>(refusal & 0xFF));
-        MQ_RETURN_IF_ERROR(impl_->PutMeta(txn, StreamNackKey(stream, it.seq), cls));
-      }
+      if (refusal) MQ_RETURN_IF_ERROR(refuse(it, refusal));
     }
     for (auto& [name, q] : queues) MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, q));
     std::string pos;

@@ -58,6 +58,25 @@ void PutFrame(std::string& out, Type type, std::string_view payload) {
 }
 
 Result<std::optional<Frame>> FrameReader::Next() {
+  if (skip_left_) {
+    // The rest of an oversize message frame: checksummed and dropped as it comes.
+    size_t n = static_cast<size_t>(std::min<uint64_t>(buf_.size() - pos_, skip_left_ > 4 ? skip_left_ - 4 : 0));
+    skip_crc_ = Crc32(std::string_view(buf_).substr(pos_, n), skip_crc_);
+    pos_ += n;
+    skip_left_ -= n;
+    if (skip_left_ == 4 && buf_.size() - pos_ >= 4) {
+      if (skip_crc_ != GetU32BE(buf_, pos_))
+        return Status::Io("a frame fails its checksum: the stream is corrupted");
+      pos_ += 4;
+      skip_left_ = 0;
+    }
+    if (pos_ == buf_.size()) {
+      buf_.clear();
+      pos_ = 0;
+    }
+    if (skip_left_) return std::optional<Frame>();
+    return std::optional<Frame>(std::move(skip_));
+  }
   if (buf_.size() - pos_ < 5) {
     if (pos_ && pos_ == buf_.size()) {
       buf_.clear();
@@ -72,6 +91,22 @@ Result<std::optional<Frame>> FrameReader::Next() {
   if (!KnownType(t))
     return Status::Io(fmt::format("unknown frame type 0x{:02x}: the stream is corrupted",
                                   static_cast<uint8_t>(t)));
+  if (len > limit_) {
+    if (static_cast<Type>(t) != Type::kMessage)
+      return Status::Io(fmt::format("a frame of {} bytes, more than the {} this side takes: "
+                                    "the stream is corrupted",
+                                    len, limit_));
+    // Its type byte and head first, then the rest as it comes (above).
+    if (buf_.size() - pos_ < 5 + kOversizeHead) return std::optional<Frame>();
+    skip_ = Frame{};
+    skip_.type = Type::kMessage;
+    skip_.payload = buf_.substr(pos_ + 5, kOversizeHead);
+    skip_.oversize = len - 5;
+    skip_crc_ = Crc32(std::string_view(buf_).substr(pos_ + 4, 1 + kOversizeHead));
+    skip_left_ = len - 1 - kOversizeHead;  // what follows the head, the checksum included
+    pos_ += 5 + kOversizeHead;
+    return Next();
+  }
   if (buf_.size() - pos_ - 4 < len) return std::optional<Frame>();
   std::string_view body = std::string_view(buf_).substr(pos_ + 4, len - 4);
   if (Crc32(body) != GetU32BE(buf_, pos_ + len))
@@ -150,7 +185,6 @@ Decompressor::~Decompressor() { ZSTD_freeDCtx(z_->d); }
 
 Status Decompressor::Feed(std::string_view payload) {
   ZSTD_inBuffer in{payload.data(), payload.size(), 0};
-  size_t produced = 0;
   char buf[1 << 16];
   for (;;) {
     ZSTD_outBuffer o{buf, sizeof buf, 0};
@@ -159,15 +193,30 @@ Status Decompressor::Feed(std::string_view payload) {
       return Status::Io(fmt::format("a compressed frame cannot be decompressed ({}): the "
                                     "stream is corrupted",
                                     ZSTD_getErrorName(rc)));
-    produced += o.pos;
-    // What one frame may hold, plus the frames around it: anything more is no sender's.
-    if (produced > size_t{kMaxFrame} + (1u << 20))
+    frames_.Feed(std::string_view(buf, o.pos));
+    for (;;) {
+      auto f = frames_.Next();
+      if (!f.ok()) return f.status();
+      if (!*f) break;
+      ready_bytes_ += sizeof(Frame) + (*f)->payload.size();  // what it holds in memory
+      ready_.push_back(std::move(**f));
+    }
+    // What one frame may hold, plus the frames around it (a sender seals its frames every
+    // 256 KiB): anything more held at once is no sender's.
+    if (ready_bytes_ + frames_.Pending() > size_t{frames_.limit()} + (1u << 20))
       return Status::Io("a compressed frame decompresses beyond any frame's size: the "
                         "stream is corrupted");
-    frames_.Feed(std::string_view(buf, o.pos));
     // Done when the input is used up and the output had room (nothing more is held back).
     if (in.pos == in.size && o.pos < o.size) return {};
   }
+}
+
+Result<std::optional<Frame>> Decompressor::Next() {
+  if (ready_.empty()) return std::optional<Frame>();
+  Frame f = std::move(ready_.front());
+  ready_.pop_front();
+  ready_bytes_ -= sizeof(Frame) + f.payload.size();
+  return std::optional<Frame>(std::move(f));
 }
 
 std::string ChooseCompression(std::string_view offered) {
@@ -334,7 +383,7 @@ void AppendMessageHeader(std::string& out, const MessageHeader& h) {
   PutU32BE(out, h.window);
 }
 
-Status DecodeMessage(std::string_view payload, MessageHeader& h, Message& m) {
+Status DecodeMessageHeader(std::string_view payload, MessageHeader& h) {
   if (payload.size() < kMessageHeaderSize) return Malformed("message");
   h.seq = GetU64BE(payload, 0);
   h.prev = GetU64BE(payload, 8);
@@ -343,6 +392,11 @@ Status DecodeMessage(std::string_view payload, MessageHeader& h, Message& m) {
   h.ack_seq = GetU32BE(payload, 24);
   h.window = GetU32BE(payload, 28);
   if (h.seq == 0 || (h.prev && h.prev >= h.seq)) return Malformed("message");
+  return {};
+}
+
+Status DecodeMessage(std::string_view payload, MessageHeader& h, Message& m) {
+  MQ_RETURN_IF_ERROR(DecodeMessageHeader(payload, h));
   SrmpStream stream;
   Status s = DecodeTransferDoc(payload.substr(kMessageHeaderSize), m, &stream);
   if (!s.ok())

@@ -43,6 +43,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -71,7 +72,12 @@ enum class Type : char {
 struct Frame {
   Type type = Type::kError;
   std::string payload;
+  // A message frame longer than the reader's limit: only its first kOversizeHead bytes are in
+  // `payload` (its header, to refuse it by sequence number); the rest was read and dropped,
+  // its checksum checked. 0 for a frame read whole.
+  uint64_t oversize = 0;
 };
+inline constexpr size_t kOversizeHead = 64;
 
 // Appends a frame to `out`.
 void PutFrame(std::string& out, Type type, std::string_view payload);
@@ -83,12 +89,23 @@ class FrameReader {
   // The next whole frame, nullopt if more bytes are needed, or an error for a stream that is
   // not frames (bad length, unknown type).
   Result<std::optional<Frame>> Next();
-  bool Empty() const { return pos_ == buf_.size(); }
+  bool Empty() const { return pos_ == buf_.size() && !skip_left_; }
   size_t Pending() const { return buf_.size() - pos_; }
+  // The longest frame held in memory (default kMaxFrame): a longer message frame is passed
+  // over as it comes (Frame::oversize), any other longer frame is an error. So the buffer
+  // never holds much more than `limit`, whatever a peer declares.
+  void SetLimit(uint32_t limit) { limit_ = limit; }
+  uint32_t limit() const { return limit_; }
 
  private:
   std::string buf_;
   size_t pos_ = 0;
+  uint32_t limit_ = kMaxFrame;
+  // Passing over an oversize message frame: what is left of it (its checksum included), the
+  // checksum so far, and the frame as it will be returned.
+  uint64_t skip_left_ = 0;
+  uint32_t skip_crc_ = 0;
+  Frame skip_;
 };
 
 // The sender's side of 'Z' frames: one zstd stream for the session.
@@ -115,17 +132,24 @@ class Decompressor {
   ~Decompressor();
   Decompressor(const Decompressor&) = delete;
   Decompressor& operator=(const Decompressor&) = delete;
-  // Decompresses one 'Z' payload into the frames it holds; an error for a damaged stream.
+  // Decompresses one 'Z' payload into the frames it holds; an error for a damaged stream, or
+  // for one that would hold more than `limit` (SetLimit) plus 1 MiB at once: the output is
+  // taken 64 KiB at a time and split into frames as it comes (an oversize message frame is
+  // passed over, FrameReader), so a small payload that would inflate to gigabytes (a "zip
+  // bomb") is refused after about that much.
   Status Feed(std::string_view payload);
   // The next decompressed frame, nullopt when those of the last payloads are all taken.
-  Result<std::optional<Frame>> Next() { return frames_.Next(); }
+  Result<std::optional<Frame>> Next();
   // Whether a frame was cut between payloads (the sender never does that).
   bool Partial() const { return !frames_.Empty(); }
+  void SetLimit(uint32_t limit) { frames_.SetLimit(limit); }
 
  private:
   struct State;
   std::unique_ptr<State> z_;
   FrameReader frames_;
+  std::deque<Frame> ready_;
+  size_t ready_bytes_ = 0;
 };
 
 // Whether forward should compress what it writes now. Compressing pays when the link is what
@@ -201,6 +225,8 @@ struct MessageHeader {
 inline constexpr size_t kMessageHeaderSize = 8 + 8 + 4 * 4;
 void AppendMessageHeader(std::string& out, const MessageHeader& h);
 Status DecodeMessage(std::string_view payload, MessageHeader& h, Message& m);
+// The header alone (of a message frame too large to be read whole, Frame::oversize).
+Status DecodeMessageHeader(std::string_view payload, MessageHeader& h);
 
 struct Ack {
   uint64_t last = 0;

@@ -121,7 +121,8 @@ expect_rc 0 mq-send k kbody
 for i in 1 2; do
   mq-receive k --exec sleep 30 2>/dev/null &
   BG+=($!)
-  for _ in $(seq 100); do [ "$(mq-admin stat k --json | jq .locked)" = 1 ] && break; sleep 0.02; done
+  # Up to 10 s: on a busy machine the receive may take a while to lock its message.
+  for _ in $(seq 500); do [ "$(mq-admin stat k --json | jq .locked)" = 1 ] && break; sleep 0.02; done
   kill -9 "${BG[-1]}"
   wait "${BG[-1]}" 2>/dev/null
   wait_holder_gone "${BG[-1]}"

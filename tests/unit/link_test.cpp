@@ -214,17 +214,27 @@ struct AcceptRun {
 // Runs accept over `input` (whole frames), with its answers collected.
 AcceptRun RunAccept(Store& store, const std::string& input) {
   Pipe in, out;
-  REQUIRE(WriteAll(in.w, input, "input").ok());  // small: fits in the pipe
-  ::close(in.w);
+  // Written and read by threads of their own: the input and the answers may be larger than a
+  // pipe holds (accept may stop reading early: the rest of the input is then dropped).
+  std::thread writer([&] {
+    (void)WriteAll(in.w, input, "input");
+    ::close(in.w);
+  });
+  std::string bytes;
+  std::thread reader([&] {
+    char buf[4096];
+    for (ssize_t n; (n = ::read(out.r, buf, sizeof buf)) > 0;) bytes.append(buf, n);
+    ::close(out.r);
+  });
   AcceptRun run;
-  link::Acceptor a(store, in.r, out.w);
-  run.result = a.Run();
+  {
+    link::Acceptor a(store, in.r, out.w);
+    run.result = a.Run();
+  }
   ::close(in.r);
   ::close(out.w);
-  std::string bytes;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(out.r, buf, sizeof buf)) > 0;) bytes.append(buf, n);
-  ::close(out.r);
+  writer.join();
+  reader.join();
   transfer::FrameReader r;
   r.Feed(bytes);
   for (;;) {
@@ -258,9 +268,11 @@ struct StreamBuilder {
   }
   // A message of the sender's own (its id one of its ids), or, given `id`, any id.
   StreamBuilder& Msg(uint64_t seq, uint64_t prev, const std::string& body,
-                     const std::string& queue = "dest", const std::string& id = "") {
+                     const std::string& queue = "dest", const std::string& id = "",
+                     const std::string& xact_id = "") {
     Message m;
     m.id = id.empty() ? MakeMessageId(source, ++counter) : id;
+    m.xact_id = xact_id;
     m.source_qm_guid = source;
     m.destination_queue = queue;
     m.body = body;
@@ -269,6 +281,17 @@ struct StreamBuilder {
     h.prev = prev;
     std::string payload;
     transfer::AppendMessage(payload, h, m, stream);
+    transfer::PutFrame(bytes, Type::kMessage, payload);
+    return *this;
+  }
+  // A message frame whose document is `doc` as given (not necessarily SRMP).
+  StreamBuilder& Raw(uint64_t seq, uint64_t prev, const std::string& doc) {
+    transfer::MessageHeader h;
+    h.seq = seq;
+    h.prev = prev;
+    std::string payload;
+    transfer::AppendMessageHeader(payload, h);
+    payload += doc;
     transfer::PutFrame(bytes, Type::kMessage, payload);
     return *this;
   }
@@ -608,4 +631,47 @@ TEST_CASE("link: a message id already here is a replay only from its own source"
   std::vector<Message> kept = All(*far.store, "dest");
   REQUIRE(kept.size() == 1);
   CHECK(kept[0].body == "original");
+}
+
+TEST_CASE("link: a message too large for every queue here is refused unread", "[link]") {
+  // issue 23, defect 4: a frame is held in memory only up to the largest body a queue here
+  // accepts (plus room for its envelope); a longer message frame is passed over as it comes
+  // and refused with NACK_MESSAGE_TOO_LARGE, and the stream goes on.
+  IgnoreSigpipe ignore;
+  TempStore far;
+  REQUIRE(far.store->CreateQueue(QueueRef{"dest", ""}, QueueSettings{}).ok());
+  StreamBuilder s(true, NewGuid(), 7);
+  // Not even a document: it is never parsed (it would be a corrupted stream if it were).
+  std::string big(kDefaultMaxMessageSize + link::Acceptor::kEnvelopeRoom + 100, 'x');
+  AcceptRun run = RunAccept(*far.store, s.Msg(1, 0, "before").Raw(2, 1, big).Msg(3, 2, "after").Bye());
+  REQUIRE(run.result.status.ok());
+  std::vector<std::pair<uint64_t, uint16_t>> nacks;
+  for (const Frame& f : run.out)
+    if (f.type == Type::kAck)
+      for (auto n : AckOf(f).nacks) nacks.push_back(n);
+  REQUIRE(nacks.size() == 1);
+  CHECK(nacks[0].first == 2);
+  CHECK(nacks[0].second == kClassNackMessageTooLarge);
+  std::vector<Message> kept = All(*far.store, "dest");
+  REQUIRE(kept.size() == 2);
+  CHECK(kept[0].body == "before");
+  CHECK(kept[1].body == "after");
+}
+
+TEST_CASE("link: a transaction that never ends is held only up to the stated limit", "[link]") {
+  // issue 23, defect 4: 80,000 messages of a transaction with no last-message marker took
+  // 449 MB. Now accept refuses it past kMaxLinkTransactionMessages, storing none of it.
+  IgnoreSigpipe ignore;
+  TempStore far;
+  QueueSettings tx;
+  tx.transactional = true;
+  REQUIRE(far.store->CreateQueue(QueueRef{"dest", ""}, tx).ok());
+  StreamBuilder s(true, NewGuid(), 7);
+  std::string xact = MakeMessageId(NewGuid(), 1);
+  for (uint64_t i = 1; i <= kMaxLinkTransactionMessages + link::Acceptor::kBatchCount; ++i)
+    s.Msg(i, i - 1, "m", "dest", "", xact);
+  AcceptRun run = RunAccept(*far.store, s.Bye());
+  CHECK(run.result.status.code() == Code::kLinkFailed);
+  CHECK(run.result.status.text().find("mq(7) Quotas and limits") != std::string::npos);
+  CHECK(All(*far.store, "dest").empty());
 }
