@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -42,18 +43,32 @@ class Acceptor::Impl {
   // Reads more input; false at the end of the stream. While messages wait to be stored,
   // it waits for input at most until kAckTimerMs after the first of them came, then
   // stores and acknowledges them (Commit) and waits again.
+  // A sender silent for the idle timeout ends the session (Acceptor::kIdleTimeoutMs).
   Result<bool> Fill() {
     char buf[1 << 16];
     for (;;) {
+      int64_t now = MonotonicMs();
+      int64_t wait = -1;
       if (!pending_.empty()) {
-        int64_t left = pending_since_ + Acceptor::kAckTimerMs - MonotonicMs();
+        int64_t left = pending_since_ + Acceptor::kAckTimerMs - now;
         if (left <= 0) {
           MQ_RETURN_IF_ERROR(Commit(false));
           pending_since_ = MonotonicMs();  // what is left: an unfinished transaction
           continue;
         }
+        wait = left;
+      }
+      if (idle_timeout_ms_ > 0) {
+        int64_t left = last_input_ + idle_timeout_ms_ - now;
+        if (left <= 0)
+          return Status::LinkFailed(fmt::format(
+              "nothing from the sender for {}: a stalled peer (accept --idle-timeout)",
+              FormatDuration(idle_timeout_ms_)));
+        wait = wait < 0 ? left : std::min(wait, left);
+      }
+      if (wait >= 0) {
         pollfd p{in_, POLLIN, 0};
-        int r = ::poll(&p, 1, static_cast<int>(left));
+        int r = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(wait, INT32_MAX)));
         if (r < 0 && errno != EINTR) return ErrnoStatus(errno, in_name_, "poll failed");
         if (r <= 0) continue;
       }
@@ -61,10 +76,17 @@ class Acceptor::Impl {
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return ErrnoStatus(errno, in_name_, "read failed");
       if (n == 0) return false;
+      last_input_ = MonotonicMs();
       reader_.Feed(std::string_view(buf, static_cast<size_t>(n)));
       return true;
     }
   }
+
+ public:
+  int64_t idle_timeout_ms_ = Acceptor::kIdleTimeoutMs;
+
+ private:
+  int64_t last_input_ = MonotonicMs();
 
   Result<Frame> NextFrame() {
     for (;;) {
@@ -283,5 +305,7 @@ Acceptor::Acceptor(Store& store, int in, int out, std::string in_name, std::stri
 Acceptor::~Acceptor() = default;
 
 AcceptResult Acceptor::Run() { return impl_->Run(); }
+
+void Acceptor::SetIdleTimeout(int64_t ms) { impl_->idle_timeout_ms_ = ms; }
 
 }  // namespace mq::link

@@ -54,6 +54,11 @@ class Acceptor {
   // large without being held.
   static constexpr uint64_t kEnvelopeRoom = 1 << 20;
   static constexpr int64_t kAckTimerMs = 200;
+  // A sender silent this long ends the session (a stalled peer would otherwise hold the store
+  // open for good, and keep compact waiting): forward writes a keepalive every 30 s while
+  // idle. 0 or less: never.
+  static constexpr int64_t kIdleTimeoutMs = 5 * 60 * 1000;
+  void SetIdleTimeout(int64_t ms);
 
  private:
   class Impl;

@@ -401,7 +401,7 @@ class Forwarder::Impl {
       if (!w.ok()) return Fail(conn, w.status(), true);
       waiter = std::move(*w);
     }
-    last_ack_time_ = MonotonicMs();
+    last_ack_time_ = last_write_time_ = MonotonicMs();
     tuner_.Start(compress_ok, opts_.compress == Compress::kAlways, MonotonicMs());
     bool flushed = true;  // a flush follows the last message sent
     bool said_bye = false;
@@ -444,6 +444,7 @@ class Forwarder::Impl {
         if (!w.ok())
           return Fail(conn,
                       LinkError("the link's command ended (its stdin is closed)", opts_.link));
+        last_write_time_ = MonotonicMs();
         auto [plain, compressed] = out_.TakeWritten();
         tuner_.Taken(plain, compressed, MonotonicMs());
         if (out_.blocked()) tuner_.Backlogged(MonotonicMs());
@@ -466,6 +467,11 @@ class Forwarder::Impl {
       }
       // Wait: for acknowledgements, room to write, or (idle, --follow) the doorbell.
       bool idle = inflight_.empty() && out_.Empty();
+      if (idle && opts_.follow && !said_bye &&
+          MonotonicMs() - last_write_time_ >= opts_.keepalive_ms) {
+        out_.Put(Type::kFlush, std::string(1, '\0'));  // a keepalive: nothing to store
+        continue;
+      }
       if (idle && opts_.follow) {
         auto deadline = store_.NextDeadline(out_ref_);
         // The doorbell, the command's output (its end, or an error), a signal.
@@ -476,7 +482,8 @@ class Forwarder::Impl {
           if (eof) return Fail(conn, LinkError("the link's command ended", opts_.link));
           continue;
         }
-        auto wake = waiter->Wait(deadline.ok() ? *deadline : 0, MonotonicMs() + 1000,
+        auto wake = waiter->Wait(deadline.ok() ? *deadline : 0,
+                                 MonotonicMs() + std::min<int64_t>(1000, opts_.keepalive_ms),
                                  conn.from());
         if (!wake.ok()) return Fail(conn, wake.status(), true);
         continue;
@@ -524,6 +531,7 @@ class Forwarder::Impl {
   uint32_t session_sent_ = 0;
   uint32_t recoverable_sent_ = 0;
   int64_t last_ack_time_ = 0;
+  int64_t last_write_time_ = 0;  // of the last frames written (keepalive_ms)
   std::string last_noted_;  // the failure last reported as retrying
   bool progressed_ = false;
 };

@@ -66,6 +66,10 @@ struct ForwardOptions {
   // Keep forwarding (woken by new messages) until a stop is requested, reconnecting with
   // backoff (proc/backoff.hpp) whenever a session ends; without it, stop once out;LINK is empty.
   bool follow = false;
+  // An idle session (--follow, nothing to send) writes an empty flush this often, so that
+  // the far side's accept, which ends a session silent for its --idle-timeout (5 minutes by
+  // default), knows the link is alive.
+  int64_t keepalive_ms = 30000;
 };
 
 // Something the tool may tell its user; Run() goes on.

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <deque>
 #include <functional>
@@ -19,6 +21,7 @@
 
 #include "base/fd.hpp"
 #include "base/ids.hpp"
+#include "base/units.hpp"
 #include "link/accept.hpp"
 #include "link/connection.hpp"
 #include "link/forward.hpp"
@@ -95,7 +98,8 @@ void Relay(int in, int out, int session, const TapFn& tap) {
 // An accept in a thread, over pipes, with relays both ways.
 class LocalConnection : public link::Connection {
  public:
-  LocalConnection(Store& far, int session, const TapFn& up, const TapFn& down) {
+  LocalConnection(Store& far, int session, const TapFn& up, const TapFn& down,
+                  int64_t idle_ms = link::Acceptor::kIdleTimeoutMs) {
     Pipe to, acc_in, acc_out, from;
     to_ = to.w;
     from_ = from.r;
@@ -103,8 +107,9 @@ class LocalConnection : public link::Connection {
     ::fcntl(from_, F_SETFL, O_NONBLOCK);
     up_ = std::thread(Relay, to.r, acc_in.w, session, up);
     down_ = std::thread(Relay, acc_out.r, from.w, session, down);
-    accept_ = std::thread([this, &far, in = acc_in.r, out = acc_out.w] {
+    accept_ = std::thread([this, &far, in = acc_in.r, out = acc_out.w, idle_ms] {
       link::Acceptor a(far, in, out);
+      a.SetIdleTimeout(idle_ms);
       result_ = a.Run();
       ::close(in);
       ::close(out);
@@ -140,9 +145,10 @@ class LocalConnector : public link::Connector {
   explicit LocalConnector(Store& far) : far_(far) {}
   TapFn up, down;  // forward -> accept, accept -> forward
   int sessions = 0;
+  int64_t idle_ms = link::Acceptor::kIdleTimeoutMs;  // the accept's --idle-timeout
   Result<std::unique_ptr<link::Connection>> Connect() override {
     return std::unique_ptr<link::Connection>(
-        std::make_unique<LocalConnection>(far_, ++sessions, up, down));
+        std::make_unique<LocalConnection>(far_, ++sessions, up, down, idle_ms));
   }
 
  private:
@@ -674,4 +680,59 @@ TEST_CASE("link: a transaction that never ends is held only up to the stated lim
   CHECK(run.result.status.code() == Code::kLinkFailed);
   CHECK(run.result.status.text().find("mq(7) Quotas and limits") != std::string::npos);
   CHECK(All(*far.store, "dest").empty());
+}
+
+TEST_CASE("link: accept ends a session whose sender went silent", "[link]") {
+  // issue 23, defect 8: accept never timed out on a stalled peer, holding the store open
+  // (and compact waiting) for good.
+  IgnoreSigpipe ignore;
+  TempStore far;
+  Pipe in, out;
+  StreamBuilder s(true, NewGuid(), 7);
+  REQUIRE(WriteAll(in.w, s.bytes, "input").ok());  // a hello, then nothing; stdin stays open
+  link::Acceptor a(*far.store, in.r, out.w);
+  a.SetIdleTimeout(300);
+  int64_t t0 = MonotonicMs();
+  link::AcceptResult r = a.Run();
+  CHECK(r.status.code() == Code::kLinkFailed);
+  CHECK(r.status.text().find("a stalled peer") != std::string::npos);
+  CHECK(MonotonicMs() - t0 < 10000);
+  for (int fd : {in.r, in.w, out.r, out.w}) ::close(fd);
+}
+
+TEST_CASE("link: an idle --follow session stays up: forward writes keepalives", "[link]") {
+  Pair p;
+  p.connector.idle_ms = 400;
+  p.Send("dest", Body("one"));
+  int flushes_after_ack = 0;
+  std::mutex mu;
+  bool acked = false;
+  p.connector.down = [&](int, const Frame& f) {
+    std::lock_guard<std::mutex> l(mu);
+    if (f.type == Type::kAck) acked = true;
+    return Tap::kPass;
+  };
+  p.connector.up = [&](int, const Frame& f) {
+    std::lock_guard<std::mutex> l(mu);
+    if (acked && f.type == Type::kFlush && ++flushes_after_ack >= 12) p.stop.Request();
+    return Tap::kPass;
+  };
+  link::ForwardOptions o;
+  o.follow = true;
+  o.keepalive_ms = 100;
+  // Without keepalives nothing would stop it: stopped after 5 s, and the checks fail.
+  std::atomic<bool> done{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < 250 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    p.stop.Request();
+  });
+  Status fs = p.Forward(o);
+  done = true;
+  watchdog.join();
+  REQUIRE(fs.ok());
+  // Twelve keepalives: 1.2 s idle, three times the far side's idle timeout, in one session.
+  CHECK(flushes_after_ack >= 12);
+  CHECK(p.connector.sessions == 1);
+  CHECK(p.notes.empty());
+  CHECK(All(*p.far.store, "dest").size() == 1);
 }
