@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test.sh: set up, build, and run every test: first the normal build, then the suite built
-# with AddressSanitizer and UndefinedBehaviorSanitizer (all but the tests labelled slow).
-# Warnings are errors in both.
+# with AddressSanitizer and UndefinedBehaviorSanitizer (all but the tests labelled slow), then
+# the fuzz targets for a bounded time each (scripts/fuzz.sh --ci). Warnings are errors in all.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -12,3 +12,5 @@ scripts/build.sh build
 scripts/build.sh build-asan -DMQ_SANITIZE=ON
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j "$(nproc)" -LE slow)
+# The parsers of another machine's bytes, fuzzed from their corpus (tests/fuzz/).
+scripts/fuzz.sh --ci
