@@ -102,9 +102,17 @@ Command SetupStat(CLI::App& app, Context&) {
                 if (z.ok())
                   out.Append(fmt::format("store {}: data.mdb {} bytes, {} in use\n",
                                          (*store)->dir(), z->file, z->used));
+                // What accept keeps for the senders of links into this store.
+                auto ss = (*store)->AcceptedStreams();
+                if (ss.ok() && ss->streams)
+                  out.Append(fmt::format(
+                      "link streams accepted from: {}, refusals kept for their replays: {} "
+                      "({} bytes; sweep forgets those of a sender silent for 30 days)\n",
+                      ss->streams, ss->refusals, ss->refusal_bytes));
               }
             } else if (format == "json") {
               auto z = (*store)->FileSizes();
+              auto ss = (*store)->AcceptedStreams();
               for (const Row& r : rows) {
                 const QueueInfo& q = r.st.info;
                 nlohmann::ordered_json j = {
@@ -132,6 +140,10 @@ Command SetupStat(CLI::App& app, Context&) {
                 if (z.ok()) {
                   j["store_file_bytes"] = z->file;
                   j["store_used_bytes"] = z->used;
+                }
+                if (ss.ok()) {
+                  j["store_accepted_streams"] = ss->streams;
+                  j["store_refusals_kept"] = ss->refusals;
                 }
                 out.Append(j.dump() + "\n");
               }
@@ -173,6 +185,15 @@ Command SetupStat(CLI::App& app, Context&) {
                     "Bytes of data.mdb in use (mq-admin compact gives the rest back).\n# TYPE "
                     "mq_store_used_bytes gauge\nmq_store_used_bytes{{store=\"{}\"}} {}\n",
                     PromEscape((*store)->dir()), z->file, PromEscape((*store)->dir()), z->used));
+              if (auto ss = (*store)->AcceptedStreams(); ss.ok())
+                out.Append(fmt::format(
+                    "# HELP mq_store_accepted_streams Link streams accepted from.\n# TYPE "
+                    "mq_store_accepted_streams gauge\nmq_store_accepted_streams{{store=\"{}\"}} "
+                    "{}\n# HELP mq_store_refusals_kept Refusals kept for the replays of link "
+                    "streams.\n# TYPE mq_store_refusals_kept gauge\n"
+                    "mq_store_refusals_kept{{store=\"{}\"}} {}\n",
+                    PromEscape((*store)->dir()), ss->streams, PromEscape((*store)->dir()),
+                    ss->refusals));
               for (const Metric& m : metrics) {
                 out.Append(
                     fmt::format("# HELP {} {}\n# TYPE {} {}\n", m.name, m.help, m.name, m.type));

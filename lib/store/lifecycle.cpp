@@ -373,7 +373,9 @@ Result<uint64_t> Store::Sweep() {
       return {};
     }));
   }
-  return total;
+  auto refusals = ForgetAbandonedRefusals(now);
+  if (!refusals.ok()) return refusals.status();
+  return total + *refusals;
 }
 
 Result<uint64_t> Store::Requeue(const QueueRef& from, const std::string& id,

@@ -59,11 +59,13 @@
 //   links and transfer streams (mq-admin link, forward, accept; mq(7) "Transfer between
 //   machines"), in meta so that stores made before them open unchanged:
 //   "link:" NAME      -> link record (LinkRecord below)
-//   "stream:" STREAM-ID  -> u64 last accepted TxSequenceNumber of that incoming stream
+//   "stream:" STREAM-ID  -> u64 last accepted TxSequenceNumber of that incoming stream, then
+//                     u64 ms of the last accept on it (stores made before: no time)
 //                     (written in the transaction that stores the message)
 //   "snack:" STREAM-ID "\0" u64 seq  -> u16 class: a message of the stream refused here (its
 //                     NACK is answered again when the message is replayed), forgotten once the
-//                     sender's stream has moved past it
+//                     sender's stream has moved past it, or by sweep once the sender has been
+//                     silent for kForgetStreamRefusalsMs
 //   "rconv:" LINK "\0" HANDLE (16)  -> u64 next message sequence number (the high bit set
 //                     once its EndDialog or Error was sent), far queue name: a conversation
 //                     begun here through a link (mq-send LINK:QUEUE --conversation new), whose

@@ -82,6 +82,14 @@ struct OpenOptions {
   bool read_only_ok = false;
 };
 
+// Incoming link streams (Store::AcceptedStreams).
+struct StreamStats {
+  uint64_t streams = 0;        // senders' streams ever accepted from
+  uint64_t refusals = 0;       // refusals kept for their replays
+  uint64_t refusal_bytes = 0;  // what those records take (keys and values)
+};
+inline constexpr int64_t kForgetStreamRefusalsMs = 30LL * 86'400'000;  // 30 days
+
 // What Store::Compact did.
 struct CompactReport {
   uint64_t before = 0;  // bytes of data.mdb
@@ -564,6 +572,14 @@ class Store {
   // keys, in every queue; returns how many things it did. Finds what is due from the indexes
   // alone: one seek per queue that has entries there, nothing per message.
   Result<uint64_t> Sweep();
+
+  // The incoming link streams this store has accepted from, and the refusals it keeps for
+  // their replays (mq-admin stat). Sweep forgets the refusals of a stream silent for
+  // kForgetStreamRefusalsMs.
+  Result<StreamStats> AcceptedStreams();
+  // What Sweep does for them at `now`: forgets the refusals kept for senders silent since
+  // `now` - kForgetStreamRefusalsMs; returns how many.
+  Result<uint64_t> ForgetAbandonedRefusals(int64_t now);
 
   // Message types (CREATE/DROP MESSAGE TYPE): `validation` is 'N', 'E' or 'X'.
   Status CreateMessageType(const std::string& name, char validation);

@@ -531,7 +531,7 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
   uint64_t last = 0;
   Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
     auto v = impl_->GetMeta(txn, StreamKey(stream));
-    last = v && v->size() == 8 ? GetU64BE(*v, 0) : 0;
+    last = v && v->size() >= 8 ? GetU64BE(*v, 0) : 0;
     // Refusals the sender has moved past are answered already: forget them.
     if (forget_below) {
       std::vector<std::string> old;
@@ -668,6 +668,7 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
     for (auto& [name, q] : queues) MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, q));
     std::string pos;
     PutU64BE(pos, last);
+    PutU64BE(pos, static_cast<uint64_t>(now));  // when the sender was last heard (Sweep)
     return impl_->PutMeta(txn, StreamKey(stream), pos);
   });
   if (!s.ok()) return s;
@@ -678,7 +679,77 @@ Result<uint64_t> Store::StreamPosition(const std::string& stream) {
   auto txn = lmdb::Txn::Begin(impl_->env, false);
   if (!txn.ok()) return txn.status();
   auto v = impl_->GetMeta(*txn, StreamKey(stream));
-  return v && v->size() == 8 ? GetU64BE(*v, 0) : 0;
+  return v && v->size() >= 8 ? GetU64BE(*v, 0) : 0;
+}
+
+Result<StreamStats> Store::AcceptedStreams() {
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  StreamStats st;
+  impl_->ScanMeta(*txn, "stream:", [&](std::string_view, std::string_view) {
+    ++st.streams;
+    return true;
+  });
+  impl_->ScanMeta(*txn, "snack:", [&](std::string_view k, std::string_view v) {
+    ++st.refusals;
+    st.refusal_bytes += k.size() + v.size();
+    return true;
+  });
+  return st;
+}
+
+// The refusals kept for a sender are answers to its replays: it forgets them itself once it
+// moves past them (AcceptTransfer's forget_below). A sender not heard from for
+// kForgetStreamRefusalsMs is taken to be gone (its link deleted, its store lost): its
+// refusals are forgotten, its position kept (a replay is still known as one). A stream
+// recorded before positions had a time gets one now, and is forgotten that much later.
+Result<uint64_t> Store::ForgetAbandonedRefusals(int64_t now) {
+  Impl& im = *impl_;
+  std::vector<std::string> stale, untimed;
+  {
+    auto txn = lmdb::Txn::Begin(im.env, false);
+    if (!txn.ok()) return txn.status();
+    im.ScanMeta(*txn, "stream:", [&](std::string_view k, std::string_view v) {
+      std::string stream(k.substr(7));
+      bool has_refusals = false;
+      std::string prefix = StreamNackPrefix(stream);
+      im.ScanMeta(*txn, prefix, [&](std::string_view, std::string_view) {
+        has_refusals = true;
+        return false;
+      });
+      if (!has_refusals) return true;
+      if (v.size() < 16) untimed.push_back(stream);
+      else if (static_cast<int64_t>(GetU64BE(v, 8)) + kForgetStreamRefusalsMs <= now)
+        stale.push_back(stream);
+      return true;
+    });
+  }
+  if (stale.empty() && untimed.empty()) return uint64_t{0};
+  uint64_t forgotten = 0;
+  MQ_RETURN_IF_ERROR(im.Write([&](lmdb::Txn& txn) -> Status {
+    forgotten = 0;
+    for (const std::string& stream : untimed) {
+      auto v = im.GetMeta(txn, StreamKey(stream));
+      if (!v || v->size() != 8) continue;
+      std::string pos(*v);
+      PutU64BE(pos, static_cast<uint64_t>(now));
+      MQ_RETURN_IF_ERROR(im.PutMeta(txn, StreamKey(stream), pos));
+    }
+    for (const std::string& stream : stale) {
+      std::vector<std::string> keys;
+      im.ScanMeta(txn, StreamNackPrefix(stream), [&](std::string_view k, std::string_view) {
+        keys.emplace_back(k);
+        return true;
+      });
+      for (const std::string& k : keys) {
+        auto r = im.DelMeta(txn, k);
+        if (!r.ok()) return r.status();
+        ++forgotten;
+      }
+    }
+    return {};
+  }));
+  return forgotten;
 }
 
 }  // namespace mq

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "base/units.hpp"
 #include "store/store.hpp"
 #include "wire/transfer.hpp"
 
@@ -480,4 +481,36 @@ TEST_CASE("a compressed frame that would inflate beyond the limit is refused ear
   REQUIRE(m.ok());
   REQUIRE(*m);
   CHECK((*m)->oversize == (8u << 20));
+}
+
+TEST_CASE("the refusals kept for a sender that went silent are shown, then forgotten") {
+  // issue 23, defect 8: refusal records of abandoned streams were never removed and not
+  // shown anywhere.
+  TempDir d;
+  auto st = OpenStore(d.path + "/s");
+  std::vector<TransferItem> items(2);
+  items[0].seq = 1;
+  items[0].msg = Msg("nosuch", "one", 1);
+  items[1].seq = 2;
+  items[1].msg = Msg("nosuch", "two", 2);
+  REQUIRE(st->AcceptTransfer("gone", items, 0).ok());
+  std::vector<TransferItem> live{TransferItem{1, Msg("nosuch", "x", 3)}};
+  REQUIRE(st->AcceptTransfer("live", live, 0).ok());
+  auto ss = st->AcceptedStreams();
+  REQUIRE(ss.ok());
+  CHECK(ss->streams == 2);
+  CHECK(ss->refusals == 3);
+  CHECK(ss->refusal_bytes > 0);
+  int64_t now = NowMs();
+  // Within 30 days of the last accept nothing is forgotten; after, all of them.
+  CHECK(*st->ForgetAbandonedRefusals(now + kForgetStreamRefusalsMs - 60000) == 0);
+  auto forgotten = st->ForgetAbandonedRefusals(now + kForgetStreamRefusalsMs + 60000);
+  REQUIRE(forgotten.ok());
+  CHECK(*forgotten == 3);
+  ss = st->AcceptedStreams();
+  CHECK(ss->streams == 2);  // positions are kept: a replay is still known as one
+  CHECK(ss->refusals == 0);
+  std::vector<TransferItem> replay{TransferItem{1, Msg("nosuch", "one", 1)}};
+  REQUIRE(st->AcceptTransfer("gone", replay, 0).ok());
+  CHECK(replay[0].duplicate);
 }
