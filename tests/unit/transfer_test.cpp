@@ -48,6 +48,20 @@ std::unique_ptr<Store> OpenStore(const std::string& dir) {
   return std::move(*s);
 }
 
+// The payload of the 'Z' frame that a new session's Compressor makes of `frames`.
+std::string CompressedPayload(const std::string& frames) {
+  Compressor c;
+  std::string wire;
+  c.PutCompressed(wire, frames);
+  FrameReader outer;
+  outer.Feed(wire);
+  auto f = outer.Next();
+  REQUIRE(f.ok());
+  REQUIRE(*f);
+  REQUIRE((*f)->type == Type::kCompressed);
+  return (*f)->payload;
+}
+
 Message Msg(const std::string& dest, const std::string& body, uint32_t counter) {
   Message m;
   m.id = MakeMessageId(NewGuid(), counter);
@@ -274,17 +288,9 @@ TEST_CASE("compressed frames carry the frames in order, across pieces, and shrin
 }
 
 TEST_CASE("a damaged compressed stream is refused") {
-  Compressor d;
   std::string frames;
   for (int i = 0; i < 20; ++i) PutFrame(frames, Type::kMessage, "payload " + std::to_string(i));
-  std::string wire;
-  d.PutCompressed(wire, frames);
-  FrameReader outer;
-  outer.Feed(wire);
-  auto f = outer.Next();
-  REQUIRE(f.ok());
-  REQUIRE(*f);
-  std::string payload = (*f)->payload;
+  std::string payload = CompressedPayload(frames);
   // Garbage where zstd data belongs (the frame's own CRC would catch damage on the way;
   // this is a sender that compresses wrongly).
   Decompressor bad;
@@ -446,37 +452,23 @@ TEST_CASE("a frame longer than the reader's limit is never held") {
 TEST_CASE("a compressed frame that would inflate beyond the limit is refused early") {
   // issue 23, defect 4: 34 KB of zstd expanded to 1.06 GB. Now the inflated frames held at
   // once are bounded by the limit (plus 1 MiB), and a huge message frame is passed over.
-  Compressor c;
   std::string frames;
   for (int i = 0; i < 300000; ++i) PutFrame(frames, Type::kFlush, std::string(1, '\0'));
-  std::string wire;
-  c.PutCompressed(wire, frames);
-  FrameReader outer;
-  outer.Feed(wire);
-  auto f = outer.Next();
-  REQUIRE(f.ok());
-  REQUIRE(*f);
-  CHECK((*f)->payload.size() < 100000);
+  std::string bomb = CompressedPayload(frames);
+  CHECK(bomb.size() < 100000);
   Decompressor d;
   d.SetLimit(64 << 10);
-  Status s = d.Feed((*f)->payload);
+  Status s = d.Feed(bomb);
   CHECK(s.code() == Code::kIo);
   CHECK(s.text().find("beyond any frame's size") != std::string::npos);
 
   // One message frame of 8 MiB of zeros: passed over, not held.
-  Compressor c2;
   std::string one;
   PutFrame(one, Type::kMessage, std::string(8 << 20, '\0'));
-  std::string wire2;
-  c2.PutCompressed(wire2, one);
-  FrameReader outer2;
-  outer2.Feed(wire2);
-  auto g = outer2.Next();
-  REQUIRE(g.ok());
-  REQUIRE(*g);
+  std::string big = CompressedPayload(one);
   Decompressor d2;
   d2.SetLimit(64 << 10);
-  REQUIRE(d2.Feed((*g)->payload).ok());
+  REQUIRE(d2.Feed(big).ok());
   auto m = d2.Next();
   REQUIRE(m.ok());
   REQUIRE(*m);
