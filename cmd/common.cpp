@@ -223,7 +223,8 @@ Result<std::unique_ptr<Store>> OpenStore(const StoreArgs& args) {
   o.create = args.create;
   o.read_only_ok = args.read_only_ok;
   auto s = Store::Open(o);
-  if (s.ok() && !(*s)->read_only().empty()) Note((*s)->dir(), "note: opened read-only: " + (*s)->read_only());
+  if (s.ok() && !(*s)->read_only().empty())
+    Note((*s)->dir(), "note: opened read-only: " + (*s)->read_only());
   return s;
 }
 

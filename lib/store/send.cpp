@@ -239,8 +239,8 @@ Status Store::Append(const QueueRef& ref, const AppendOptions& options, MessageS
         if (appended + 1 > kMaxLinkTransactionMessages || tx_bytes > kMaxLinkTransactionBytes)
           return Status::InsufficientResources(
               fmt::format("a transaction sent over a link holds at most {} messages and {} of "
-                          "bodies (the far side holds it whole until it ends; mq(7) Quotas and limits): "
-                          "send this one as several",
+                          "bodies (the far side holds it whole until it ends; mq(7) Quotas and "
+                          "limits): send this one as several",
                           kMaxLinkTransactionMessages, "256 MiB"),
               q.name);
       }

@@ -60,7 +60,8 @@ void PutFrame(std::string& out, Type type, std::string_view payload) {
 Result<std::optional<Frame>> FrameReader::Next() {
   if (skip_left_) {
     // The rest of an oversize message frame: checksummed and dropped as it comes.
-    size_t n = static_cast<size_t>(std::min<uint64_t>(buf_.size() - pos_, skip_left_ > 4 ? skip_left_ - 4 : 0));
+    uint64_t body_left = skip_left_ > 4 ? skip_left_ - 4 : 0;  // the checksum comes last
+    size_t n = static_cast<size_t>(std::min<uint64_t>(buf_.size() - pos_, body_left));
     skip_crc_ = Crc32(std::string_view(buf_).substr(pos_, n), skip_crc_);
     pos_ += n;
     skip_left_ -= n;
@@ -91,7 +92,9 @@ Result<std::optional<Frame>> FrameReader::Next() {
   if (!KnownType(t))
     return Status::Io(fmt::format("unknown frame type 0x{:02x}: the stream is corrupted",
                                   static_cast<uint8_t>(t)));
-  if (len > limit_) {
+  // (A frame too short to have a head and a checksum after it is read whole: only a tiny
+  // limit would make one oversize.)
+  if (len > limit_ && len > 5 + kOversizeHead + 4) {
     if (static_cast<Type>(t) != Type::kMessage)
       return Status::Io(fmt::format("a frame of {} bytes, more than the {} this side takes: "
                                     "the stream is corrupted",

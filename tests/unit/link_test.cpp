@@ -649,7 +649,8 @@ TEST_CASE("link: a message too large for every queue here is refused unread", "[
   StreamBuilder s(true, NewGuid(), 7);
   // Not even a document: it is never parsed (it would be a corrupted stream if it were).
   std::string big(kDefaultMaxMessageSize + link::Acceptor::kEnvelopeRoom + 100, 'x');
-  AcceptRun run = RunAccept(*far.store, s.Msg(1, 0, "before").Raw(2, 1, big).Msg(3, 2, "after").Bye());
+  AcceptRun run =
+      RunAccept(*far.store, s.Msg(1, 0, "before").Raw(2, 1, big).Msg(3, 2, "after").Bye());
   REQUIRE(run.result.status.ok());
   std::vector<std::pair<uint64_t, uint16_t>> nacks;
   for (const Frame& f : run.out)
@@ -723,7 +724,8 @@ TEST_CASE("link: an idle --follow session stays up: forward writes keepalives", 
   // Without keepalives nothing would stop it: stopped after 5 s, and the checks fail.
   std::atomic<bool> done{false};
   std::thread watchdog([&] {
-    for (int i = 0; i < 250 && !done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    for (int i = 0; i < 250 && !done; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     p.stop.Request();
   });
   Status fs = p.Forward(o);
