@@ -108,10 +108,7 @@ void NoteOwnOptionsAfterExec(const CLI::App& app, const std::vector<std::string>
     if (w.size() < 3 || w.compare(0, 2, "--") != 0) continue;
     std::string name = w.substr(2, w.find('=') - 2);
     if (name == "help" || name == "version") continue;
-    bool ours = false;
-    for (const CLI::Option* o : app.get_options()) {
-      for (const std::string& l : o->get_lnames()) ours = ours || l == name;
-    }
+    bool ours = app.get_option_no_throw("--" + name) != nullptr;
     if (ours && std::find(found.begin(), found.end(), "--" + name) == found.end())
       found.push_back("--" + name);
   }

@@ -136,26 +136,41 @@ class JsonLinesSource : public ImportSource {
 
 // Reads SRMP documents from the spooled stdin, mapped into memory (pages come and go as the
 // kernel likes: memory does not grow with the input), one document at a time.
-class SrmpSource : public ImportSource {
+// A spool file mapped into memory, read-only (empty: nothing mapped).
+class Mapped {
  public:
-  ~SrmpSource() override {
+  Mapped() = default;
+  Mapped(const Mapped&) = delete;
+  Mapped& operator=(const Mapped&) = delete;
+  ~Mapped() {
     if (map_) ::munmap(map_, size_);
   }
-  Status Open(FILE* f) {
+  // `what` names the spool in errors.
+  Status Map(FILE* f, const char* what) {
     struct stat st;
-    if (fstat(fileno(f), &st) != 0) return ErrnoStatus(errno, "stdin", "cannot stat the spool");
+    if (fstat(fileno(f), &st) != 0) return ErrnoStatus(errno, what, "cannot stat the spool");
     size_ = static_cast<size_t>(st.st_size);
     if (size_ == 0) return {};
     map_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fileno(f), 0);
     if (map_ == MAP_FAILED) {
       map_ = nullptr;
-      return ErrnoStatus(errno, "stdin", "cannot map the spool");
+      return ErrnoStatus(errno, what, "cannot map the spool");
     }
     return {};
   }
+  std::string_view bytes() const { return {static_cast<const char*>(map_), map_ ? size_ : 0}; }
+
+ private:
+  void* map_ = nullptr;
+  size_t size_ = 0;
+};
+
+class SrmpSource : public ImportSource {
+ public:
+  Status Open(FILE* f) { return map_.Map(f, "stdin"); }
 
   Result<bool> Next(Message& m) override {
-    std::string_view rest(static_cast<const char*>(map_), size_);
+    std::string_view rest = map_.bytes();
     rest.remove_prefix(pos_);
     size_t end = SrmpDocumentEnd(rest);
     if (end == 0) return false;
@@ -176,10 +191,8 @@ class SrmpSource : public ImportSource {
     return {};
   }
 
-
  private:
-  void* map_ = nullptr;
-  size_t size_ = 0;
+  Mapped map_;
   size_t pos_ = 0;
   uint64_t docno_ = 0;
 };
@@ -191,9 +204,6 @@ class SrmpSource : public ImportSource {
 // records back.
 class RecordSpool : public MessageSource {
  public:
-  ~RecordSpool() override {
-    if (map_) ::munmap(map_, size_);
-  }
   // Reads `parsed` to its end (or its first error, returned as it is).
   Status Fill(MessageSource& parsed) {
     file_.reset(tmpfile());
@@ -217,22 +227,13 @@ class RecordSpool : public MessageSource {
     }
     if (fflush(file_.get()) != 0)
       return ErrnoStatus(errno, "tmpfile", "cannot spool the decoded messages");
-    struct stat st;
-    if (fstat(fileno(file_.get()), &st) != 0)
-      return ErrnoStatus(errno, "tmpfile", "cannot stat the spool");
-    size_ = static_cast<size_t>(st.st_size);
-    if (size_ == 0) return {};
-    map_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fileno(file_.get()), 0);
-    if (map_ == MAP_FAILED) {
-      map_ = nullptr;
-      return ErrnoStatus(errno, "tmpfile", "cannot map the spool");
-    }
-    return {};
+    return map_.Map(file_.get(), "tmpfile");
   }
 
   Result<bool> Next(Message& m) override {
-    if (pos_ >= size_) return false;
-    std::string_view rest(static_cast<const char*>(map_) + pos_, size_ - pos_);
+    std::string_view rest = map_.bytes();
+    if (pos_ >= rest.size()) return false;
+    rest.remove_prefix(pos_);
     uint32_t n = GetU32BE(rest, 0);  // written whole above
     MQ_RETURN_IF_ERROR(DecodeRecord(rest.substr(4, n), m));
     pos_ += 4 + static_cast<size_t>(n);
@@ -246,8 +247,7 @@ class RecordSpool : public MessageSource {
 
  private:
   std::unique_ptr<FILE, int (*)(FILE*)> file_{nullptr, fclose};
-  void* map_ = nullptr;
-  size_t size_ = 0;
+  Mapped map_;
   size_t pos_ = 0;
   bool types_ = false;
 };

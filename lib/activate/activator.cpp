@@ -102,9 +102,9 @@ Status RunActivator(Store& store, const ActivatorOptions& o, const proc::StopSig
         // A ring is owed a probe only if something was sent since the last receiver started:
         // one send may ring twice (two wake-ups), and the second ring, after the probe, is no
         // new work.
+        if (q.sent_total == sent_at_start) rang_in_hold = false;
         bool probe = hold_until && rang_in_hold && children.empty() &&
-                     q.sent_total != sent_at_start && MonotonicMs() - last_probe >= kProbeMs;
-        if (hold_until && rang_in_hold && q.sent_total == sent_at_start) rang_in_hold = false;
+                     MonotonicMs() - last_probe >= kProbeMs;
         while ((!hold_until || probe) && !idle &&
                children.size() < static_cast<size_t>(o.max_readers) &&
                children.size() < available) {

@@ -208,7 +208,23 @@ class Acceptor::Impl {
           if (pending_.empty()) pending_since_ = MonotonicMs();
           pending_bytes_ += Cost(it);
           it.seq = h.seq;
+          bool ends_unit = it.msg.xact_id.empty() || it.msg.eod_last;
+          size_t body = it.msg.body.size();
           pending_.push_back(std::move(it));
+          if (ends_unit) {
+            whole_ = pending_.size();
+            whole_bytes_ = pending_bytes_;
+            open_bodies_ = 0;
+          } else {
+            open_bodies_ += body;
+          }
+          // A transaction that has not ended is held whole, up to the limit.
+          if (pending_.size() - whole_ > kMaxLinkTransactionMessages ||
+              open_bodies_ > kMaxLinkTransactionBytes)
+            return Status::LinkFailed(fmt::format(
+                "a transaction of more than {} messages or 256 MiB of bodies, the most this "
+                "side holds until a transaction ends (mq(7) Quotas and limits): refused",
+                kMaxLinkTransactionMessages));
           break;
         }
         case Type::kFlush:
@@ -224,40 +240,24 @@ class Acceptor::Impl {
           return Status::LinkFailed(
               fmt::format("unexpected frame '{}' from the sender", static_cast<char>(f->type)));
       }
-      // Store at each flush, or when the batch is large.
-      if (pending_.size() >= Acceptor::kBatchCount || pending_bytes_ >= Acceptor::kBatchBytes) {
+      // Store at each flush, or when what can be stored (whole units) makes a large batch.
+      if (whole_ >= Acceptor::kBatchCount || whole_bytes_ >= Acceptor::kBatchBytes)
         MQ_RETURN_IF_ERROR(Commit(false));
-        // What is left is one transaction that has not ended: held whole, up to the limit.
-        uint64_t bodies = 0;
-        for (const auto& p : pending_) bodies += p.msg.body.size();
-        if (pending_.size() > kMaxLinkTransactionMessages || bodies > kMaxLinkTransactionBytes)
-          return Status::LinkFailed(fmt::format(
-              "a transaction of more than {} messages or 256 MiB of bodies, the most this "
-              "side holds until a transaction ends (mq(7) Quotas and limits): refused",
-              kMaxLinkTransactionMessages));
-      }
     }
   }
 
   // Stores the pending messages up to the end of the last whole transaction (all of them with
   // `all`) and acknowledges.
   Status Commit(bool all) {
-    size_t n = pending_.size();
-    if (!all) {
-      while (n > 0) {
-        const Message& m = pending_[n - 1].msg;
-        bool ends_unit = m.xact_id.empty() || m.eod_last;
-        if (ends_unit) break;
-        --n;
-      }
-    }
+    size_t n = all ? pending_.size() : whole_;
     if (n == 0) return {};
     auto cut = pending_.begin() + static_cast<long>(n);
     std::vector<TransferItem> batch(std::make_move_iterator(pending_.begin()),
                                     std::make_move_iterator(cut));
     pending_.erase(pending_.begin(), cut);
-    pending_bytes_ = 0;
-    for (const auto& it : pending_) pending_bytes_ += Cost(it);
+    pending_bytes_ = all ? 0 : pending_bytes_ - whole_bytes_;
+    if (all) open_bodies_ = 0;
+    whole_ = whole_bytes_ = 0;
     auto last = store_.AcceptTransfer(stream_, batch, forget_below_);
     if (!last.ok()) return last.status();
     last_ = *last;
@@ -293,7 +293,13 @@ class Acceptor::Impl {
   uint64_t forget_below_ = 0;
   uint32_t processed_ = 0;
   std::vector<TransferItem> pending_;
-  size_t pending_bytes_ = 0;
+  size_t pending_bytes_ = 0;  // Cost() of pending_
+  // pending_[0, whole_) ends where a unit ends (a message outside a transaction, or a
+  // transaction's last): what Commit(false) stores; whole_bytes_ its Cost(). The rest is one
+  // transaction still coming, of open_bodies_ bytes of bodies.
+  size_t whole_ = 0;
+  size_t whole_bytes_ = 0;
+  uint64_t open_bodies_ = 0;
   int64_t pending_since_ = 0;  // when the first of pending_ came
   bool sender_reports_ = false;  // the hello's field 6
   bool eof_ = false;

@@ -686,7 +686,7 @@ Result<StreamStats> Store::AcceptedStreams() {
   auto txn = lmdb::Txn::Begin(impl_->env, false);
   if (!txn.ok()) return txn.status();
   StreamStats st;
-  impl_->ScanMeta(*txn, "stream:", [&](std::string_view, std::string_view) {
+  impl_->ScanMeta(*txn, StreamKey(""), [&](std::string_view, std::string_view) {
     ++st.streams;
     return true;
   });
@@ -709,8 +709,9 @@ Result<uint64_t> Store::ForgetAbandonedRefusals(int64_t now) {
   {
     auto txn = lmdb::Txn::Begin(im.env, false);
     if (!txn.ok()) return txn.status();
-    im.ScanMeta(*txn, "stream:", [&](std::string_view k, std::string_view v) {
-      std::string stream(k.substr(7));
+    const std::string streams = StreamKey("");
+    im.ScanMeta(*txn, streams, [&](std::string_view k, std::string_view v) {
+      std::string stream(k.substr(streams.size()));
       bool has_refusals = false;
       std::string prefix = StreamNackPrefix(stream);
       im.ScanMeta(*txn, prefix, [&](std::string_view, std::string_view) {
