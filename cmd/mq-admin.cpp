@@ -136,6 +136,7 @@ int Run(int argc, char** argv) {
   std::vector<admin::Command> commands = {
       admin::SetupInit(app, ctx),   admin::SetupCreate(app, ctx), admin::SetupSet(app, ctx),
       admin::SetupDelete(app, ctx), admin::SetupList(app, ctx),   admin::SetupStat(app, ctx),
+      admin::SetupTop(app, ctx),
       admin::SetupPurge(app, ctx),  admin::SetupCheck(app, ctx),  admin::SetupBackup(app, ctx),
       admin::SetupCompact(app, ctx),
       admin::SetupExport(app, ctx), admin::SetupImport(app, ctx),  admin::SetupCursors(app, ctx),

@@ -12,6 +12,7 @@ packages=(
   systemd                                # tests: systemd-analyze verify of the units (test_install_layout.sh)
   sqlite3 time                           # benchmarks: the peer and peak RSS
   librabbitmq-dev                        # mq-admin bridge: rabbitmq-c
+  libncurses-dev tmux                    # mq-admin top: its screen, and the terminal of its test
   rabbitmq-server amqp-tools openssl     # bridge tests and bench: a private broker, the shell peer,
                                          # the TLS test's CA and certificates
   openssh-server openssh-client pv       # links: a private sshd for the ssh test, a throttled pipe

@@ -60,6 +60,7 @@ function __mq_admin_words
         set -e tokens[1]
         switch $t
             case -s --store --group --owner --label --quota --max-message-size --status --format \
+                    --interval -n --count \
                     --max-retries --poison --dedup-window --retry-delay --delay --id --ttbr --to \
                     --journal-quota --max-store-size --retention --validation \
                     --error --description
@@ -122,6 +123,12 @@ complete -c mq-admin -n __mq_admin_needs_command -a set -d "Change a queue's set
 complete -c mq-admin -n __mq_admin_needs_command -a delete -d 'Delete a queue and everything in it'
 complete -c mq-admin -n __mq_admin_needs_command -a list -d 'List the queues'
 complete -c mq-admin -n __mq_admin_needs_command -a stat -d 'Counts, bytes and oldest message age'
+complete -c mq-admin -n __mq_admin_needs_command -a top -d 'Watch the store live: counts, rates, links, leases'
+complete -c mq-admin -n '__mq_admin_using top' -a '(__mq_queues)' -d queue
+complete -c mq-admin -n '__mq_admin_using top' -l interval -x -d 'Time between refreshes (e.g. 500ms, 2s)'
+complete -c mq-admin -n '__mq_admin_using top' -s n -l count -x -d 'Stop after COUNT refreshes'
+complete -c mq-admin -n '__mq_admin_using top' -l json -d 'One JSON object per refresh'
+complete -c mq-admin -n '__mq_admin_using top' -l format -x -a 'text json' -d 'Output format'
 complete -c mq-admin -n __mq_admin_needs_command -a purge -d 'Remove every message of a queue'
 complete -c mq-admin -n __mq_admin_needs_command -a check -d "Verify the store's indexes and counters"
 complete -c mq-admin -n __mq_admin_needs_command -a backup -d 'Hot, consistent copy of the store'
@@ -200,7 +207,7 @@ complete -c mq-admin -n '__mq_admin_using message-type' -l format -x -a 'text js
 complete -c mq-admin -n '__mq_admin_using import' -l format -x -a json -d 'Input format'
 complete -c mq-admin -n __mq_admin_needs_command -a bridge -d 'Move messages to and from RabbitMQ, exactly once'
 complete -c mq-admin -n __mq_admin_needs_command -a help -d "Print the overview, or a command's options"
-complete -c mq-admin -n '__mq_admin_using help; and test (count (__mq_admin_words)) -eq 1' -a 'init create set delete list stat purge check backup compact export import cursors delete-cursor sweep ack nack locks requeue move message-type end-conversation conversations bridge link forward accept' -d 'Command'
+complete -c mq-admin -n '__mq_admin_using help; and test (count (__mq_admin_words)) -eq 1' -a 'init create set delete list stat top purge check backup compact export import cursors delete-cursor sweep ack nack locks requeue move message-type end-conversation conversations bridge link forward accept' -d 'Command'
 complete -c mq-admin -n '__mq_admin_help_of bridge' -a 'out in' -d 'Direction'
 complete -c mq-admin -n '__mq_admin_help_of link' -a 'add set delete list stat' -d 'Action'
 complete -c mq-admin -n '__mq_admin_help_of message-type' -a 'create delete list' -d 'Action'

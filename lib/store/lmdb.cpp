@@ -249,6 +249,16 @@ uint64_t Env::UsedBytes() const {
   return (static_cast<uint64_t>(info.me_last_pgno) + 1) * st.ms_psize;
 }
 
+Result<uint64_t> Env::FreeBytes() {
+  auto txn = Txn::Begin(*this, false);
+  if (!txn.ok()) return txn.status();
+  auto pages = txn->FreePages();
+  if (!pages.ok()) return pages.status();
+  MDB_stat st;
+  mdb_env_stat(env_, &st);
+  return *pages * st.ms_psize;
+}
+
 Status Env::SetNoMetaSync(bool on) {
   return FromRc(mdb_env_set_flags(env_, MDB_NOMETASYNC, on ? 1 : 0), "env");
 }
@@ -372,6 +382,24 @@ Result<bool> Txn::PutNew(Dbi dbi, std::string_view key, std::string_view value) 
   if (rc == MDB_KEYEXIST) return false;
   if (rc) return Check(rc, "put");
   return true;
+}
+
+Result<uint64_t> Txn::FreePages() {
+  MDB_cursor* c = nullptr;
+  int rc = mdb_cursor_open(txn_, 0, &c);  // FREE_DBI, as in PagesAreFree
+  if (rc) return Check(rc, "free list");
+  uint64_t pages = 0;
+  MDB_val k, v;
+  for (rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == MDB_SUCCESS;
+       rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+    if (v.mv_size < sizeof(size_t)) continue;
+    size_t n;
+    std::memcpy(&n, v.mv_data, sizeof n);
+    pages += std::min(n, v.mv_size / sizeof(size_t) - 1);
+  }
+  mdb_cursor_close(c);
+  if (rc != MDB_NOTFOUND) return Check(rc, "free list");
+  return pages;
 }
 
 Result<bool> Txn::PagesAreFree(uint64_t first, uint64_t last) {

@@ -79,6 +79,8 @@ class Env {
   uint64_t MapSize() const;
   // Bytes of the map in use (up to the last page written).
   uint64_t UsedBytes() const;
+  // Bytes of the pages in the free list (Txn::FreePages), in a read transaction of its own.
+  Result<uint64_t> FreeBytes();
   // Makes this process's later commits skip the second of LMDB's two syncs (the meta page,
   // MDB_NOMETASYNC) or not. Integrity is kept either way; without the meta sync a power
   // loss may undo the last commits. (MDB_NOSYNC is never used: it can corrupt the whole
@@ -144,6 +146,9 @@ class Txn {
   std::optional<std::string_view> GetSeq(Dbi dbi, std::string_view key);
   // Whether pages first..last are all in LMDB's free list (DataTail).
   Result<bool> PagesAreFree(uint64_t first, uint64_t last);
+  // Pages in LMDB's free list: a count per freeing transaction, so linear in those
+  // transactions (a handful unless a reader pins old ones), not in the pages.
+  Result<uint64_t> FreePages();
   // Number of entries of a database.
   uint64_t Count(Dbi dbi) const;
   // Empties a database without dropping it.

@@ -197,6 +197,9 @@ Result<Store::Sizes> Store::FileSizes() {
     return ErrnoStatus(errno, impl_->paths.data(), "cannot stat");
   z.file = static_cast<uint64_t>(st.st_size);
   z.used = impl_->env.UsedBytes();
+  auto free = impl_->env.FreeBytes();
+  if (!free.ok()) return free.status();
+  z.free = *free;
   return z;
 }
 

@@ -565,6 +565,9 @@ class Store {
   // For activators (mq-watch --exec) and movers: the queue's doorbell, armed (Doorbell), and
   // the next time something in the queue becomes due by itself (0: none).
   Result<std::unique_ptr<Doorbell>> ArmDoorbell(const QueueRef& ref);
+  // For viewers (mq-admin top): every doorbell of the store at once, and the end of any lock
+  // holder. Also on a store opened read-only, where nothing rings.
+  Result<std::unique_ptr<Doorbell>> ArmStoreDoorbell();
   Result<int64_t> NextDeadline(const QueueRef& ref);
 
   // Makes due delayed messages visible, returns leases of dead holders and expired leases,
@@ -604,10 +607,12 @@ class Store {
   // opened alone (OpenOptions::exclusive_wait_ms); the Store must not be used afterwards. A
   // crash leaves either the old file or the new one, whole.
   Result<CompactReport> Compact();
-  // Bytes of data.mdb on disk, and bytes of it in use (up to its last page).
+  // Bytes of data.mdb on disk, bytes of it in use (up to its last page), and bytes of the
+  // pages below that which LMDB's free list holds for reuse.
   struct Sizes {
     uint64_t file = 0;
     uint64_t used = 0;
+    uint64_t free = 0;
   };
   Result<Sizes> FileSizes();
 

@@ -182,6 +182,12 @@ Result<std::unique_ptr<Doorbell>> Store::ArmDoorbell(const QueueRef& ref) {
   return std::unique_ptr<Doorbell>(std::make_unique<WaiterDoorbell>(std::move(*w)));
 }
 
+Result<std::unique_ptr<Doorbell>> Store::ArmStoreDoorbell() {
+  auto w = Waiter::ArmDirectory(impl_->paths.notify_dir(), impl_->paths.locks_dir());
+  if (!w.ok()) return w.status();
+  return std::unique_ptr<Doorbell>(std::make_unique<WaiterDoorbell>(std::move(*w)));
+}
+
 Result<int64_t> Store::NextDeadline(const QueueRef& ref) {
   auto txn = lmdb::Txn::Begin(impl_->env, false);
   if (!txn.ok()) return txn.status();

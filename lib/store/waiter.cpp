@@ -69,6 +69,19 @@ Result<Waiter> Waiter::Arm(const std::string& path, unsigned mode,
   return w;
 }
 
+Result<Waiter> Waiter::ArmDirectory(const std::string& notify_dir,
+                                    const std::string& locks_dir) {
+  Waiter w;
+  w.fd_ = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  if (w.fd_ < 0) return ErrnoStatus(errno, "inotify", "cannot watch the store");
+  if (::inotify_add_watch(w.fd_, notify_dir.c_str(),
+                          IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE) < 0)
+    return ErrnoStatus(errno, notify_dir, "cannot watch the store's doorbells");
+  w.locks_wd_ = ::inotify_add_watch(w.fd_, locks_dir.c_str(), IN_CLOSE_WRITE);
+  if (w.locks_wd_ < 0) return ErrnoStatus(errno, locks_dir, "cannot watch the lock files");
+  return w;
+}
+
 // Arms the timer for the wall-clock time `at_ms`: an absolute timer of CLOCK_REALTIME, so
 // that a step of the clock moves the wake-up with the deadline (a relative timeout computed
 // before the step would not), and cancelled by the step (TFD_TIMER_CANCEL_ON_SET) so that the

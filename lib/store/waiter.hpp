@@ -43,6 +43,12 @@ class Waiter {
   static Result<Waiter> Arm(const std::string& path, unsigned mode,
                             const std::string& locks_dir = {});
 
+  // Watches every doorbell of a store at once: the files of `notify_dir` (any ring, a queue
+  // made or deleted) and, as Arm, the closing of lock files in `locks_dir`. Creates nothing,
+  // so that it works on a store mounted read-only too (where nothing rings).
+  static Result<Waiter> ArmDirectory(const std::string& notify_dir,
+                                     const std::string& locks_dir);
+
   enum class Wake { kLook, kTimeout, kStop };
   // Blocks until the doorbell rings, a re-look after a lock file's close is due, the
   // wall-clock time `deadline_real_ms` passes (0: none; an absolute timer of the real-time

@@ -26,7 +26,7 @@ Version: $version
 Architecture: $arch
 "
 depends=$(dpkg-deb -f "$deb" Depends)
-for lib in libc6 libxml2 librabbitmq4 libisal2 libzstd1; do
+for lib in libc6 libxml2 librabbitmq4 libisal2 libzstd1 libncursesw6; do
   [[ ",$depends" =~ ,\ ?$lib[\ ,\(]|,\ ?$lib$ ]] || fail "Depends '$depends' does not name $lib"
 done
 
