@@ -108,6 +108,32 @@ need_nobody() {
     skip "user nobody cannot run the tools in $MQ_BIN (a parent directory is private)"
 }
 
+# The pinned-pages check, in two stores: pinned_setup A B makes both with a queue pq of 5,000
+# messages; churn S runs three rounds of 20,000 sends and a drain of pq in S; pinned_check A B
+# WHAT asserts that B's data.mdb (churned while WHAT held something or was stopped) grew no
+# more than A's (churned alone): a reader that pins pages makes LMDB grow the file instead of
+# reusing them.
+pinned_setup() {
+  local s
+  for s in "$@"; do
+    mq-admin -s "$s" init >/dev/null
+    mq-admin -s "$s" create pq >/dev/null
+    seq -f 'k%0100g' 5000 | mq-send -s "$s" -l pq
+  done
+}
+churn() {
+  local i
+  for i in 1 2 3; do
+    seq -f 'p%09g' 20000 | mq-send -s "$1" -l pq
+    mq-receive -s "$1" pq --all -l >/dev/null
+  done
+}
+pinned_check() {
+  local a b
+  a=$(stat -c %s "$1/data.mdb") b=$(stat -c %s "$2/data.mdb")
+  [ "$b" -le $((a * 3 / 2 + 1048576)) ] || fail "$3 grew data.mdb to $b bytes (without it: $a)"
+}
+
 # finish: exit status of the test.
 finish() {
   if [ "$FAILS" -ne 0 ]; then

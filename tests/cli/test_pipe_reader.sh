@@ -89,20 +89,9 @@ mq-admin -s "$S2" check >/dev/null || fail "the store is damaged after a send wi
 
 # 4. A paused peek pins no pages: rounds of sends and receives grow data.mdb no more than
 # without it.
-rounds() {
-  local s=$1 i
-  for i in 1 2 3; do
-    seq -f 'p%09g' 20000 | mq-send -s "$s" -l pq
-    mq-receive -s "$s" pq --all -l >/dev/null
-  done
-}
 A=$T/plain B=$T/paused
-for s in "$A" "$B"; do
-  mq-admin -s "$s" init >/dev/null
-  mq-admin -s "$s" create pq >/dev/null
-  seq -f 'k%0100g' 5000 | mq-send -s "$s" -l pq
-done
-rounds "$A"
+pinned_setup "$A" "$B"
+churn "$A"
 mkfifo "$T/fifo"
 mq-peek -s "$B" pq --all -l >"$T/fifo" &
 peek=$!
@@ -110,12 +99,10 @@ BG+=("$peek")
 exec 7<"$T/fifo"
 head -c 1000 <&7 >/dev/null   # the peek has started writing; now it is stalled on the pipe
 kill -STOP "$peek"
-rounds "$B"
+churn "$B"
 kill -CONT "$peek"
 exec 7<&-
 wait "$peek" 2>/dev/null
-a=$(stat -c %s "$A/data.mdb") b=$(stat -c %s "$B/data.mdb")
-[ "$b" -le $((a * 3 / 2 + 1048576)) ] ||
-  fail "a paused peek grew data.mdb to $b bytes (without it: $a)"
+pinned_check "$A" "$B" "a paused peek"
 
 finish

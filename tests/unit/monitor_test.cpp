@@ -14,17 +14,7 @@ namespace {
 
 QueueRef Q(const char* name) { return *ParseQueueRef(name); }
 
-void Send(Store& st, const char* q, int n) {
-  test::Vec src;
-  for (int i = 0; i < n; ++i) {
-    Message m;
-    m.body = "m" + std::to_string(i);
-    src.v.push_back(m);
-  }
-  AppendOptions o;
-  o.create_queue = true;
-  REQUIRE(st.Append(Q(q), o, src, nullptr).ok());
-}
+void Send(Store& st, const char* q, int n) { test::SendN(st, q, n); }
 
 void ReceiveAll(Store& st, const char* q) {
   Selection all;

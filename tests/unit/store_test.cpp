@@ -572,17 +572,7 @@ TEST_CASE("a lease id whose lock file a dying writer still holds is skipped", "[
 namespace {
 
 std::vector<std::string> SendIds(Store& st, const char* q, int n, bool create = true) {
-  Vec src;
-  for (int i = 0; i < n; ++i) {
-    Message m;
-    m.body = "m" + std::to_string(i);
-    src.v.push_back(m);
-  }
-  AppendOptions o;
-  o.create_queue = create;
-  std::vector<std::string> ids;
-  REQUIRE(st.Append(Q(q), o, src, &ids).ok());
-  return ids;
+  return test::SendN(st, q, n, create);
 }
 
 // Rewrites queue `name`'s record in the closed store at `dir` with `edit`.

@@ -78,4 +78,19 @@ struct OneMessage : MessageSource {
   }
 };
 
+// Sends n messages "m0".."m{n-1}" to `q` in one append (making the queue if `create`); their ids.
+inline std::vector<std::string> SendN(Store& st, const std::string& q, int n, bool create = true) {
+  Vec src;
+  for (int i = 0; i < n; ++i) {
+    Message m;
+    m.body = "m" + std::to_string(i);
+    src.v.push_back(m);
+  }
+  AppendOptions o;
+  o.create_queue = create;
+  std::vector<std::string> ids;
+  REQUIRE(st.Append(*ParseQueueRef(q), o, src, &ids).ok());
+  return ids;
+}
+
 }  // namespace mq::test
