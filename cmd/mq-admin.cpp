@@ -134,17 +134,20 @@ int Run(int argc, char** argv) {
   cli::AddStoreOption(app, ctx.store);
   admin::AddQuietOption(app, ctx.quiet, true);
   std::vector<admin::Command> commands = {
-      admin::SetupInit(app, ctx),   admin::SetupCreate(app, ctx), admin::SetupSet(app, ctx),
-      admin::SetupDelete(app, ctx), admin::SetupList(app, ctx),   admin::SetupStat(app, ctx),
-      admin::SetupTop(app, ctx),
-      admin::SetupPurge(app, ctx),  admin::SetupCheck(app, ctx),  admin::SetupBackup(app, ctx),
-      admin::SetupCompact(app, ctx),
-      admin::SetupExport(app, ctx), admin::SetupImport(app, ctx),  admin::SetupCursors(app, ctx),
-      admin::SetupDeleteCursor(app, ctx), admin::SetupSweep(app, ctx), admin::SetupAck(app, ctx),
-      admin::SetupNack(app, ctx), admin::SetupLocks(app, ctx), admin::SetupRequeue(app, ctx),
-      admin::SetupMove(app, ctx), admin::SetupMessageType(app, ctx),
-      admin::SetupEndConversation(app, ctx), admin::SetupConversations(app, ctx),
-      admin::SetupBridge(app, ctx), admin::SetupLink(app, ctx), admin::SetupForward(app, ctx),
+      admin::SetupInit(app, ctx),          admin::SetupCreate(app, ctx),
+      admin::SetupSet(app, ctx),           admin::SetupDelete(app, ctx),
+      admin::SetupList(app, ctx),          admin::SetupStat(app, ctx),
+      admin::SetupTop(app, ctx),           admin::SetupPurge(app, ctx),
+      admin::SetupCheck(app, ctx),         admin::SetupBackup(app, ctx),
+      admin::SetupCompact(app, ctx),       admin::SetupExport(app, ctx),
+      admin::SetupImport(app, ctx),        admin::SetupCursors(app, ctx),
+      admin::SetupDeleteCursor(app, ctx),  admin::SetupSweep(app, ctx),
+      admin::SetupAck(app, ctx),           admin::SetupNack(app, ctx),
+      admin::SetupTouch(app, ctx),         admin::SetupLocks(app, ctx),
+      admin::SetupRequeue(app, ctx),       admin::SetupMove(app, ctx),
+      admin::SetupMessageType(app, ctx),   admin::SetupEndConversation(app, ctx),
+      admin::SetupConversations(app, ctx), admin::SetupBridge(app, ctx),
+      admin::SetupLink(app, ctx),          admin::SetupForward(app, ctx),
       admin::SetupAccept(app, ctx),
   };
   app.footer("Run 'mq-admin help COMMAND' (or 'mq-admin COMMAND --help') for a command's "

@@ -22,6 +22,9 @@
 //     from its handler, with NEXT on a named cursor; an anonymous cursor follows arrival
 //     order so that no message is reported twice or skipped. It ends on SIGINT or SIGTERM
 //     (exit 0), or when the queue is deleted or disabled (exit 5).
+//  --until-empty waits for the opposite: the queue holding no message in any state (nq -w,
+//     task-spooler's wait): "empty QUEUE", exit 0, at once if it is empty; after --wait the
+//     ArrivedError MQ_ERROR_IO_TIMEOUT, exit 1 (Store::WaitEmpty).
 //
 // --exec CMD [ARG...] makes it an activator (Service Broker ACTIVATION): while the queue has
 // available messages it keeps up to --max-readers receivers running, each
@@ -98,6 +101,7 @@ int Run(int argc, char** argv) {
   cli::StoreArgs store_args;
   std::string queue, cursor, cursor_name, timeout, format;
   bool json = false, follow = false, no_wait_lock = false, exec_flag = false, locked = false;
+  bool until_empty = false;
   bool first = false, current = false, next = false;
   int max_readers = 1;
   std::string retry_delay;
@@ -107,6 +111,7 @@ int Run(int argc, char** argv) {
              "  mq-watch jobs --follow --json     # an event per arrival\n"
              "  mq-watch jobs --cursor audit --next\n"
              "  mq-watch jobs --exec ./work.sh    # activator\n"
+             "  mq-watch jobs --until-empty -w 1h # wait for the work to be done\n"
              "See mq-watch(1).");
   cli::AddVersionFlag(app);
   cli::AddStoreOption(app, store_args);
@@ -136,6 +141,9 @@ int Run(int argc, char** argv) {
                "Also report messages Locked by an open transactional receive "
                "(AllowPeekWhenLocked)");
   app.add_flag("--follow", follow, "Keep watching: one event per message until a signal");
+  app.add_flag("--until-empty", until_empty,
+               "Wait until the queue holds no message (visible, delayed or Locked): event "
+               "'empty QUEUE', exit 0; exit 1 after --wait");
   app.add_flag("--no-wait-lock", no_wait_lock,
                "Fail (exit 5) instead of waiting when another process uses the cursor");
   app.add_flag("--exec", exec_flag,
@@ -165,11 +173,15 @@ int Run(int argc, char** argv) {
     return cli::Fail(d.ok() ? Status::InvalidArg("--retry-delay must be a finite duration")
                             : d.status());
   if (exec && (follow || json || cursor_opt->count() || app.count("--cursor-name") || locked ||
-               first || current || next ||
-               !timeout.empty()))
+               first || current || next || until_empty || !timeout.empty()))
     return cli::Fail(
-        Status::InvalidArg("--exec runs until stopped: no --follow, --json, --cursor, --locked "
-                           "or --wait"));
+        Status::InvalidArg("--exec runs until stopped: no --follow, --json, --cursor, --locked, "
+                           "--until-empty or --wait"));
+  if (until_empty && (follow || cursor_opt->count() || app.count("--cursor-name") || locked ||
+                      first || current || next || no_wait_lock))
+    return cli::Fail(Status::InvalidArg(
+        "--until-empty watches the whole queue: no --follow, --cursor, --locked or "
+        "--no-wait-lock"));
 
   // The cursor: `--cursor NAME --first|--current|--next` (as mq-peek), or the old spelling
   // `--cursor first|current|next [--cursor-name NAME]`.
@@ -256,22 +268,36 @@ int Run(int argc, char** argv) {
 
   FdWriter out(1, "stdout");
   bool reader_gone = false;
-  Status s = (*store)->Watch(*ref, wo, ro, [&](const Message& m) -> Status {
-    if (json) {
-      nlohmann::ordered_json j = {{"event", "arrived"},     {"queue", m.queue},
-                                  {"lookup_id", m.lookup_id}, {"id", FormatMessageId(m.id)},
-                                  {"priority", m.priority},   {"label", m.label}};
-      out.Append(j.dump() + "\n");
-    } else {
-      out.Append(fmt::format("arrived {} {}\n", m.queue, m.lookup_id));
+  Status s;
+  if (until_empty) {
+    s = (*store)->WaitEmpty(*ref, ro);
+    if (s.ok()) {
+      if (json)
+        out.Append(nlohmann::ordered_json({{"event", "empty"}, {"queue", ref->Full()}}).dump() +
+                   "\n");
+      else
+        out.Append(fmt::format("empty {}\n", ref->Full()));
+      Status w = out.Flush();
+      return w.ok() || w.code() == Code::kBrokenPipe ? 0 : cli::Fail(w);
     }
-    Status w = out.Flush();
-    if (w.code() == Code::kBrokenPipe) {
-      reader_gone = true;
-      return Status::OperationCancelled("the reader went away");
-    }
-    return w;
-  });
+  } else {
+    s = (*store)->Watch(*ref, wo, ro, [&](const Message& m) -> Status {
+      if (json) {
+        nlohmann::ordered_json j = {{"event", "arrived"},       {"queue", m.queue},
+                                    {"lookup_id", m.lookup_id}, {"id", FormatMessageId(m.id)},
+                                    {"priority", m.priority},   {"label", m.label}};
+        out.Append(j.dump() + "\n");
+      } else {
+        out.Append(fmt::format("arrived {} {}\n", m.queue, m.lookup_id));
+      }
+      Status w = out.Flush();
+      if (w.code() == Code::kBrokenPipe) {
+        reader_gone = true;
+        return Status::OperationCancelled("the reader went away");
+      }
+      return w;
+    });
+  }
   if (reader_gone) return 0;
   // Seed 000: a Peek Next that is illegal (a cursor never moved) with ReceiveTimeout 0 fires
   // ArrivedError MQ_ERROR_MESSAGE_NOT_FOUND.

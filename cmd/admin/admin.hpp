@@ -79,6 +79,7 @@ Result<MoverSpec> ParseMoverOptions(const MoverArgs& a);
 Command SetupInit(CLI::App& app, Context& ctx);
 Command SetupCreate(CLI::App& app, Context& ctx);
 Command SetupTop(CLI::App& app, Context& ctx);
+Command SetupTouch(CLI::App& app, Context& ctx);
 Command SetupSet(CLI::App& app, Context& ctx);
 Command SetupDelete(CLI::App& app, Context& ctx);
 Command SetupList(CLI::App& app, Context& ctx);

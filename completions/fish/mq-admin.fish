@@ -60,7 +60,7 @@ function __mq_admin_words
         set -e tokens[1]
         switch $t
             case -s --store --group --owner --label --quota --max-message-size --status --format \
-                    --interval -n --count \
+                    --interval -n --count --lease \
                     --max-retries --poison --dedup-window --retry-delay --delay --id --ttbr --to \
                     --journal-quota --max-store-size --retention --validation \
                     --error --description
@@ -141,6 +141,8 @@ complete -c mq-admin -n __mq_admin_needs_command -a delete-cursor -d 'Forget a n
 complete -c mq-admin -n __mq_admin_needs_command -a sweep -d 'Make due delayed messages visible, expire messages, return stale leases'
 complete -c mq-admin -n __mq_admin_needs_command -a ack -d 'Commit a lease: remove its messages'
 complete -c mq-admin -n __mq_admin_needs_command -a nack -d 'Roll back a lease: return its messages'
+complete -c mq-admin -n __mq_admin_needs_command -a touch -d 'Extend a lease: keep its messages Locked longer'
+complete -c mq-admin -n '__mq_admin_using touch' -l lease -x -d 'The lease ends DURATION from now'
 complete -c mq-admin -n __mq_admin_needs_command -a locks -d 'List open transactional receives and leases'
 complete -c mq-admin -n __mq_admin_needs_command -a requeue -d 'Move poison or dead-letter messages back'
 complete -c mq-admin -n __mq_admin_needs_command -a move -d 'Move a message to a subqueue, keeping its lookup id'
@@ -207,7 +209,7 @@ complete -c mq-admin -n '__mq_admin_using message-type' -l format -x -a 'text js
 complete -c mq-admin -n '__mq_admin_using import' -l format -x -a json -d 'Input format'
 complete -c mq-admin -n __mq_admin_needs_command -a bridge -d 'Move messages to and from RabbitMQ, exactly once'
 complete -c mq-admin -n __mq_admin_needs_command -a help -d "Print the overview, or a command's options"
-complete -c mq-admin -n '__mq_admin_using help; and test (count (__mq_admin_words)) -eq 1' -a 'init create set delete list stat top purge check backup compact export import cursors delete-cursor sweep ack nack locks requeue move message-type end-conversation conversations bridge link forward accept' -d 'Command'
+complete -c mq-admin -n '__mq_admin_using help; and test (count (__mq_admin_words)) -eq 1' -a 'init create set delete list stat top purge check backup compact export import cursors delete-cursor sweep ack nack touch locks requeue move message-type end-conversation conversations bridge link forward accept' -d 'Command'
 complete -c mq-admin -n '__mq_admin_help_of bridge' -a 'out in' -d 'Direction'
 complete -c mq-admin -n '__mq_admin_help_of link' -a 'add set delete list stat' -d 'Action'
 complete -c mq-admin -n '__mq_admin_help_of message-type' -a 'create delete list' -d 'Action'

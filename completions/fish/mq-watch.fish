@@ -128,6 +128,7 @@ complete -c mq-watch -n 'not __mq_exec_seen' -l json -d 'Print each event as a J
 complete -c mq-watch -n 'not __mq_exec_seen' -l format -x -a 'text json' -d 'Event format'
 complete -c mq-watch -n 'not __mq_exec_seen' -l locked -d 'Also report Locked messages (AllowPeekWhenLocked)'
 complete -c mq-watch -n 'not __mq_exec_seen' -l follow -d 'Keep watching: one event per message until a signal'
+complete -c mq-watch -n 'not __mq_exec_seen' -l until-empty -d 'Wait until the queue holds no message; exit 1 after --wait'
 complete -c mq-watch -n 'not __mq_exec_seen' -l no-wait-lock -d 'Fail (exit 5) instead of waiting when another process uses the cursor'
 complete -c mq-watch -n 'not __mq_exec_seen' -l exec -d 'Activator: receive each message with CMD [ARG...] (the rest of the line)'
 complete -c mq-watch -n 'not __mq_exec_seen' -l max-readers -x -d 'With --exec: up to N receivers at once (default 1)'

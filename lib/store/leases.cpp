@@ -245,6 +245,7 @@ Result<uint64_t> Store::Impl::BeginLease(QueueInfo& q, const LockOptions& lo, in
   if (lo.lease_ms > 0) {
     rec.process = false;
     rec.expires = now + lo.lease_ms;
+    rec.length = lo.lease_ms;
     rec.secret = std::string(GuidBytes(NewGuid()));
   } else {
     if (lease.lock_fd_ >= 0) ::close(lease.lock_fd_);
@@ -463,8 +464,12 @@ Lease::~Lease() {
   if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
-Status Store::FinishToken(const std::string& token, bool commit, int64_t delay_ms,
-                          FinishReport* report) {
+// A --lease token's lease, found in a write transaction: `fn` runs on it unless the token is
+// unknown (MQ_ERROR_TRANSACTION_USAGE) or the lease expired, which then rolls back here if no
+// one did yet, and is MQ_ERROR_TRANSACTION_USAGE too ("its messages were returned").
+Status Store::Impl::WithToken(
+    const std::string& token, FinishReport* report,
+    const std::function<Status(lmdb::Txn&, QueueInfo&, uint64_t, LeaseRecord&, int64_t)>& fn) {
   Status unknown = Status::TransactionUsage("unknown or expired lease token", token);
   unsigned long long qid = 0, lease_id = 0;
   char hex[64] = {0};
@@ -473,31 +478,61 @@ Status Store::FinishToken(const std::string& token, bool commit, int64_t delay_m
     return Status::InvalidArg("invalid lease token", token);
   auto secret = HexDecode(hex);
   bool expired = false;
-  std::string queue;
-  Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
+  Status s = Write([&](lmdb::Txn& txn) -> Status {
     expired = false;
-    auto name = impl_->QueueNameOf(txn, static_cast<uint32_t>(qid));
+    auto name = QueueNameOf(txn, static_cast<uint32_t>(qid));
     if (!name) return unknown;
-    queue = std::string(*name);
-    auto q = impl_->LoadQueue(txn, queue);
+    auto q = LoadQueue(txn, std::string(*name));
     if (!q.ok()) return q.status();
     if (!*q) return unknown;
-    auto v = txn.Get(impl_->leases, LeaseKey(static_cast<uint32_t>(qid), lease_id));
+    auto v = txn.Get(leases, LeaseKey(static_cast<uint32_t>(qid), lease_id));
     LeaseRecord rec;
     if (!v || !DecodeLease(*v, rec) || rec.process || rec.secret != *secret) return unknown;
     int64_t now = NowMs();
     if (rec.expires <= now) {
       // Expired: it rolls back by itself, here if no one did yet; the token changes nothing.
       expired = true;
-      return impl_->RollbackLease(txn, **q, lease_id, rec, 0, now, report);
+      return RollbackLease(txn, **q, lease_id, rec, 0, now, report);
     }
-    if (commit) return impl_->CommitLease(txn, **q, lease_id, rec);
-    return impl_->RollbackLease(txn, **q, lease_id, rec, delay_ms, now, report);
+    return fn(txn, **q, lease_id, rec, now);
   });
   if (!s.ok()) return s;
   if (expired)
     return Status::TransactionUsage("the lease expired; its messages were returned", token);
   return {};
+}
+
+Status Store::FinishToken(const std::string& token, bool commit, int64_t delay_ms,
+                          FinishReport* report) {
+  return impl_->WithToken(token, report,
+                          [&](lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id, LeaseRecord& rec,
+                              int64_t now) -> Status {
+                            if (commit) return impl_->CommitLease(txn, q, lease_id, rec);
+                            return impl_->RollbackLease(txn, q, lease_id, rec, delay_ms, now,
+                                                        report);
+                          });
+}
+
+Result<int64_t> Store::TouchToken(const std::string& token, int64_t lease_ms,
+                                  FinishReport* report) {
+  int64_t expires = 0;
+  Status s =
+      impl_->WithToken(token, report,
+                       [&](lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id, LeaseRecord& rec,
+                           int64_t now) -> Status {
+                         int64_t length = lease_ms > 0 ? lease_ms
+                                          : rec.length ? rec.length
+                                                       : rec.expires - rec.since;
+                         // From now, as beanstalkd's touch and SQS's ChangeMessageVisibility count:
+                         // a lease is never shortened below what is left of it unless asked for a
+                         // length.
+                         rec.expires =
+                             lease_ms > 0 ? now + length : std::max(rec.expires, now + length);
+                         expires = rec.expires;
+                         return txn.Put(impl_->leases, LeaseKey(q.id, lease_id), EncodeLease(rec));
+                       });
+  if (!s.ok()) return s;
+  return expires;
 }
 
 Result<std::vector<LeaseInfo>> Store::ListLeases() {

@@ -14,8 +14,13 @@ Status Store::Impl::RemoveMessage(lmdb::Txn& txn, QueueInfo& q, const Message& m
                                   Held held) {
   auto was_locked = msgs.Remove(txn, q, m, size, held);
   if (!was_locked.ok()) return was_locked.status();
-  if (IsConvMessage(q, m)) return ConvOnRemove(txn, q, m, *was_locked);
-  if (m.status == 0) q.retained -= std::min<uint64_t>(q.retained, 1);  // RETENTION ON
+  if (IsConvMessage(q, m))
+    MQ_RETURN_IF_ERROR(ConvOnRemove(txn, q, m, *was_locked));
+  else if (m.status == 0)
+    q.retained -= std::min<uint64_t>(q.retained, 1);  // RETENTION ON
+  // The last message gone (what retention keeps is done with): waiters for an empty queue
+  // (mq-watch --until-empty) are rung after the commit, as receivers are for an arrival.
+  if (q.count <= q.retained) to_notify.insert(q.id);
   return {};
 }
 

@@ -45,6 +45,15 @@ std::mutex g_open_mu;
 // One env per directory per process, by the directory's device and inode (no realpath: it
 // costs a readlink per path component at every start).
 std::set<std::pair<dev_t, ino_t>> g_open_dirs;
+// The process the set is of: a child of fork() has none of its parent's envs to use (LMDB:
+// an env is not used after fork), so it may open each store afresh.
+pid_t g_open_pid = 0;
+
+void ForgetParentsStores() {
+  if (g_open_pid == ::getpid()) return;
+  g_open_dirs.clear();
+  g_open_pid = ::getpid();
+}
 
 }  // namespace
 
@@ -87,6 +96,7 @@ void Store::Impl::NewMessageIdInto(QueueInfo& q, std::string& id) {
 
 Store::Impl::~Impl() {
   std::lock_guard<std::mutex> lock(g_open_mu);
+  ForgetParentsStores();
   g_open_dirs.erase(dir_key);
 }
 
@@ -602,6 +612,7 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   std::pair<dev_t, ino_t> dir_key{owner_st.st_dev, owner_st.st_ino};
   {
     std::lock_guard<std::mutex> lock(g_open_mu);
+    ForgetParentsStores();
     if (!g_open_dirs.insert(dir_key).second)
       return Status::Error("store already open in this process", dir);
   }

@@ -153,6 +153,8 @@ struct LeaseRecord {
   int64_t expires = 0;
   std::string secret;             // 16 bytes, part of the token of an expiring lease
   std::vector<std::string> keys;  // order keys of the Locked messages
+  int64_t length = 0;  // an expiring lease's length as asked (touch extends by it); 0: older
+                       // records, whose length is expires - since
 };
 
 inline std::string EncodeLease(const LeaseRecord& r) {
@@ -166,6 +168,7 @@ inline std::string EncodeLease(const LeaseRecord& r) {
   std::string keys;
   for (const auto& k : r.keys) keys += k;
   w.Bytes(6, keys);
+  w.UintIfNot(7, static_cast<uint64_t>(r.length), 0);
   return out;
 }
 
@@ -183,6 +186,7 @@ inline bool DecodeLease(std::string_view v, LeaseRecord& r) {
         for (size_t i = 0; i + 13 <= rd.bytes().size(); i += 13)
           r.keys.emplace_back(rd.bytes().substr(i, 13));
         break;
+      case 7: r.length = static_cast<int64_t>(rd.uint()); break;
       default: break;
     }
   }

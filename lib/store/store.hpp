@@ -545,6 +545,10 @@ class Store {
   // (exit 5) and changes nothing (an expired lease has rolled back by itself).
   Status FinishToken(const std::string& token, bool commit, int64_t delay_ms,
                      FinishReport* report);
+  // Extends a --lease token's lease (mq-admin touch): it now ends `lease_ms` from now, or, with
+  // 0, its original length from now (never earlier than it would have). The token stays the
+  // same and covers every message of the lease. Errors as FinishToken's. Returns the new end.
+  Result<int64_t> TouchToken(const std::string& token, int64_t lease_ms, FinishReport* report);
   Result<std::vector<LeaseInfo>> ListLeases();
   // Moves messages of a poison subqueue or dead-letter queue back to where they were going:
   // the one with `id` (20 bytes), or all. Returns how many. Messages from a dead-letter queue
@@ -569,6 +573,12 @@ class Store {
   // holder. Also on a store opened read-only, where nothing rings.
   Result<std::unique_ptr<Doorbell>> ArmStoreDoorbell();
   Result<int64_t> NextDeadline(const QueueRef& ref);
+  // Returns once the queue holds no message, in any state (visible, delayed, Locked; those
+  // kept by RETENTION ON are done with): at once if it is empty, else when a receive, an ack,
+  // a purge or an expiry takes the last (its doorbell rings then: no polling, waiter.hpp).
+  // ro.wait_ms: how long (0: only look; -1: as long as it takes), then MQ_ERROR_IO_TIMEOUT;
+  // ro.stop_fd as for reads. mq-watch --until-empty.
+  Status WaitEmpty(const QueueRef& ref, const ReadOptions& ro);
 
   // Makes due delayed messages visible, returns leases of dead holders and expired leases,
   // expires (dead-letters, NACKs) messages past their deadline, and forgets expired dedup

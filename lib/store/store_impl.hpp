@@ -216,6 +216,10 @@ struct Store::Impl {
   Status RollbackLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id, const LeaseRecord& rec,
                        RetryDelay delay, int64_t now, FinishReport* report,
                        bool count_abort = true);
+  // A --lease token's live lease, in a write transaction, for FinishToken and TouchToken.
+  Status WithToken(
+      const std::string& token, FinishReport* report,
+      const std::function<Status(lmdb::Txn&, QueueInfo&, uint64_t, LeaseRecord&, int64_t)>& fn);
   Result<std::vector<LeaseEntry>> LeasesOf(lmdb::Txn& txn, uint32_t qid);
   bool LeaseIsOver(uint32_t qid, const LeaseEntry& e, int64_t now);
   Result<uint64_t> RecoverLeases(lmdb::Txn& txn, QueueInfo& q, int64_t now);

@@ -132,6 +132,50 @@ Status Store::Impl::WaitLoop(
   }
 }
 
+Status Store::WaitEmpty(const QueueRef& ref, const ReadOptions& ro) {
+  // Empty: no message in any state (StatQueue returns expired leases and drops expired
+  // messages first, as a reader would); those that RETENTION ON keeps are done with.
+  auto empty = [&]() -> Result<bool> {
+    auto st = StatQueue(ref);
+    if (!st.ok()) return st.status();
+    return st->info.count <= st->info.retained;
+  };
+  auto e = empty();
+  if (!e.ok() || *e) return e.status();
+  if (ro.wait_ms == 0) return Status::IoTimeout("the queue is not empty", ref.Full());
+  MQ_RETURN_IF_ERROR(impl_->CanWait());
+  auto qid = impl_->QueueIdForWait(ref, false);
+  if (!qid.ok()) return qid.status();
+  // The queue's doorbell, rung when its last message goes (RemoveMessage), and the lock
+  // files (a receiver that dies returns its messages: waiter.hpp). Not counted as a waiting
+  // reader: it wants none.
+  auto w = Waiter::Arm(impl_->paths.notify(*qid), impl_->file_mode, impl_->paths.locks_dir());
+  if (!w.ok()) return w.status();
+  int64_t until = ro.wait_ms < 0 ? -1 : MonotonicMs() + ro.wait_ms;
+  for (;;) {
+    e = empty();
+    if (!e.ok()) {
+      if (e.status().code() == Code::kQueueNotFound)
+        return Status::QueueDeleted("queue was deleted while waiting", ref.Full());
+      return e.status();
+    }
+    if (*e) return {};
+    // What becomes due by itself (a delayed message, an expiry, a lease's end) is looked at
+    // then.
+    auto deadline = NextDeadline(ref);
+    if (!deadline.ok()) return deadline.status();
+    // One that is due and still there (a reader's work, not ours) is looked at again soon,
+    // not in a loop.
+    if (*deadline && *deadline <= NowMs()) *deadline = NowMs() + 10;
+    auto wake = w->Wait(*deadline, until, ro.stop_fd);
+    if (!wake.ok()) return wake.status();
+    if (*wake == Waiter::Wake::kTimeout)
+      return Status::IoTimeout("timed out waiting for the queue to empty", ref.Full());
+    if (*wake == Waiter::Wake::kStop)
+      return Status::OperationCancelled("stopped by a signal", ref.Full());
+  }
+}
+
 std::string Store::Impl::WaitMarkPath(uint32_t qid, long pid) {
   return paths.wait_mark(qid, pid);
 }

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -757,4 +758,97 @@ TEST_CASE("no queue named out can be made, but one made before links stays usabl
   std::vector<std::string> problems;
   REQUIRE((*st)->Check(problems).ok());
   CHECK(problems.empty());
+}
+
+TEST_CASE("a touched token lease lives on; touch of a lease that is over is refused",
+          "[store][lease]") {
+  TempDir t;
+  auto st = OpenNew(t.path);
+  Send(*st, "q", {{3, "a"}, {3, "b"}});
+  LockOptions lo;
+  lo.lease_ms = 300;
+  Selection two;
+  two.limit = 2;
+  auto lease = st->Lock(Q("q"), two, {}, lo, nullptr);
+  REQUIRE(lease.ok());
+  REQUIRE(*lease);
+  std::string token = (*lease)->token();
+  int64_t first_end = (*lease)->expires();
+  // By its own length (300 ms) from now, never earlier than it was.
+  auto end = st->TouchToken(token, 0, nullptr);
+  REQUIRE(end.ok());
+  CHECK(*end >= first_end);
+  CHECK(*end <= NowMs() + 300);
+  // By a length asked for: shorter too; the record keeps both messages.
+  end = st->TouchToken(token, 60'000, nullptr);
+  REQUIRE(end.ok());
+  CHECK(*end > NowMs() + 50'000);
+  auto leases = st->ListLeases();
+  REQUIRE(leases.ok());
+  REQUIRE(leases->size() == 1);
+  CHECK((*leases)[0].expires == *end);
+  CHECK((*leases)[0].lookup_ids.size() == 2);
+  end = st->TouchToken(token, 50, nullptr);
+  REQUIRE(end.ok());
+  ::usleep(120'000);
+  // Over: refused as ack and nack are, and the messages are back.
+  auto over = st->TouchToken(token, 0, nullptr);
+  REQUIRE_FALSE(over.ok());
+  CHECK(over.status().code() == Code::kTransactionUsage);
+  CHECK(st->StatQueue(Q("q"))->info.locked == 0);
+  CHECK_FALSE(st->TouchToken(token, 0, nullptr).ok());
+  CHECK(st->TouchToken("1.2.xyz", 0, nullptr).status().code() == Code::kInvalidArg);
+}
+
+TEST_CASE("WaitEmpty returns when the last message goes, and only then", "[store][wait]") {
+  TempDir t;
+  auto st = OpenNew(t.path);
+  Send(*st, "q", {});
+  ReadOptions now;
+  now.wait_ms = 0;
+  CHECK(st->WaitEmpty(Q("q"), now).ok());  // empty: at once
+  Send(*st, "q", {{3, "a"}, {3, "b"}});
+  CHECK(st->WaitEmpty(Q("q"), now).code() == Code::kIoTimeout);
+  // Another process receives one message, then purges the last: only the purge ends the
+  // wait, when it commits; not a re-look after the receive's lock file closed (25 ms, 250 ms,
+  // 1 s later: waiter.hpp). The child writes when its purge began and ended. (A child of
+  // fork() opens a Store of its own and never touches this one: LMDB's caveat.)
+  int times[2];
+  REQUIRE(::pipe(times) == 0);
+  pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    OpenOptions o;
+    o.dir = t.path + "/s";
+    auto other = Store::Open(o);
+    if (!other.ok()) ::_exit(1);
+    Selection one;
+    one.limit = 1;
+    test::Collect c;
+    ::usleep(100'000);
+    if (!(*other)->Receive(Q("q"), one, {}, c).ok()) ::_exit(1);
+    ::usleep(300'000);
+    int64_t span[2] = {NowMs(), 0};
+    if (!(*other)->Purge(Q("q")).ok()) ::_exit(1);
+    span[1] = NowMs();
+    if (::write(times[1], span, sizeof span) != sizeof span) ::_exit(1);
+    ::usleep(1'500'000);  // its lock files stay open: only the doorbell can wake the wait
+    ::_exit(0);
+  }
+  ::close(times[1]);
+  ReadOptions wait;
+  wait.wait_ms = 10'000;
+  Status s = st->WaitEmpty(Q("q"), wait);
+  int64_t woke = NowMs();
+  int64_t purge[2] = {0, 0};
+  CHECK(::read(times[0], purge, sizeof purge) == sizeof purge);
+  ::close(times[0]);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(s.ok());
+  CHECK(woke >= purge[0]);
+  CHECK(woke - purge[1] < 500);
+  CHECK(st->StatQueue(Q("q"))->info.count == 0);
 }
