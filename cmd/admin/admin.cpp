@@ -39,6 +39,11 @@ void AddQueueOptions(CLI::App& app, QueueOptions& o, bool create) {
     app.add_option("--status", o.status, "on: enabled; off: no sends or receives")
         ->type_name("on|off")
         ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--receive", o.receive,
+                 "off: pause receiving (sends go on; receivers find nothing and waiting ones "
+                 "wait); on: resume")
+      ->type_name("on|off")
+      ->check(CLI::IsMember({"on", "off"}));
   if (create)
     app.add_flag("--transactional", o.transactional,
                  "Accept only transactional sends (mq-send --tx); fixed at creation");
@@ -92,6 +97,7 @@ Result<QueueSettings> MakeSettings(CLI::App& app, const QueueOptions& o) {
     s.max_message_size = *m;
   }
   if (!o.status.empty()) s.enabled = o.status == "on";
+  if (!o.receive.empty()) s.receive = o.receive == "on";
   if (o.transactional) s.transactional = true;
   if (app.count("--max-retries")) s.max_retries = o.max_retries;
   if (!o.poison.empty())

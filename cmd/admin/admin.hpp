@@ -46,6 +46,7 @@ struct QueueOptions {
   std::string quota;
   std::string max_message_size;
   std::string status;
+  std::string receive;
   bool transactional = false;
   uint32_t max_retries = 0;
   std::string poison;

@@ -24,21 +24,22 @@ Command SetupList(CLI::App& app, Context&) {
                 continue;
               }
               nlohmann::ordered_json j = {{"queue", q.name},
-                                  {"id", q.id},
-                                  {"label", q.label},
-                                  {"status", q.enabled ? "on" : "off"},
-                                  {"quota", q.quota},
-                                  {"max_message_size", q.max_message_size},
-                                  {"messages", q.count},
-                                  {"bytes", q.bytes},
-                                  {"transactional", q.transactional},
-                                  {"max_retries", q.max_retries},
-                                  {"poison", PoisonName(q.poison)},
-                                  {"dedup_window_ms", q.dedup_window},
-                                  {"retry_delay_ms", q.retry_delay},
-                                  {"retention", q.retention ? "on" : "off"},
-                                  {"created_time", FormatTime(q.created_time)},
-                                  {"modified_time", FormatTime(q.modified_time)}};
+                                          {"id", q.id},
+                                          {"label", q.label},
+                                          {"status", q.enabled ? "on" : "off"},
+                                          {"receive", q.receive_paused ? "off" : "on"},
+                                          {"quota", q.quota},
+                                          {"max_message_size", q.max_message_size},
+                                          {"messages", q.count},
+                                          {"bytes", q.bytes},
+                                          {"transactional", q.transactional},
+                                          {"max_retries", q.max_retries},
+                                          {"poison", PoisonName(q.poison)},
+                                          {"dedup_window_ms", q.dedup_window},
+                                          {"retry_delay_ms", q.retry_delay},
+                                          {"retention", q.retention ? "on" : "off"},
+                                          {"created_time", FormatTime(q.created_time)},
+                                          {"modified_time", FormatTime(q.modified_time)}};
               out.Append(j.dump() + "\n");
             }
             Status s = out.Flush();

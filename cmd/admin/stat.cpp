@@ -23,9 +23,10 @@ struct Args {
   std::string format;
 };
 
-// "on" or "off", and ",journal-full" once journal copies were dropped for lack of room.
+// "on", "off" or "paused" (receiving), and ",journal-full" once journal copies were dropped
+// for lack of room.
 std::string StatusText(const QueueInfo& q) {
-  std::string s = q.enabled ? "on" : "off";
+  std::string s = StateWord(q);
   if (q.journal_dropped) s += ",journal-full";
   return s;
 }
@@ -127,6 +128,7 @@ Command SetupStat(CLI::App& app, Context&) {
                      r.st.oldest_arrived ? nlohmann::ordered_json(FormatTime(r.st.oldest_arrived))
                                          : nlohmann::ordered_json(nullptr)},
                     {"status", q.enabled ? "on" : "off"},
+                    {"receive", q.receive_paused ? "off" : "on"},
                     {"quota", q.quota},
                     {"max_message_size", q.max_message_size},
                     {"label", q.label},
@@ -165,6 +167,9 @@ Command SetupStat(CLI::App& app, Context&) {
                    [](const Row& r) { return fmt::format("{:.3f}", r.age / 1000.0); }},
                   {"mq_queue_enabled", "gauge", "1 if the queue's status is ON.",
                    [](const Row& r) { return std::string(r.st.info.enabled ? "1" : "0"); }},
+                  {"mq_queue_receiving", "gauge",
+                   "1 if receiving from the queue is on (mq-admin set --receive).",
+                   [](const Row& r) { return std::string(r.st.info.receive_paused ? "0" : "1"); }},
                   {"mq_queue_quota_bytes", "gauge", "The queue's quota; 0: none.",
                    [](const Row& r) { return std::to_string(r.st.info.quota); }},
                   {"mq_queue_waiting_readers", "gauge", "Readers waiting for a message.",

@@ -62,7 +62,7 @@ function __mq_admin_words
             case -s --store --group --owner --label --quota --max-message-size --status --format \
                     --interval -n --count --lease \
                     --max-retries --poison --dedup-window --retry-delay --delay --id --ttbr --to \
-                    --journal-quota --max-store-size --retention --validation \
+                    --journal-quota --max-store-size --retention --receive --validation \
                     --error --description
                 set -e tokens[1]
             case '-*'
@@ -196,6 +196,7 @@ complete -c mq-admin -n '__mq_admin_using requeue' -l ttbr -x -a infinite -d 'Ne
 complete -c mq-admin -n '__mq_admin_using move' -l to -x -a '(__mq_queues)' -d 'The subqueue: NAME or QUEUE;NAME'
 complete -c mq-admin -n '__mq_admin_using create' -l retention -x -a 'on off' -d 'Keep received messages, status 0 (RETENTION)'
 complete -c mq-admin -n '__mq_admin_using set' -l retention -x -a 'on off' -d 'Keep received messages, status 0 (RETENTION)'
+complete -c mq-admin -n '__mq_admin_using create set' -l receive -x -a 'on off' -d 'off: pause receiving, sends go on; on: resume'
 complete -c mq-admin -n '__mq_admin_using message-type' -l validation -x -a 'none empty well-formed-xml' -d 'What a body must be'
 complete -c mq-admin -n '__mq_admin_using message-type' -l json -d 'One JSON object per message type'
 complete -c mq-admin -n '__mq_admin_using end-conversation' -l error -x -d 'End with an error: queue the Error message with CODE'

@@ -98,7 +98,10 @@ Status RunActivator(Store& store, const ActivatorOptions& o, const proc::StopSig
         stop_all();
       } else {
         const QueueInfo& q = st->info;
-        uint64_t available = q.count - std::min(q.count, q.delayed + q.locked + q.retained);
+        // Receiving paused (mq-admin set --receive off): nothing to start receivers for; the
+        // doorbell rings when it is on again.
+        uint64_t available =
+            q.receive_paused ? 0 : q.count - std::min(q.count, q.delayed + q.locked + q.retained);
         // A ring is owed a probe only if something was sent since the last receiver started:
         // one send may ring twice (two wake-ups), and the second ring, after the probe, is no
         // new work.

@@ -185,11 +185,11 @@ std::vector<Line> Format(const Sample& s, size_t name_width) {
                  true});
   for (const QueueRow& r : s.queues) {
     const QueueInfo& q = r.st.info;
-    out.push_back({fmt::format(
-        "{:<{}} {:>9} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>4} {}", Fit(q.name, w), w,
-        q.count, q.delayed, q.locked, FormatRate(r.in_rate), FormatRate(r.out_rate),
-        FormatRate(r.in_avg), FormatRate(r.out_avg), Age(r.oldest_age_ms, r.st.oldest_arrived),
-        r.st.waiting, q.enabled ? "on" : "off")});
+    out.push_back(
+        {fmt::format("{:<{}} {:>9} {:>7} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>4} {}",
+                     Fit(q.name, w), w, q.count, q.delayed, q.locked, FormatRate(r.in_rate),
+                     FormatRate(r.out_rate), FormatRate(r.in_avg), FormatRate(r.out_avg),
+                     Age(r.oldest_age_ms, r.st.oldest_arrived), r.st.waiting, StateWord(q))});
   }
   if (!s.links.empty()) {
     out.push_back({fmt::format("{:<{}} {:>9} {:>7} {:>9} {:>8} {:>10} {:>10} {}", "LINK", w,
@@ -240,6 +240,7 @@ nlohmann::ordered_json ToJson(const Sample& s) {
                       {"oldest_age_ms", r.oldest_age_ms},
                       {"waiting", r.st.waiting},
                       {"status", q.enabled ? "on" : "off"},
+                      {"receive", q.receive_paused ? "off" : "on"},
                       {"sent_total", q.sent_total},
                       {"received_total", q.received_total}});
   }

@@ -483,7 +483,7 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockGroupOnce(const QueueRef& ref,
                                                           bool count_delivery,
                                                           int64_t& deadline, bool* try_plain) {
   std::unique_ptr<Lease> lease(new Lease());
-  bool found = false;
+  bool found = false, paused = false;
   Status w = WriteLight(
       [&](lmdb::Txn& txn) -> Status {
         *try_plain = false;
@@ -492,6 +492,8 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockGroupOnce(const QueueRef& ref,
         uint64_t n = 0;
         auto q = ReceivableQueue(txn, ref, now, &n);
         if (!q.ok()) return q.status();
+        paused = q->receive_paused;
+        if (paused) return {};  // commits what Maintain did
         auto pick = PickGroup(txn, *q, sel);
         if (!pick.ok()) return pick.status();
         *try_plain = pick->kind == GroupPick::kPlain;
@@ -524,6 +526,7 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockGroupOnce(const QueueRef& ref,
       },
       true);
   if (!w.ok()) return w;
+  if (paused) return ReceivePaused(ref.Full());
   if (!found) return std::unique_ptr<Lease>();
   return lease;
 }

@@ -223,6 +223,7 @@ Status Store::CursorReceive(const QueueRef& ref, const CursorOptions& co, const 
         uint64_t maintained = 0;
         auto q = impl_->ReceivableQueue(txn, ref, now, &maintained);
         if (!q.ok()) return q.status();
+        if (q->receive_paused) return Impl::ReceivePaused(q->name);
         Impl::CursorState st = impl_->LoadCursor(txn, q->id, co.name);
         if (!st.positioned || st.key.empty())
           return Status::IllegalCursorAction(

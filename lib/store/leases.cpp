@@ -225,6 +225,12 @@ Result<QueueInfo> Store::Impl::ReceivableQueue(lmdb::Txn& txn, const QueueRef& r
   return q;
 }
 
+Status Store::Impl::ReceivePaused(const std::string& queue) {
+  return Status::MessageNotFound(fmt::format("receiving is paused (mq-admin set {} --receive on)",
+                                             queue),
+                                 queue);
+}
+
 // A new lease of `q` for messages about to be Locked in this transaction: its id and record,
 // and for a process lease its lock file, ours before the lease is visible to anyone. The lock
 // file is never unlinked here: if the transaction does not commit, the file stays (unlocked
@@ -302,7 +308,7 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockPlainOnce(const QueueRef& ref,
                                                           std::string& resume,
                                                           int64_t& deadline) {
   std::unique_ptr<Lease> lease(new Lease());
-  bool found = false;
+  bool found = false, paused = false;
   std::string walked;
   Status w = WriteLight(
       [&](lmdb::Txn& txn) -> Status {
@@ -311,6 +317,8 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockPlainOnce(const QueueRef& ref,
         uint64_t n = 0;
         auto q = ReceivableQueue(txn, ref, now, &n);
         if (!q.ok()) return q.status();
+        paused = q->receive_paused;
+        if (paused) return {};  // commits what Maintain did
         std::string from = n ? std::string() : resume;
         std::vector<Found> batch;
         uint64_t limit = sel.limit ? sel.limit : UINT64_MAX;
@@ -335,6 +343,7 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockPlainOnce(const QueueRef& ref,
       },
       true);
   if (!w.ok()) return w;
+  if (paused) return ReceivePaused(ref.Full());
   if (!found) return std::unique_ptr<Lease>();
   resume = walked;
   return lease;

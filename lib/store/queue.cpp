@@ -45,6 +45,7 @@ enum Tag : uint32_t {
   // 40 and up: conversations (issue 5).
   kTagRetention = 40,
   kTagRetained = 41,
+  kTagReceivePaused = 50,
 };
 
 }  // namespace
@@ -81,6 +82,7 @@ std::string EncodeQueue(const QueueInfo& q) {
   w.UintIfNot(kTagJournalDropped, q.journal_dropped, 0);
   w.UintIfNot(kTagRetention, q.retention ? 1 : 0, 0);
   w.UintIfNot(kTagRetained, q.retained, 0);
+  w.UintIfNot(kTagReceivePaused, q.receive_paused ? 1 : 0, 0);
   return out;
 }
 
@@ -122,12 +124,17 @@ Status DecodeQueue(std::string_view record, QueueInfo& q) {
       case kTagJournalDropped: d.journal_dropped = r.uint(); break;
       case kTagRetention: d.retention = r.uint() != 0; break;
       case kTagRetained: d.retained = r.uint(); break;
+      case kTagReceivePaused: d.receive_paused = r.uint() != 0; break;
       default: break;
     }
   }
   if (r.error()) return Status::Corrupted("malformed queue record");
   q = std::move(d);
   return {};
+}
+
+const char* StateWord(const QueueInfo& q) {
+  return !q.enabled ? "off" : q.receive_paused ? "paused" : "on";
 }
 
 const char* PoisonName(PoisonAction a) {

@@ -32,6 +32,9 @@ struct QueueInfo {
   uint64_t quota = 0;  // bytes of records; 0: no limit
   uint64_t max_message_size = kDefaultMaxMessageSize;
   bool enabled = true;  // Service Broker STATUS
+  // Receiving paused (mq-admin set --receive off): sends go on, receives find nothing and
+  // waiting receivers wait on; peeks see the messages.
+  bool receive_paused = false;
   int64_t created_time = 0;
   int64_t modified_time = 0;
   // Counters, kept in every transaction that changes the queue.
@@ -74,6 +77,10 @@ struct QueueInfo {
 
   bool operator==(const QueueInfo&) const = default;
 };
+
+// The queue's state in a word, for tables: "off" (status OFF: no sends or receives), "paused"
+// (receiving paused, sends go on) or "on".
+const char* StateWord(const QueueInfo& q);
 
 std::string EncodeQueue(const QueueInfo& q);
 // Decodes a record; `name` is left as it is in `q`.

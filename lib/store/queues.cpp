@@ -110,6 +110,7 @@ void ApplySettings(QueueInfo& q, const QueueSettings& s) {
   if (s.quota) q.quota = *s.quota;
   if (s.max_message_size) q.max_message_size = *s.max_message_size;
   if (s.enabled) q.enabled = *s.enabled;
+  if (s.receive) q.receive_paused = !*s.receive;
   if (s.max_retries) q.max_retries = *s.max_retries;
   if (s.poison) q.poison = *s.poison;
   if (s.dedup_window) q.dedup_window = *s.dedup_window;
@@ -155,6 +156,9 @@ std::string SettingsConflicts(const QueueInfo& q, const QueueSettings& s) {
             std::to_string(*s.journal_quota));
   if (s.retention)
     differs(*s.retention != q.retention, "retention", on_off(q.retention), on_off(*s.retention));
+  if (s.receive)
+    differs(*s.receive == q.receive_paused, "receive", on_off(!q.receive_paused),
+            on_off(*s.receive));
   std::string joined;
   for (const std::string& d : out) joined += (joined.empty() ? "" : "; ") + d;
   return joined;

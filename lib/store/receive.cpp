@@ -94,6 +94,7 @@ Status Store::Receive(const QueueRef& ref, const Selection& sel_in, const ReadOp
       sel.limit = remaining == UINT64_MAX ? 0 : remaining;
       bool group = false;
       auto l = impl_->LockAny(ref, sel, LockOptions(), false, resume, deadline, &group);
+      if (!l.ok() && l.status().code() == Code::kMessageNotFound && received) break;  // paused
       if (!l.ok()) return Stopped(l.status(), received);
       if (!*l) break;
       Lease& lease = **l;

@@ -132,6 +132,7 @@ struct QueueSettings {
   std::optional<uint64_t> quota;
   std::optional<uint64_t> max_message_size;
   std::optional<bool> enabled;
+  std::optional<bool> receive;        // false: receiving paused (sends go on)
   std::optional<bool> transactional;  // create only
   std::optional<uint32_t> max_retries;
   std::optional<PoisonAction> poison;

@@ -225,6 +225,8 @@ struct Store::Impl {
   Result<uint64_t> RecoverLeases(lmdb::Txn& txn, QueueInfo& q, int64_t now);
   Result<QueueInfo> ReceivableQueue(lmdb::Txn& txn, const QueueRef& ref, int64_t now,
                                     uint64_t* maintained);
+  // What a receive from a queue whose receiving is paused finds: no message, and why.
+  static Status ReceivePaused(const std::string& queue);
   Result<uint64_t> BeginLease(QueueInfo& q, const LockOptions& lo, int64_t now, Lease& lease,
                               LeaseRecord& rec);
   Status MarkLocked(lmdb::Txn& txn, QueueInfo& q, Found& f, uint64_t lease_id,

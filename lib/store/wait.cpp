@@ -126,7 +126,10 @@ Status Store::Impl::WaitLoop(
     auto wake = w->Wait(deadline, until, ro.stop_fd);
     if (!wake.ok()) return wake.status();
     if (*wake == Waiter::Wake::kTimeout)
-      return Status::IoTimeout("timed out waiting for a message", ref.Full());
+      return Status::IoTimeout(s.text() == "no message"
+                                   ? std::string("timed out waiting for a message")
+                                   : "timed out waiting for a message: " + s.text(),
+                               ref.Full());
     if (*wake == Waiter::Wake::kStop)
       return Status::OperationCancelled("stopped by a signal", ref.Full());
   }

@@ -852,3 +852,34 @@ TEST_CASE("WaitEmpty returns when the last message goes, and only then", "[store
   CHECK(woke - purge[1] < 500);
   CHECK(st->StatQueue(Q("q"))->info.count == 0);
 }
+
+TEST_CASE("receiving paused: sends and peeks go on, receives and locks find nothing",
+          "[store][pause]") {
+  TempDir t;
+  auto st = OpenNew(t.path);
+  Send(*st, "q", {{3, "a"}});
+  QueueSettings off;
+  off.receive = false;
+  REQUIRE(st->UpdateQueue(Q("q"), off).ok());
+  Send(*st, "q", {{3, "b"}});
+  test::Collect seen, got;
+  REQUIRE(st->Peek(Q("q"), All(), {}, seen).ok());
+  CHECK(Bodies(seen.got) == std::vector<std::string>{"a", "b"});
+  Status r = st->Receive(Q("q"), All(), {}, got);
+  CHECK(r.code() == Code::kMessageNotFound);
+  CHECK(r.text().find("receiving is paused") != std::string::npos);
+  CHECK(got.got.empty());
+  auto lease = st->Lock(Q("q"), All(), {}, LockOptions(), nullptr);
+  CHECK(lease.status().code() == Code::kMessageNotFound);
+  ReadOptions briefly;
+  briefly.wait_ms = 50;
+  r = st->Receive(Q("q"), All(), briefly, got);
+  CHECK(r.code() == Code::kIoTimeout);
+  CHECK(r.text().find("receiving is paused") != std::string::npos);
+  CHECK(st->StatQueue(Q("q"))->info.receive_paused);
+  QueueSettings on;
+  on.receive = true;
+  REQUIRE(st->UpdateQueue(Q("q"), on).ok());
+  REQUIRE(st->Receive(Q("q"), All(), {}, got).ok());
+  CHECK(Bodies(got.got) == std::vector<std::string>{"a", "b"});
+}
