@@ -61,6 +61,17 @@ void AddQueueOptions(CLI::App& app, QueueOptions& o, bool create) {
   app.add_option("--retry-delay", o.retry_delay,
                  "A rolled-back message is visible again after DURATION (default 0: at once)")
       ->type_name("DURATION");
+  app.add_option("--retry-backoff", o.retry_backoff,
+                 "Multiply the retry delay by FACTOR after each rollback of a message "
+                 "(default 1)")
+      ->type_name("FACTOR");
+  app.add_option("--retry-delay-max", o.retry_delay_max,
+                 "The longest retry delay backoff reaches (default 0: no cap)")
+      ->type_name("DURATION");
+  app.add_option("--retry-jitter", o.retry_jitter,
+                 "Shorten each retry delay by a random part of up to FRACTION (0 to 1, or "
+                 "a percentage)")
+      ->type_name("FRACTION");
   auto* journal = app.add_flag("--journal", o.journal,
                                "Keep a copy of every received message in QUEUE;journal");
   if (!create)
@@ -115,6 +126,22 @@ Result<QueueSettings> MakeSettings(CLI::App& app, const QueueOptions& o) {
     if (!d.ok()) return d.status();
     if (*d < 0) return Status::InvalidArg("--retry-delay must be a finite duration");
     s.retry_delay = *d;
+  }
+  if (!o.retry_backoff.empty()) {
+    auto f = ParseNumber(o.retry_backoff, 1, 1000, "--retry-backoff");
+    if (!f.ok()) return f.status();
+    s.retry_backoff = *f;
+  }
+  if (!o.retry_delay_max.empty()) {
+    auto d = ParseDuration(o.retry_delay_max);
+    if (!d.ok()) return d.status();
+    if (*d < 0) return Status::InvalidArg("--retry-delay-max must be a finite duration");
+    s.retry_delay_max = *d;
+  }
+  if (!o.retry_jitter.empty()) {
+    auto j = ParseNumber(o.retry_jitter, 0, 1, "--retry-jitter");
+    if (!j.ok()) return j.status();
+    s.retry_jitter = *j;
   }
   if (o.journal) s.journal = true;
   if (o.no_journal) s.journal = false;

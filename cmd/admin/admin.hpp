@@ -52,6 +52,9 @@ struct QueueOptions {
   std::string poison;
   std::string dedup_window;
   std::string retry_delay;
+  std::string retry_backoff;
+  std::string retry_delay_max;
+  std::string retry_jitter;
   bool journal = false;
   bool no_journal = false;
   std::string journal_quota;

@@ -37,6 +37,9 @@ Command SetupList(CLI::App& app, Context&) {
                                           {"poison", PoisonName(q.poison)},
                                           {"dedup_window_ms", q.dedup_window},
                                           {"retry_delay_ms", q.retry_delay},
+                                          {"retry_backoff", q.retry_backoff},
+                                          {"retry_delay_max_ms", q.retry_delay_max},
+                                          {"retry_jitter", q.retry_jitter},
                                           {"retention", q.retention ? "on" : "off"},
                                           {"created_time", FormatTime(q.created_time)},
                                           {"modified_time", FormatTime(q.modified_time)}};

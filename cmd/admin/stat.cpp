@@ -136,6 +136,9 @@ Command SetupStat(CLI::App& app, Context&) {
                     {"journal_quota", q.journal_quota},
                     {"journal_full", q.journal_dropped != 0},
                     {"journal_dropped", q.journal_dropped},
+                    {"next_due_time", r.st.next_due
+                                          ? nlohmann::ordered_json(FormatTime(r.st.next_due))
+                                          : nlohmann::ordered_json(nullptr)},
                     {"waiting", r.st.waiting},
                     {"sent_total", q.sent_total},
                     {"received_total", q.received_total}};

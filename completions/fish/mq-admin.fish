@@ -61,7 +61,8 @@ function __mq_admin_words
         switch $t
             case -s --store --group --owner --label --quota --max-message-size --status --format \
                     --interval -n --count --lease \
-                    --max-retries --poison --dedup-window --retry-delay --delay --id --ttbr --to \
+                    --max-retries --poison --dedup-window --retry-delay --retry-backoff --retry-delay-max \
+                    --retry-jitter --delay --id --ttbr --to \
                     --journal-quota --max-store-size --retention --receive --validation \
                     --error --description
                 set -e tokens[1]
@@ -196,6 +197,9 @@ complete -c mq-admin -n '__mq_admin_using requeue' -l ttbr -x -a infinite -d 'Ne
 complete -c mq-admin -n '__mq_admin_using move' -l to -x -a '(__mq_queues)' -d 'The subqueue: NAME or QUEUE;NAME'
 complete -c mq-admin -n '__mq_admin_using create' -l retention -x -a 'on off' -d 'Keep received messages, status 0 (RETENTION)'
 complete -c mq-admin -n '__mq_admin_using set' -l retention -x -a 'on off' -d 'Keep received messages, status 0 (RETENTION)'
+complete -c mq-admin -n '__mq_admin_using create set' -l retry-backoff -x -a '1.5 2 3' -d 'Multiply the retry delay by FACTOR after each rollback'
+complete -c mq-admin -n '__mq_admin_using create set' -l retry-delay-max -x -d 'The longest retry delay backoff reaches'
+complete -c mq-admin -n '__mq_admin_using create set' -l retry-jitter -x -a '0.1 0.2 0.5' -d 'Shorten each retry delay by a random part of up to FRACTION'
 complete -c mq-admin -n '__mq_admin_using create set' -l receive -x -a 'on off' -d 'off: pause receiving, sends go on; on: resume'
 complete -c mq-admin -n '__mq_admin_using message-type' -l validation -x -a 'none empty well-formed-xml' -d 'What a body must be'
 complete -c mq-admin -n '__mq_admin_using message-type' -l json -d 'One JSON object per message type'

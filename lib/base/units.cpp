@@ -104,6 +104,24 @@ std::string FormatDuration(int64_t ms) {
   return fmt::format("{}ms", ms);
 }
 
+Result<double> ParseNumber(std::string_view text, double lo, double hi, std::string_view what) {
+  std::string_view digits = text;
+  bool percent = !digits.empty() && digits.back() == '%';
+  if (percent) digits.remove_suffix(1);
+  double v = 0;
+  auto [end, ec] =
+      std::from_chars(digits.data(), digits.data() + digits.size(), v, std::chars_format::fixed);
+  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() ||
+      !std::isfinite(v))
+    return Status::InvalidArg(
+        fmt::format("{} must be a number, such as 2 or 0.25: '{}'", what, text));
+  if (percent) v /= 100;
+  if (v < lo || v > hi)
+    return Status::InvalidArg(
+        fmt::format("{} must be from {:g} to {:g}: '{}'", what, lo, hi, text));
+  return v;
+}
+
 Result<uint64_t> ParseSize(std::string_view text) {
   size_t i = 0;
   while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;

@@ -23,6 +23,10 @@ std::string FormatDuration(int64_t ms);
 // "4096", "64k", "4MiB", "1G" (powers of 1024; k/K, M, G, T with optional "iB"/"B").
 Result<uint64_t> ParseSize(std::string_view text);
 
+// A decimal number ("2", "1.5", "0.25") or a percentage ("25%": 0.25) from `lo` to `hi`;
+// `what` names the option in the error.
+Result<double> ParseNumber(std::string_view text, double lo, double hi, std::string_view what);
+
 // Milliseconds since the epoch now (CLOCK_REALTIME).
 int64_t NowMs();
 // Milliseconds of CLOCK_MONOTONIC: for timeouts, backoff and rates (never goes back).

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <random>
 #include <set>
 #include <tuple>
 
@@ -110,7 +111,11 @@ Result<bool> Store::Impl::ClearIfAllLocked(lmdb::Txn& txn, const QueueInfo& q,
 Status Store::Impl::RollbackLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
                                   const LeaseRecord& rec, RetryDelay delay, int64_t now,
                                   FinishReport* report, bool count_abort) {
-  int64_t delay_ms = delay.ms > 0 ? delay.ms : q.retry_delay ? q.retry_delay : delay.default_ms;
+  // A delay given (nack --delay) as it is; else the queue's, or the receiver's default, grown
+  // by the queue's backoff with each rollback of the message (RetryDelayFor).
+  int64_t base_ms = q.retry_delay ? q.retry_delay : delay.default_ms;
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::uniform_real_distribution<double> jitter(0.0, 1.0);
   for (const std::string& key : rec.keys) {
     if (msgs.Holder(txn, key) != lease_id) continue;
     auto r = msgs.Unlock(txn, q, key);
@@ -125,6 +130,8 @@ Status Store::Impl::RollbackLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_i
     }
     m.abort_count++;
     bool poison = q.max_retries && m.abort_count >= q.max_retries;
+    int64_t delay_ms =
+        delay.ms > 0 ? delay.ms : RetryDelayFor(q, base_ms, m.abort_count, jitter(rng));
     // A conversation message returns at once: its group's order is its sequence.
     if (!poison && delay_ms > 0 && !IsConvMessage(q, m)) {
       m.visible_time = now + delay_ms;

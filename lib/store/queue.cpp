@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "base/codec.hpp"
 
@@ -46,6 +47,9 @@ enum Tag : uint32_t {
   kTagRetention = 40,
   kTagRetained = 41,
   kTagReceivePaused = 50,
+  kTagRetryBackoff = 51,  // x 1000
+  kTagRetryDelayMax = 52,
+  kTagRetryJitter = 53,  // x 1000
 };
 
 }  // namespace
@@ -83,6 +87,9 @@ std::string EncodeQueue(const QueueInfo& q) {
   w.UintIfNot(kTagRetention, q.retention ? 1 : 0, 0);
   w.UintIfNot(kTagRetained, q.retained, 0);
   w.UintIfNot(kTagReceivePaused, q.receive_paused ? 1 : 0, 0);
+  w.UintIfNot(kTagRetryBackoff, static_cast<uint64_t>(std::llround(q.retry_backoff * 1000)), 1000);
+  w.UintIfNot(kTagRetryDelayMax, static_cast<uint64_t>(q.retry_delay_max), 0);
+  w.UintIfNot(kTagRetryJitter, static_cast<uint64_t>(std::llround(q.retry_jitter * 1000)), 0);
   return out;
 }
 
@@ -125,12 +132,27 @@ Status DecodeQueue(std::string_view record, QueueInfo& q) {
       case kTagRetention: d.retention = r.uint() != 0; break;
       case kTagRetained: d.retained = r.uint(); break;
       case kTagReceivePaused: d.receive_paused = r.uint() != 0; break;
+      case kTagRetryBackoff: d.retry_backoff = static_cast<double>(r.uint()) / 1000; break;
+      case kTagRetryDelayMax: d.retry_delay_max = static_cast<int64_t>(r.uint()); break;
+      case kTagRetryJitter: d.retry_jitter = static_cast<double>(r.uint()) / 1000; break;
       default: break;
     }
   }
   if (r.error()) return Status::Corrupted("malformed queue record");
   q = std::move(d);
   return {};
+}
+
+int64_t RetryDelayFor(const QueueInfo& q, int64_t base_ms, uint32_t attempt, double random) {
+  if (base_ms <= 0) return 0;
+  // In double: a factor of 2 overflows int64 after 63 attempts; a year is cap enough.
+  constexpr double kLongest = 366.0 * 24 * 3600 * 1000;
+  double d = static_cast<double>(base_ms) *
+             std::pow(std::max(q.retry_backoff, 1.0), attempt > 1 ? attempt - 1 : 0);
+  if (q.retry_delay_max > 0) d = std::min(d, static_cast<double>(q.retry_delay_max));
+  d = std::min(d, kLongest);
+  d -= d * std::clamp(q.retry_jitter, 0.0, 1.0) * std::clamp(random, 0.0, 1.0);
+  return std::max<int64_t>(1, std::llround(d));
 }
 
 const char* StateWord(const QueueInfo& q) {

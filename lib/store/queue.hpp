@@ -52,6 +52,12 @@ struct QueueInfo {
   // A message rolled back (a failed --exec, a nack, a dead holder) is visible again after
   // this long, ms (beanstalkd's release with delay, SQS's visibility timeout); 0: at once.
   int64_t retry_delay = 0;
+  // Backoff: after the n-th rollback the delay is retry_delay x retry_backoff^(n-1), at most
+  // retry_delay_max (0: no cap), less a random part of up to retry_jitter of it (0..1), so
+  // that messages that failed together do not return together (RetryDelayFor).
+  double retry_backoff = 1;
+  int64_t retry_delay_max = 0;
+  double retry_jitter = 0;
   uint64_t next_lease = 1;
   uint64_t tx_sequence_id = 0;  // MS-MQQB TxSequenceID of sends into this queue
   uint32_t tx_next_seq = 1;     // the next TxSequenceNumber
@@ -77,6 +83,11 @@ struct QueueInfo {
 
   bool operator==(const QueueInfo&) const = default;
 };
+
+// The delay before the `attempt`-th retry (abort_count after the rollback, from 1) of a
+// message of `q` whose delay before the first retry is `base_ms`; `random` in [0, 1) draws
+// the jitter. 0 when base_ms is 0.
+int64_t RetryDelayFor(const QueueInfo& q, int64_t base_ms, uint32_t attempt, double random);
 
 // The queue's state in a word, for tables: "off" (status OFF: no sends or receives), "paused"
 // (receiving paused, sends go on) or "on".

@@ -115,6 +115,9 @@ void ApplySettings(QueueInfo& q, const QueueSettings& s) {
   if (s.poison) q.poison = *s.poison;
   if (s.dedup_window) q.dedup_window = *s.dedup_window;
   if (s.retry_delay) q.retry_delay = *s.retry_delay;
+  if (s.retry_backoff) q.retry_backoff = *s.retry_backoff;
+  if (s.retry_delay_max) q.retry_delay_max = *s.retry_delay_max;
+  if (s.retry_jitter) q.retry_jitter = *s.retry_jitter;
   if (s.journal) q.journal = *s.journal;
   if (s.journal_quota) q.journal_quota = *s.journal_quota;
   if (s.retention) q.retention = *s.retention;
@@ -150,6 +153,16 @@ std::string SettingsConflicts(const QueueInfo& q, const QueueSettings& s) {
   if (s.retry_delay)
     differs(*s.retry_delay != q.retry_delay, "retry-delay", FormatDuration(q.retry_delay),
             FormatDuration(*s.retry_delay));
+  auto number = [](double v) { return fmt::format("{:g}", v); };
+  if (s.retry_backoff)
+    differs(number(*s.retry_backoff) != number(q.retry_backoff), "retry-backoff",
+            number(q.retry_backoff), number(*s.retry_backoff));
+  if (s.retry_delay_max)
+    differs(*s.retry_delay_max != q.retry_delay_max, "retry-delay-max",
+            FormatDuration(q.retry_delay_max), FormatDuration(*s.retry_delay_max));
+  if (s.retry_jitter)
+    differs(number(*s.retry_jitter) != number(q.retry_jitter), "retry-jitter",
+            number(q.retry_jitter), number(*s.retry_jitter));
   if (s.journal) differs(*s.journal != q.journal, "journal", on_off(q.journal), on_off(*s.journal));
   if (s.journal_quota)
     differs(*s.journal_quota != q.journal_quota, "journal-quota", std::to_string(q.journal_quota),
@@ -280,6 +293,7 @@ Result<QueueStat> Store::StatQueue(const QueueRef& ref) {
     auto oldest = impl_->msgs.OldestArrival(*txn, q->id);
     if (!oldest.ok()) return oldest.status();
     if (*oldest) st.oldest_arrived = **oldest;
+    st.next_due = impl_->msgs.FirstDelay(*txn, q->id);
   }
   txn->Abort();  // no transaction open while the lock files are probed
   if (st.info.id != 0) st.waiting = impl_->WaitingReaders(st.info.id);

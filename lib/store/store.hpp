@@ -138,6 +138,9 @@ struct QueueSettings {
   std::optional<PoisonAction> poison;
   std::optional<int64_t> dedup_window;
   std::optional<int64_t> retry_delay;      // ms; 0: none
+  std::optional<double> retry_backoff;     // >= 1
+  std::optional<int64_t> retry_delay_max;  // ms; 0: no cap
+  std::optional<double> retry_jitter;      // 0..1
   std::optional<bool> journal;             // target journaling into NAME;journal
   std::optional<uint64_t> journal_quota;   // bytes of NAME;journal; 0: no limit
   std::optional<bool> retention;
@@ -180,6 +183,7 @@ struct WatchOptions {
 struct QueueStat {
   QueueInfo info;
   int64_t oldest_arrived = 0;  // 0: empty
+  int64_t next_due = 0;        // when the first delayed message becomes visible; 0: none
   uint64_t waiting = 0;        // readers waiting for a message (mq-receive/mq-peek --wait...)
 };
 

@@ -883,3 +883,32 @@ TEST_CASE("receiving paused: sends and peeks go on, receives and locks find noth
   REQUIRE(st->Receive(Q("q"), All(), {}, got).ok());
   CHECK(Bodies(got.got) == std::vector<std::string>{"a", "b"});
 }
+
+TEST_CASE("retry delays grow by the backoff factor, stop at the cap, and jitter shortens them",
+          "[store][backoff]") {
+  QueueInfo q;
+  CHECK(RetryDelayFor(q, 0, 3, 0.5) == 0);  // no delay: none
+  CHECK(RetryDelayFor(q, 500, 1, 0) == 500);
+  CHECK(RetryDelayFor(q, 500, 7, 0) == 500);  // factor 1: the same each time
+  q.retry_backoff = 2;
+  CHECK(RetryDelayFor(q, 100, 1, 0) == 100);
+  CHECK(RetryDelayFor(q, 100, 2, 0) == 200);
+  CHECK(RetryDelayFor(q, 100, 4, 0) == 800);
+  CHECK(RetryDelayFor(q, 100, 10'000, 0) == 366LL * 24 * 3600 * 1000);  // no overflow
+  q.retry_delay_max = 500;
+  CHECK(RetryDelayFor(q, 100, 3, 0) == 400);
+  CHECK(RetryDelayFor(q, 100, 4, 0) == 500);
+  q.retry_jitter = 0.5;
+  CHECK(RetryDelayFor(q, 100, 4, 0) == 500);
+  CHECK(RetryDelayFor(q, 100, 4, 0.5) == 375);
+  CHECK(RetryDelayFor(q, 100, 4, 0.999) == 250);
+  // The settings survive the record.
+  q.name = "q";
+  QueueInfo back;
+  back.name = "q";
+  REQUIRE(DecodeQueue(EncodeQueue(q), back).ok());
+  CHECK(back.retry_backoff == 2);
+  CHECK(back.retry_delay_max == 500);
+  CHECK(back.retry_jitter == 0.5);
+  CHECK(back == q);
+}
