@@ -760,7 +760,7 @@ TEST_CASE("no queue named out can be made, but one made before links stays usabl
   CHECK(problems.empty());
 }
 
-TEST_CASE("a touched token lease lives on; touch of a lease that is over is refused",
+TEST_CASE("a touched token lease lives on, and touch of a lease that is over is refused",
           "[store][lease]") {
   TempDir t;
   auto st = OpenNew(t.path);
