@@ -6,12 +6,14 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -164,6 +166,48 @@ std::vector<std::string> Environment(const std::vector<Message>& msgs, const std
 
 }  // namespace
 
+namespace {
+
+// Keeps the end of the command's standard error: the last kMaxFailureStderr bytes, from the
+// start of a UTF-8 sequence.
+class Tail {
+ public:
+  void Add(const char* p, size_t n) {
+    buf_.append(p, n);
+    if (buf_.size() > 4 * kMaxFailureStderr) buf_.erase(0, buf_.size() - kMaxFailureStderr);
+  }
+  std::string Take() {
+    if (buf_.size() > kMaxFailureStderr) buf_.erase(0, buf_.size() - kMaxFailureStderr);
+    size_t skip = 0;
+    while (skip < buf_.size() && skip < 3 && (static_cast<uint8_t>(buf_[skip]) & 0xC0) == 0x80)
+      ++skip;
+    return buf_.substr(skip);
+  }
+
+ private:
+  std::string buf_;
+};
+
+// Passes what the command wrote to its stderr on to ours, and keeps its end; false at end of
+// file (every writer closed it).
+bool Relay(int from, Tail& tail) {
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(from, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 && errno == EAGAIN;
+    tail.Add(buf, static_cast<size_t>(n));
+    for (ssize_t done = 0; done < n;) {  // a stderr that cannot take it loses it, as before
+      ssize_t w = ::write(2, buf + done, static_cast<size_t>(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) break;
+      done += w;
+    }
+  }
+}
+
+}  // namespace
+
 Result<ExecResult> RunCommand(const std::vector<std::string>& cmd,
                               const std::vector<Message>& messages, bool batch, char sep,
                               const std::string& store_dir, int lease_fd) {
@@ -178,24 +222,32 @@ Result<ExecResult> RunCommand(const std::vector<std::string>& cmd,
       input += sep;
     }
   }
-  int in[2];
-  if (::pipe2(in, O_CLOEXEC) != 0) {
-    ExecResult none;
-    none.not_started = ErrnoStatus(errno, "pipe", "cannot run command");
-    return none;
+  // Its stdin, and its stderr: a pipe that we pass on to ours, keeping its end for the
+  // failure record (mq(7): last_stderr).
+  Fd in_r, in_w, err_r, err_w;
+  for (auto [r, w] : {std::pair{&in_r, &in_w}, std::pair{&err_r, &err_w}}) {
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0) {
+      ExecResult none;
+      none.not_started = ErrnoStatus(errno, "pipe", "cannot run command");
+      return none;
+    }
+    r->reset(p[0]);
+    w->reset(p[1]);
   }
   proc::SpawnOptions o;
   o.argv = cmd;
   o.env = &env;
-  o.stdin_fd = in[0];
+  o.stdin_fd = in_r.get();
+  o.stderr_fd = err_w.get();
   o.keep_fd = lease_fd;  // the lease lives while any process of the command holds it
   o.own_group = true;
   o.death_signal = SIGKILL;
   g_abandoned = 0;
   auto spawned = proc::Spawn(o);
-  ::close(in[0]);
+  in_r.reset();
+  err_w.reset();
   if (!spawned.ok()) {
-    ::close(in[1]);
     ExecResult none;
     none.not_started = spawned.status();
     return none;
@@ -203,18 +255,41 @@ Result<ExecResult> RunCommand(const std::vector<std::string>& cmd,
   pid_t pid = *spawned;
   g_command_group = pid;
   if (g_abandoned) ::kill(-pid, SIGKILL);
-  // Feed stdin; a command that does not read its input is fine (EPIPE is ignored).
-  Status fed = WriteAll(in[1], input, "the command's stdin");
-  (void)fed;
-  ::close(in[1]);
+  ::fcntl(in_w.get(), F_SETFL, O_NONBLOCK);
+  ::fcntl(err_r.get(), F_SETFL, O_NONBLOCK);
+  // Its end wakes the poll through a pidfd (Linux 5.3); without one, a look every 10 ms.
+  Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  // Feed stdin, pass stderr on, until the command exits; a command that does not read its
+  // input is fine (EPIPE is ignored).
+  size_t fed = 0;
+  if (input.empty()) in_w.reset();
+  Tail tail;
   int status = 0;
   Status lost;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
+  for (;;) {
+    pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w == pid) break;
+    if (w < 0 && errno != EINTR) {
       lost = ErrnoStatus(errno, "waitpid", "lost the command");
       break;
     }
+    pollfd fds[3];
+    nfds_t n = 0;
+    if (in_w.get() >= 0) fds[n++] = {in_w.get(), POLLOUT, 0};
+    if (err_r.get() >= 0) fds[n++] = {err_r.get(), POLLIN, 0};
+    if (pidfd.get() >= 0) fds[n++] = {pidfd.get(), POLLIN, 0};
+    if (::poll(fds, n, pidfd.get() >= 0 ? -1 : 10) < 0 && errno != EINTR) {
+      lost = ErrnoStatus(errno, "poll", "lost the command");
+      break;
+    }
+    if (in_w.get() >= 0) {
+      ssize_t k = ::write(in_w.get(), input.data() + fed, input.size() - fed);
+      if (k > 0) fed += static_cast<size_t>(k);
+      if (fed == input.size() || (k < 0 && errno != EAGAIN && errno != EINTR)) in_w.reset();
+    }
+    if (err_r.get() >= 0 && !Relay(err_r.get(), tail)) err_r.reset();
   }
+  in_w.reset();
   // Nothing of the command outlives it: its group is killed, and what we inherited of it (as
   // the subreaper) reaped, before the caller ends the transaction.
   ::kill(-pid, SIGKILL);
@@ -225,9 +300,12 @@ Result<ExecResult> RunCommand(const std::vector<std::string>& cmd,
     if (r > 0 || (r < 0 && errno == EINTR)) continue;
     break;
   }
+  // What is left in the pipe (a writer that escaped the group keeps it open: not waited for).
+  if (err_r.get() >= 0) (void)Relay(err_r.get(), tail);
   if (!lost.ok()) return lost;
   ExecResult ran;
   ran.status = status;
+  ran.stderr_tail = tail.Take();
   return ran;
 }
 

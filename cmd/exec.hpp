@@ -26,6 +26,7 @@
 
 #include "base/message.hpp"
 #include "base/status.hpp"
+#include "store/store.hpp"
 
 namespace mq::cli {
 
@@ -36,6 +37,7 @@ bool SplitExec(int argc, char** argv, std::vector<char*>& own, std::vector<std::
 struct ExecResult {
   int status = 0;      // as from waitpid, if the command ran
   Status not_started;  // why it could not be started (a missing program, no fork)
+  std::string stderr_tail;  // the end of what it wrote to its stderr (kMaxFailureStderr)
   bool ok() const;
   // The command did not run: it could not be started, or it exited 126 or 127, the shell's
   // "cannot execute" and "not found" (sh -c 'missing.sh'). Its messages did nothing wrong:

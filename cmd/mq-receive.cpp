@@ -38,6 +38,7 @@
 // are one transaction: CMD runs once per message (or once with --batch), and the first
 // failure rolls them all back, in their order; the group stays locked until then.
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <climits>
@@ -149,7 +150,17 @@ int RunExec(Store& store, const QueueRef& ref, Selection sel, ReadOptions ro, co
     }
     bool commit = ran.ok() && ran->ok();
     FinishReport report;
-    Status fin = store.Finish(**lease, commit, RetryDelay(0, x.retry_delay_ms), &report);
+    // Why it rolls back, kept with the messages (mq(7): last_failure, last_stderr).
+    Failure failure;
+    if (!ran.ok()) {
+      failure.what = ran.status().text();
+    } else {
+      failure.what = ran->Describe();
+      if (WIFEXITED(ran->status)) failure.exit_status = WEXITSTATUS(ran->status);
+      if (WIFSIGNALED(ran->status)) failure.signal = WTERMSIG(ran->status);
+      failure.stderr_tail = std::move(ran->stderr_tail);
+    }
+    Status fin = store.Finish(**lease, commit, RetryDelay(0, x.retry_delay_ms), &report, &failure);
     for (const std::string& note : report.notes) cli::Note(ref.Full(), note);
     if (!fin.ok()) return cli::Fail(fin.WithSubject(ref.Full()));
     if (!ran.ok()) return cli::Fail(ran.status().WithSubject(ref.Full()));

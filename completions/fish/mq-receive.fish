@@ -95,7 +95,7 @@ function __mq_columns
     set -l cur (string replace -r -- '^--columns=' '' (commandline -ct))
     set -l prefix (string match -r -- '^.*,' $cur)
     set -q prefix[1]; or set prefix ''
-    for c in '*' status priority queuing_order conversation_group_id conversation_handle message_sequence_number service_name service_contract_name message_type_name validation message_body message_id message_enqueue_time lookup_id delivery_count queue label
+    for c in '*' status priority queuing_order conversation_group_id conversation_handle message_sequence_number service_name service_contract_name message_type_name validation message_body message_id message_enqueue_time lookup_id delivery_count queue label abort_count last_failure last_exit_status last_signal last_stderr last_failure_time
         echo $prefix$c
     end
 end

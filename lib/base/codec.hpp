@@ -66,6 +66,8 @@ class TlvReader {
 std::string Base64Encode(std::string_view in);
 std::optional<std::string> Base64Decode(std::string_view in);
 bool IsValidUtf8(std::string_view s);
+// `s` with each byte that is not part of a UTF-8 sequence replaced by U+FFFD.
+std::string ToValidUtf8(std::string_view s);
 // Lower-case hex digits, and the value of one digit of either case (-1: not a hex digit).
 inline constexpr char kHexDigits[] = "0123456789abcdef";
 int HexValue(char c);

@@ -1,10 +1,11 @@
 // message.cpp: the versioned TLV record of a message, and the names of its enumerations.
 #include "base/message.hpp"
 
+#include <fmt/format.h>
+#include <algorithm>
 #include <charconv>
 #include <initializer_list>
 #include <utility>
-#include <fmt/format.h>
 
 #include "base/codec.hpp"
 
@@ -58,6 +59,11 @@ enum Tag : uint32_t {
   kTagQueuingOrder = 48,
   kTagEnqueueTime = 49,
   kTagDeliveryCount = 50,
+  kTagLastFailure = 60,
+  kTagLastExitStatus = 61,  // + 1: 0 is none
+  kTagLastSignal = 62,
+  kTagLastStderr = 63,
+  kTagLastFailureTime = 64,
 };
 
 uint64_t Signed(int64_t v) { return static_cast<uint64_t>(v); }
@@ -123,6 +129,11 @@ void EncodeRecordInto(const Message& m, std::string& out) {
   w.UintIfNot(kTagQueuingOrder, m.queuing_order, 0);
   w.UintIfNot(kTagEnqueueTime, Signed(m.message_enqueue_time), 0);
   w.UintIfNot(kTagDeliveryCount, m.delivery_count, 0);
+  w.BytesIfNotEmpty(kTagLastFailure, m.last_failure);
+  w.UintIfNot(kTagLastExitStatus, m.last_exit_status < 0 ? 0 : uint64_t(m.last_exit_status) + 1, 0);
+  w.UintIfNot(kTagLastSignal, m.last_signal < 0 ? 0 : uint64_t(m.last_signal), 0);
+  w.BytesIfNotEmpty(kTagLastStderr, m.last_stderr);
+  w.UintIfNot(kTagLastFailureTime, Signed(m.last_failure_time), 0);
 
   out.clear();
   out.reserve(1 + 5 + props.size() + m.body.size());
@@ -210,6 +221,15 @@ Status DecodeRecord(std::string_view record, Message& m) {
       case kTagQueuingOrder: d.queuing_order = r.uint(); break;
       case kTagEnqueueTime: d.message_enqueue_time = static_cast<int64_t>(r.uint()); break;
       case kTagDeliveryCount: d.delivery_count = static_cast<uint32_t>(r.uint()); break;
+      case kTagLastFailure: d.last_failure = r.bytes(); break;
+      case kTagLastExitStatus:
+        d.last_exit_status = static_cast<int32_t>(std::min<uint64_t>(r.uint(), 256)) - 1;
+        break;
+      case kTagLastSignal:
+        d.last_signal = static_cast<int32_t>(std::min<uint64_t>(r.uint(), 255));
+        break;
+      case kTagLastStderr: d.last_stderr = r.bytes(); break;
+      case kTagLastFailureTime: d.last_failure_time = static_cast<int64_t>(r.uint()); break;
       default: break;  // a newer writer's property: skip it
     }
   }

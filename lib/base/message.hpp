@@ -128,6 +128,16 @@ struct Message {
   int64_t message_enqueue_time = 0;
   uint32_t delivery_count = 0;
 
+  // The last rollback of the message and why (mq's own; kept when it moves on): what
+  // happened ("exited with status 3", "killed by signal 9 (Killed)", "nack", "lease
+  // expired", "receiver died"), the command's exit status or signal (-1, 0: none), the last
+  // 2 KiB of its standard error, and when.
+  std::string last_failure;
+  int32_t last_exit_status = -1;
+  int32_t last_signal = 0;
+  std::string last_stderr;
+  int64_t last_failure_time = 0;
+
   bool operator==(const Message&) const = default;
 };
 

@@ -57,7 +57,9 @@ const std::vector<std::string_view>& StarColumns() {
 const std::vector<std::string_view>& KnownColumns() {
   static const std::vector<std::string_view> kKnown = [] {
     std::vector<std::string_view> k = StarColumns();
-    for (std::string_view extra : {"lookup_id", "delivery_count", "queue", "label"})
+    for (std::string_view extra :
+         {"lookup_id", "delivery_count", "queue", "label", "abort_count", "last_failure",
+          "last_exit_status", "last_signal", "last_stderr", "last_failure_time"})
       k.push_back(extra);
     return k;
   }();

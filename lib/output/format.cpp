@@ -100,6 +100,12 @@ json MessageToJson(const Message& m) {
   j["queuing_order"] = m.queuing_order;
   j["message_enqueue_time"] = TimeOrNull(m.message_enqueue_time);
   j["delivery_count"] = m.delivery_count;
+  j["last_failure"] = StrOrNull(m.last_failure);
+  j["last_exit_status"] =
+      m.last_exit_status >= 0 ? json(static_cast<uint32_t>(m.last_exit_status)) : json(nullptr);
+  j["last_signal"] = m.last_signal > 0 ? json(static_cast<uint32_t>(m.last_signal)) : json(nullptr);
+  j["last_stderr"] = m.last_stderr.empty() ? json(nullptr) : json(ToValidUtf8(m.last_stderr));
+  j["last_failure_time"] = TimeOrNull(m.last_failure_time);
   j["body_size"] = m.body.size();
   if (IsValidUtf8(m.body)) {
     j["body"] = m.body;
@@ -277,6 +283,15 @@ Result<Message> MessageFromJson(const json& j) {
   MQ_RETURN_IF_ERROR(GetUint(j, "status", m.status, 3));
   MQ_RETURN_IF_ERROR(GetTime(j, "message_enqueue_time", m.message_enqueue_time));
   MQ_RETURN_IF_ERROR(GetUint(j, "delivery_count", m.delivery_count, UINT32_MAX));
+  MQ_RETURN_IF_ERROR(GetString(j, "last_failure", m.last_failure));
+  if (auto it = j.find("last_exit_status"); it != j.end() && !it->is_null()) {
+    uint32_t v = 0;
+    MQ_RETURN_IF_ERROR(GetUint(j, "last_exit_status", v, 255));
+    m.last_exit_status = static_cast<int32_t>(v);
+  }
+  MQ_RETURN_IF_ERROR(GetUint(j, "last_signal", m.last_signal, 255));
+  MQ_RETURN_IF_ERROR(GetString(j, "last_stderr", m.last_stderr));
+  MQ_RETURN_IF_ERROR(GetTime(j, "last_failure_time", m.last_failure_time));
   std::string enc = "utf-8";
   MQ_RETURN_IF_ERROR(GetString(j, "body_encoding", enc));
   MQ_RETURN_IF_ERROR(GetString(j, "body", m.body));

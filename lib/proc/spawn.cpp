@@ -64,6 +64,7 @@ Result<pid_t> Spawn(const SpawnOptions& o) {
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     Install(o.stdin_fd, 0);
     Install(o.stdout_fd, 1);
+    Install(o.stderr_fd, 2);
     if (o.keep_fd >= 0) ::fcntl(o.keep_fd, F_SETFD, 0);
     ::execvpe(argv[0], argv.data(), env);
     int e = errno;

@@ -30,6 +30,7 @@ struct SpawnOptions {
   const std::vector<std::string>* env = nullptr;
   int stdin_fd = -1;   // becomes the program's stdin, if >= 0
   int stdout_fd = -1;  // becomes its stdout, if >= 0
+  int stderr_fd = -1;  // becomes its stderr, if >= 0
   int keep_fd = -1;    // inherited by the program and its descendants, if >= 0
   // A process group of its own (setpgid in both processes, so that the group exists when
   // Spawn returns): killing -pid then reaches everything the program starts.

@@ -110,7 +110,9 @@ Result<bool> Store::Impl::ClearIfAllLocked(lmdb::Txn& txn, const QueueInfo& q,
 // return untouched, as if never received.
 Status Store::Impl::RollbackLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
                                   const LeaseRecord& rec, RetryDelay delay, int64_t now,
-                                  FinishReport* report, bool count_abort) {
+                                  FinishReport* report, bool count_abort, const Failure* failure) {
+  static const Failure kRolledBack = Failure::Because("rolled back");
+  const Failure& why = failure ? *failure : kRolledBack;
   // A delay given (nack --delay) as it is; else the queue's, or the receiver's default, grown
   // by the queue's backoff with each rollback of the message (RetryDelayFor).
   int64_t base_ms = q.retry_delay ? q.retry_delay : delay.default_ms;
@@ -129,6 +131,12 @@ Status Store::Impl::RollbackLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_i
       continue;
     }
     m.abort_count++;
+    m.last_failure = why.what;
+    m.last_exit_status = why.exit_status;
+    m.last_signal = why.signal;
+    m.last_stderr = why.stderr_tail.substr(why.stderr_tail.size() -
+                                           std::min(why.stderr_tail.size(), kMaxFailureStderr));
+    m.last_failure_time = now;
     bool poison = q.max_retries && m.abort_count >= q.max_retries;
     int64_t delay_ms =
         delay.ms > 0 ? delay.ms : RetryDelayFor(q, base_ms, m.abort_count, jitter(rng));
@@ -212,7 +220,10 @@ Result<uint64_t> Store::Impl::RecoverLeases(lmdb::Txn& txn, QueueInfo& q, int64_
   uint64_t n = 0;
   for (const LeaseEntry& e : *list) {
     if (!LeaseIsOver(q.id, e, now)) continue;
-    MQ_RETURN_IF_ERROR(RollbackLease(txn, q, e.id, e.rec, 0, now, nullptr));
+    static const Failure kDied = Failure::Because("receiver died"),
+                         kExpired = Failure::Because("lease expired");
+    MQ_RETURN_IF_ERROR(RollbackLease(txn, q, e.id, e.rec, 0, now, nullptr, true,
+                                     e.rec.process ? &kDied : &kExpired));
     if (e.rec.process) ::unlink(LeaseLockPath(q.id, e.id).c_str());
     ++n;
   }
@@ -416,7 +427,7 @@ Status Store::Impl::EndLease(Lease& lease, const LeaseEnd& how) {
     if (how.outcome == LeaseEnd::Outcome::kCommit)
       return CommitLease(txn, **q, lease.lease_id_, rec, &lease);
     return RollbackLease(txn, **q, lease.lease_id_, rec, how.delay, NowMs(), how.report,
-                         how.outcome == LeaseEnd::Outcome::kRollback);
+                         how.outcome == LeaseEnd::Outcome::kRollback, how.failure);
   };
   Status s = how.light ? WriteLight(fn, true) : Write(fn);
   return CloseLease(lease, s);
@@ -466,9 +477,10 @@ Result<std::unique_ptr<Lease>> Store::Lock(const QueueRef& ref, const Selection&
   return lease;
 }
 
-Status Store::Finish(Lease& lease, bool commit, RetryDelay delay, FinishReport* report) {
+Status Store::Finish(Lease& lease, bool commit, RetryDelay delay, FinishReport* report,
+                     const Failure* failure) {
   return impl_->EndLease(lease, commit ? Impl::LeaseEnd::Commit(false)
-                                       : Impl::LeaseEnd::Rollback(delay, report));
+                                       : Impl::LeaseEnd::Rollback(delay, report, failure));
 }
 
 Status Store::Release(Lease& lease) {
@@ -508,7 +520,8 @@ Status Store::Impl::WithToken(
     if (rec.expires <= now) {
       // Expired: it rolls back by itself, here if no one did yet; the token changes nothing.
       expired = true;
-      return RollbackLease(txn, **q, lease_id, rec, 0, now, report);
+      static const Failure kExpired = Failure::Because("lease expired");
+      return RollbackLease(txn, **q, lease_id, rec, 0, now, report, true, &kExpired);
     }
     return fn(txn, **q, lease_id, rec, now);
   });
@@ -524,8 +537,9 @@ Status Store::FinishToken(const std::string& token, bool commit, int64_t delay_m
                           [&](lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id, LeaseRecord& rec,
                               int64_t now) -> Status {
                             if (commit) return impl_->CommitLease(txn, q, lease_id, rec);
+                            static const Failure kNack = Failure::Because("nack");
                             return impl_->RollbackLease(txn, q, lease_id, rec, delay_ms, now,
-                                                        report);
+                                                        report, true, &kNack);
                           });
 }
 

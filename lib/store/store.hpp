@@ -52,6 +52,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/ids.hpp"
@@ -280,6 +281,20 @@ struct RetryDelay {
   int64_t ms = 0;          // > 0: this long, whatever the queue sets
   int64_t default_ms = 0;  // when `ms` is 0 and the queue sets no --retry-delay
 };
+
+// Why a lease rolls back, kept with each of its messages (Message::last_failure...).
+struct Failure {
+  std::string what;         // "exited with status 3", "killed by signal 9 (Killed)", "nack"...
+  int exit_status = -1;     // the command's exit status, if it exited
+  int signal = 0;           // the signal that ended it, if one did
+  std::string stderr_tail;  // the end of its standard error (kMaxFailureStderr bytes at most)
+  static Failure Because(std::string what) {
+    Failure f;
+    f.what = std::move(what);
+    return f;
+  }
+};
+inline constexpr size_t kMaxFailureStderr = 2048;
 
 struct FinishReport {
   std::vector<std::string> notes;
@@ -541,7 +556,9 @@ class Store {
   // Ends a lease: commit removes its messages; rollback returns them to their places (after
   // `delay`: its own, else the queue's --retry-delay, else its default), abort count + 1, and
   // runs the queue's poison action on a message rolled back max_retries times.
-  Status Finish(Lease& lease, bool commit, RetryDelay delay, FinishReport* report);
+  // `failure` (or, without one, "rolled back") is recorded in each message rolled back.
+  Status Finish(Lease& lease, bool commit, RetryDelay delay, FinishReport* report,
+                const Failure* failure = nullptr);
   // Returns a lease's messages untouched, as if never received (no abort count, no poison
   // action): for a mover that could not hand them on (mq-admin bridge out after a lost
   // connection or a broker's nack), as a reader that went away returns a receive's batch.

@@ -213,9 +213,10 @@ struct Store::Impl {
   Status CloseLease(Lease& lease, Status s);
   Result<bool> ClearIfAllLocked(lmdb::Txn& txn, const QueueInfo& q, uint64_t lease_id,
                                 const LeaseRecord& rec, const Lease& held);
+  // `failure` is recorded in each message (count_abort); none: "rolled back".
   Status RollbackLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id, const LeaseRecord& rec,
-                       RetryDelay delay, int64_t now, FinishReport* report,
-                       bool count_abort = true);
+                       RetryDelay delay, int64_t now, FinishReport* report, bool count_abort = true,
+                       const Failure* failure = nullptr);
   // A --lease token's live lease, in a write transaction, for FinishToken and TouchToken.
   Status WithToken(
       const std::string& token, FinishReport* report,
@@ -248,9 +249,10 @@ struct Store::Impl {
     RetryDelay delay;
     FinishReport* report = nullptr;
     bool light = false;
+    const Failure* failure = nullptr;
     static LeaseEnd Commit(bool light) { return {Outcome::kCommit, {}, nullptr, light}; }
-    static LeaseEnd Rollback(RetryDelay delay, FinishReport* report) {
-      return {Outcome::kRollback, delay, report, false};
+    static LeaseEnd Rollback(RetryDelay delay, FinishReport* report, const Failure* failure) {
+      return {Outcome::kRollback, delay, report, false, failure};
     }
     static LeaseEnd Release(bool light) { return {Outcome::kRelease, {}, nullptr, light}; }
   };

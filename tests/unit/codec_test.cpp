@@ -116,3 +116,14 @@ TEST_CASE("a peer's text: control characters escaped, cut at a character", "[cod
   std::string cut = PeerText(long_text);
   CHECK(cut == std::string(299, 'x') + "... (401 bytes in all)");  // é not split
 }
+
+TEST_CASE("ToValidUtf8 keeps UTF-8 and replaces every stray byte", "[codec]") {
+  CHECK(ToValidUtf8("plain \xc3\xa9t\xc3\xa9") == "plain \xc3\xa9t\xc3\xa9");
+  CHECK(ToValidUtf8("a\xff"
+                    "b") == "a\xEF\xBF\xBD"
+                            "b");
+  CHECK(ToValidUtf8("\xc3") == "\xEF\xBF\xBD");                  // cut short
+  CHECK(ToValidUtf8("\xc0\x80") == "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong
+  CHECK(ToValidUtf8("\xed\xa0\x80").size() == 9);                // a surrogate
+  CHECK(IsValidUtf8(ToValidUtf8(std::string("\x80\x80\xf4\x90\x80\x80", 6))));
+}

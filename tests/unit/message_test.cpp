@@ -60,6 +60,11 @@ Message Full() {
   m.queuing_order = 9;
   m.message_enqueue_time = 1764466379124;
   m.delivery_count = 4;
+  m.last_failure = "exited with status 3";
+  m.last_exit_status = 3;
+  m.last_signal = 0;
+  m.last_stderr = "cannot parse line 7\n";
+  m.last_failure_time = 1764466379555;
   return m;
 }
 
@@ -218,4 +223,21 @@ TEST_CASE("templates render fields and escapes", "[format]") {
   CHECK(t->Render(m) == "7\tlbl:B{x}\n");
   CHECK(Template::Parse("{nope}").status().code() == Code::kInvalidArg);
   CHECK_FALSE(Template::Parse("{label").ok());
+}
+
+TEST_CASE("a failure record: exit status 0 and none, a signal, stderr not UTF-8", "[message]") {
+  Message m;
+  m.last_failure = "was killed by signal 9 (Killed)";
+  m.last_exit_status = 0;  // distinct from none (-1)
+  m.last_signal = 9;
+  m.last_stderr = "half \xff done";
+  Message d;
+  REQUIRE(DecodeRecord(EncodeRecord(m), d).ok());
+  CHECK(d == m);
+  CHECK(Message().last_exit_status == -1);
+  auto j = MessageToJson(m);
+  CHECK(j["last_exit_status"] == 0);
+  CHECK(j["last_signal"] == 9);
+  CHECK(j["last_stderr"] == "half \xEF\xBF\xBD done");
+  CHECK(MessageToJson(Message())["last_exit_status"].is_null());
 }

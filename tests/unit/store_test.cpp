@@ -912,3 +912,47 @@ TEST_CASE("retry delays grow by the backoff factor, stop at the cap, and jitter 
   CHECK(back.retry_jitter == 0.5);
   CHECK(back == q);
 }
+
+TEST_CASE("a rollback keeps its failure in the message; nack and expiry say so",
+          "[store][failure]") {
+  TempDir t;
+  auto st = OpenNew(t.path);
+  Send(*st, "q", {{3, "a"}});
+  auto lease = st->Lock(Q("q"), All(), {}, LockOptions(), nullptr);
+  REQUIRE(lease.ok());
+  REQUIRE(*lease);
+  Failure f;
+  f.what = "exited with status 3";
+  f.exit_status = 3;
+  f.stderr_tail = std::string(5000, 'x') + "end";
+  REQUIRE(st->Finish(**lease, false, RetryDelay(), nullptr, &f).ok());
+  test::Collect c;
+  REQUIRE(st->Peek(Q("q"), All(), {}, c).ok());
+  REQUIRE(c.got.size() == 1);
+  const Message& m = c.got[0];
+  CHECK(m.last_failure == "exited with status 3");
+  CHECK(m.last_exit_status == 3);
+  CHECK(m.last_signal == 0);
+  CHECK(m.last_stderr.size() == kMaxFailureStderr);  // its end
+  CHECK(m.last_stderr.substr(m.last_stderr.size() - 4) == "xend");
+  CHECK(m.last_failure_time > 0);
+  // A token lease: nack, then one that runs out.
+  LockOptions lo;
+  lo.lease_ms = 60'000;
+  auto tok = st->Lock(Q("q"), All(), {}, lo, nullptr);
+  REQUIRE(tok.ok());
+  REQUIRE(st->FinishToken((*tok)->token(), false, 0, nullptr).ok());
+  c.got.clear();
+  REQUIRE(st->Peek(Q("q"), All(), {}, c).ok());
+  CHECK(c.got.at(0).last_failure == "nack");
+  CHECK(c.got.at(0).last_exit_status == -1);
+  CHECK(c.got.at(0).last_stderr.empty());
+  lo.lease_ms = 30;
+  tok = st->Lock(Q("q"), All(), {}, lo, nullptr);
+  REQUIRE(tok.ok());
+  ::usleep(80'000);
+  c.got.clear();
+  REQUIRE(st->Peek(Q("q"), All(), {}, c).ok());
+  CHECK(c.got.at(0).last_failure == "lease expired");
+  CHECK(c.got.at(0).abort_count == 3);
+}
