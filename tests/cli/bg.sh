@@ -72,3 +72,17 @@ wait_lines() {
 }
 # now_us: sets NOW to the wall-clock time in microseconds (no process started).
 now_us() { NOW=${EPOCHREALTIME//[!0-9]/}; }
+# kill_holder Q: starts `mq-receive Q --exec sleep 30`, waits (up to 5 s) until it holds a
+# message Locked, and kills it and its command with SIGKILL: a receiver that died holding
+# the message, whose lease the next reader or sweep returns.
+kill_holder() {
+  local i w
+  start mq-receive "$1" -w 5s --exec sleep 30
+  w=$PID
+  for ((i = 0; i < 500; i++)); do
+    [ "$(mq-admin stat "$1" --json | jq .locked)" = 1 ] && break
+    sleep 0.01
+  done
+  killtree "$w"
+  wait "$w" 2>/dev/null
+}

@@ -65,14 +65,7 @@ expect_rc 0 mq-admin nack "$tok"
 tok=$(mq-receive n --lease 200ms 2>&1 >/dev/null)
 sleep 0.4
 [ "$(fields n .last_failure)" = '"lease expired"' ] || fail "after the lease ran out: $(mq-peek n --json)"
-start mq-receive n --exec sleep 30
-w=$PID
-for ((i = 0; i < 500; i++)); do
-  [ "$(mq-admin stat n --json | jq .locked)" = 1 ] && break
-  sleep 0.01
-done
-killtree "$w"
-wait "$w" 2>/dev/null
+kill_holder n
 expect_rc 0 mq-admin sweep
 [ "$(fields n '[.last_failure, .abort_count]')" = '["receiver died",3]' ] ||
   fail "after the receiver was killed: $(mq-peek n --json)"

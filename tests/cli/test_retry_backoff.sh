@@ -43,14 +43,7 @@ done
 expect_rc 0 mq-admin create c --retry-delay 300ms --retry-backoff 3
 expect_rc 0 mq-send c y
 for want in 300 900; do
-  start mq-receive c -w 5s --exec sleep 30
-  w=$PID
-  for ((i = 0; i < 500; i++)); do
-    [ "$(mq-admin stat c --json | jq .locked)" = 1 ] && break
-    sleep 0.01
-  done
-  killtree "$w"
-  wait "$w" 2>/dev/null
+  kill_holder c
   t0=$(now_ms)
   expect_rc 0 mq-admin sweep
   expect_due c "$want" "$t0" "$(now_ms)"
