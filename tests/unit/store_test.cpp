@@ -913,7 +913,7 @@ TEST_CASE("retry delays grow by the backoff factor, stop at the cap, and jitter 
   CHECK(back == q);
 }
 
-TEST_CASE("a rollback keeps its failure in the message; nack and expiry say so",
+TEST_CASE("a rollback keeps its failure in the message, and nack and expiry say so",
           "[store][failure]") {
   TempDir t;
   auto st = OpenNew(t.path);
