@@ -1,6 +1,7 @@
 // mq-send: put messages into a queue.
 //
 //   mq-send [options] QUEUE [BODY]      body from BODY, else -f FILE, else all of stdin
+//   mq-send [options] a,b,LINK:c BODY   a copy in each queue, in one transaction
 //   mq-send -l QUEUE < lines            one message per line (-0: per NUL-terminated record)
 //
 // With -l/-0 the input is cut into batches of many messages per store transaction; each
@@ -46,7 +47,9 @@ int Run(int argc, char** argv) {
              "See mq-send(1).");
   cli::AddVersionFlag(app);
   cli::AddStoreOption(app, a.store);
-  app.add_option("QUEUE", a.queue, "Queue to send to (none with --reply-to)");
+  app.add_option("QUEUE", a.queue,
+                 "Queue to send to, or queues joined by ',' (a copy in each); none with "
+                 "--reply-to");
   app.add_option("BODY", a.body, "Message body (else -f FILE, else stdin)");
   auto* file = app.add_option("-f,--file", a.file, "Read the body from FILE ('-': stdin)")
                    ->type_name("FILE");
@@ -171,16 +174,16 @@ int Run(int argc, char** argv) {
     reply_correlation = target->request_id;
   }
   // LINK:QUEUE: the message waits in the link's outgoing queue (mq-admin forward moves it).
-  auto remote = ParseRemoteRef(a.queue);
-  if (!remote.ok()) return cli::Fail(remote.status());
-  Result<QueueRef> ref = *remote ? Result<QueueRef>(QueueRef{"out", (*remote)->link})
-                                 : cli::ParseQueueArg(a.queue);
-  if (!ref.ok()) return cli::Fail(ref.status());
+  // a,b,LINK:c: a copy in each, in one transaction.
+  auto dests = ParseDestinations(a.queue);
+  if (!dests.ok()) return cli::Fail(dests.status());
+  // What errors name when no queue of the list is to blame.
+  std::string subject = dests->size() == 1 ? dests->front().ref.Full() : a.queue;
   if (!a.dedup.empty() && (a.lines || a.null) && !a.tx)
     return cli::Fail(
         Status::InvalidArg("--dedup with -l or -0 needs --tx (the key names the whole send)"));
   auto proto = BuildPrototype(a.msg);
-  if (!proto.ok()) return cli::Fail(proto.status().WithSubject(ref->Full()));
+  if (!proto.ok()) return cli::Fail(proto.status().WithSubject(subject));
   if (!reply_correlation.empty()) proto->correlation_id = reply_correlation;
 
   // Read a single body before touching the store, so that a bad file changes nothing.
@@ -204,10 +207,9 @@ int Run(int argc, char** argv) {
   o.append.priority_given = app.count("--priority") > 0;
   o.append.dedup_key = a.dedup;
   o.append.new_conversation = a.msg.conversation == "new";
-  if (*remote) o.append.remote_queue = (*remote)->queue;
   o.print_ids = a.print_id;
-  o.note = [&ref](const std::string& text) { cli::Note(ref->Full(), text); };
-  BatchSender sender(**store, *ref, *proto, std::move(o));
+  o.note = [&subject](const std::string& text) { cli::Note(subject, text); };
+  BatchSender sender(**store, std::move(*dests), *proto, std::move(o));
   Status s;
   char sep = a.lines ? '\n' : '\0';
   if (a.tx && (a.lines || a.null)) {
@@ -220,7 +222,7 @@ int Run(int argc, char** argv) {
     sender.Add(body);
     s = sender.Commit();
   }
-  if (!s.ok()) return cli::Fail(s.WithSubject(ref->Full()));
+  if (!s.ok()) return cli::Fail(s.WithSubject(subject));
   return 0;
 }
 

@@ -104,7 +104,15 @@ function __mq_send_extension
 end
 
 complete -c mq-send -f
-complete -c mq-send -n __mq_send_needs_queue -a '(__mq_queues)' -d queue
+# a,b,c: a copy in each queue; the name after the last comma is completed.
+function __mq_send_queue_list
+    set -l cur (commandline -ct)
+    set -l head (string replace -r '[^,]*$' '' -- $cur)
+    for q in (__mq_queues)
+        printf '%s%s\n' $head $q
+    end
+end
+complete -c mq-send -n __mq_send_needs_queue -a '(__mq_send_queue_list)' -d queue
 complete -c mq-send -s h -l help -d 'Print help and exit'
 complete -c mq-send -l version -d 'Print version and exit'
 complete -c mq-send -s s -l store -x -a '(__fish_complete_directories (commandline -ct))' -d 'Store directory'

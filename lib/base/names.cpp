@@ -103,4 +103,33 @@ Result<QueueRef> ParseQueueRef(std::string_view text) {
   return ref;
 }
 
+Result<std::vector<Destination>> ParseDestinations(std::string_view text) {
+  std::string_view s = text;
+  if (IStartsWith(s, "FormatName:")) s.remove_prefix(11);
+  std::vector<Destination> out;
+  for (;;) {
+    auto comma = s.find(',');
+    std::string_view element = s.substr(0, comma);
+    if (element.empty()) return Bad(text, "an empty element in a list of queues (a,b,LINK:c)");
+    Destination d;
+    auto remote = ParseRemoteRef(element);
+    if (!remote.ok()) return remote.status();
+    if (*remote) {
+      d.ref = QueueRef{std::string(kOutgoingBase), (*remote)->link};
+      d.remote_queue = std::move((*remote)->queue);
+    } else {
+      auto ref = ParseQueueRef(element);
+      if (!ref.ok()) return ref.status();
+      d.ref = std::move(*ref);
+    }
+    for (const Destination& e : out)
+      if (e.ref.Full() == d.ref.Full() && e.remote_queue == d.remote_queue)
+        return Bad(text, fmt::format("{} is named twice", element));
+    out.push_back(std::move(d));
+    if (comma == std::string_view::npos) break;
+    s.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
 }  // namespace mq

@@ -8,12 +8,16 @@
 //                     that no queue of the user's (and no subqueue of one) is ever out;LINK
 //   .\private$\NAME  DIRECT=OS:.\private$\NAME         MSMQ format names of a local queue
 //
+// A send may name several destinations (ParseDestinations): MSMQ's multiple-element format
+// name, elements joined by ',' (no queue name holds one), optionally after "FormatName:".
+//
 // Anything else is E_INVALIDARG. A name is only ever a key in the store, never a path.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.hpp"
 
@@ -47,6 +51,16 @@ struct RemoteRef {
 };
 // Null when `text` names no remote queue (it may still be a local one).
 Result<std::optional<RemoteRef>> ParseRemoteRef(std::string_view text);
+// Where a send puts a message: a local queue, or for a queue of another store (remote_queue
+// set) the link's outgoing queue out;LINK.
+struct Destination {
+  QueueRef ref;
+  std::string remote_queue;
+};
+// The destinations of `text`: one queue reference, local or remote, or a list of them joined
+// by ',' ("a,b,LINK:c", "FormatName:DIRECT=OS:.\private$\a,DIRECT=OS:.\private$\b"), each
+// named once.
+Result<std::vector<Destination>> ParseDestinations(std::string_view text);
 // True if `name` is a valid plain queue name (the NAME rule).
 bool IsValidQueueName(std::string_view name);
 // Cursor names follow the NAME rule too; E_INVALIDARG otherwise.

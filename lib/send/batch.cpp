@@ -16,8 +16,11 @@
 
 namespace mq {
 
-BatchSender::BatchSender(Store& store, QueueRef ref, Message proto, BatchOptions options)
-    : store_(store), ref_(std::move(ref)), proto_(std::move(proto)),
+BatchSender::BatchSender(Store& store, std::vector<Destination> dests, Message proto,
+                         BatchOptions options)
+    : store_(store),
+      dests_(std::move(dests)),
+      proto_(std::move(proto)),
       options_(std::move(options)) {}
 
 void BatchSender::Add(std::string_view body) {
@@ -38,7 +41,7 @@ Status BatchSender::Append(MessageSource& src) {
   ids_.clear();
   AppendReport report;
   Status s =
-      store_.Append(ref_, options_.append, src, options_.print_ids ? &ids_ : nullptr, &report);
+      store_.Append(dests_, options_.append, src, options_.print_ids ? &ids_ : nullptr, &report);
   for (const std::string& note : report.notes)
     if (s.ok() && noted_.insert(note).second && options_.note) options_.note(note);
   if (s.ok() && report.duplicate) {

@@ -26,7 +26,9 @@ struct BatchOptions {
   // For every append. new_conversation: the prototype's handle is a conversation to begin
   // with the first commit; its handle is printed then, and later batches send on it.
   AppendOptions append;
-  bool print_ids = false;  // print the id of each message sent, a line each, after each commit
+  // Print the id of each message sent, a line each, after each commit (with several
+  // destinations, each message's copies in their order).
+  bool print_ids = false;
   // What the user should know (a missing admin queue, a dropped duplicate), each note once.
   std::function<void(const std::string& text)> note;
 };
@@ -36,8 +38,9 @@ class BatchSender {
   static constexpr size_t kMaxMessages = 10000;
   static constexpr size_t kMaxBytes = 8 << 20;
 
-  // Ids and the handle are printed on standard output.
-  BatchSender(Store& store, QueueRef ref, Message proto, BatchOptions options);
+  // Ids and the handle are printed on standard output. Each batch goes to every one of
+  // `dests` in its transaction (Store::Append).
+  BatchSender(Store& store, std::vector<Destination> dests, Message proto, BatchOptions options);
 
   // Adds the prototype with `body` to the batch. The batch's messages stay from one batch to
   // the next, so that their bodies' buffers are reused: a long send allocates nothing per
@@ -53,7 +56,7 @@ class BatchSender {
 
  private:
   Store& store_;
-  QueueRef ref_;
+  std::vector<Destination> dests_;
   Message proto_;
   BatchOptions options_;
   std::vector<Message> batch_;

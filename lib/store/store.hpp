@@ -51,6 +51,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -506,6 +507,15 @@ class Store {
   // to `ids` if it is not null.
   Status Append(const QueueRef& ref, const AppendOptions& options, MessageSource& source,
                 std::vector<std::string>* ids, AppendReport* report = nullptr);
+  // The same into each of `dests` in one transaction (mq-send a,b,LINK:c): a copy of every
+  // message in each, or nothing if any destination refuses. Each destination's remote queue
+  // stands for options.remote_queue. Every copy has an id of its own (ids are unique in a
+  // store); `ids` gets them message by message, each message's copies in the order of
+  // `dests`. A dedup key, an import (keep_identity) and conversation messages go to one
+  // queue only: E_INVALIDARG with several.
+  Status Append(std::span<const Destination> dests, const AppendOptions& options,
+                MessageSource& source, std::vector<std::string>* ids,
+                AppendReport* report = nullptr);
 
   // Gives the selected messages to `sink` without removing them, in chunks each copied out
   // of its own short read transaction, which ends before the chunk is written (a stalled

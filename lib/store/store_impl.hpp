@@ -160,6 +160,11 @@ struct Store::Impl {
   Status LoadMessage(lmdb::Txn& txn, const QueueInfo& q, uint64_t lookup, Found& f) {
     return msgs.Load(txn, q, lookup, f);
   }
+  // One destination of Store::Append in its transaction: the messages of `source` (rewound)
+  // into `ref`; `several` when other destinations take copies too.
+  Status AppendTo(lmdb::Txn& txn, const QueueRef& ref, const AppendOptions& options,
+                  MessageSource& source, std::vector<std::string>* ids, AppendReport* report,
+                  const std::map<std::string, char>& prechecked, bool several);
   Status InsertMessage(lmdb::Txn& txn, QueueInfo& q, Message& m, uint64_t quota,
                        uint64_t lookup = 0, bool promoted = false);
   // `change`, if given, changes the message once it is out of `q` (a deadline changed before

@@ -34,6 +34,16 @@ done
 grep -q '^#.*_mq_cursor_names\|_mq_cursor_names' "$COMP/zsh/_mq-peek" || fail "zsh: no cursor names for mq-peek"
 grep -q '__mq_cursor_names' "$COMP/fish/mq-watch.fish" || fail "fish: no cursor names for mq-watch"
 
+# mq-send a,b,c (issue 26, item 7): the queue after the last comma.
+expect_rc 0 mq-admin create qq
+got=$(offers "$COMP/bash/mq-send" mq-send 'q,q' | sort | tr '\n' ' ')
+[ "$got" = "q,q q,qq " ] || fail "bash: mq-send q,q offers '$got'"
+if command -v fish >/dev/null; then
+  got=$(fish_offers "$COMP/fish/mq-send.fish" 'mq-send qq,' | grep -v system | sort | tr '\n' ' ')
+  [ "$got" = "qq,q qq,qq " ] || fail "fish: mq-send qq, offers '$got'"
+fi
+grep -q '_sequence _mq_queues' "$COMP/zsh/_mq-send" || fail "zsh: no lists of queues for mq-send"
+
 # The optional duration of -w/-t in any written form (1m30s, 1.5s: issue 15) is skipped: the
 # next word is still the queue, whose names are offered.
 for t in mq-peek mq-receive mq-watch; do

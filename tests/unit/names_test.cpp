@@ -45,3 +45,28 @@ TEST_CASE("'out' is reserved for the links' outgoing queues", "[names]") {
   CHECK(remote.status().code() == Code::kIllegalQueuePathname);
   CHECK((*ParseRemoteRef("link:outbox"))->queue == "outbox");
 }
+
+TEST_CASE("a list of destinations: a,b,LINK:c and MSMQ multiple-element format names", "[names]") {
+  auto d = ParseDestinations("a,b,L:c");
+  REQUIRE(d.ok());
+  REQUIRE(d->size() == 3);
+  CHECK((*d)[0].ref.Full() == "a");
+  CHECK((*d)[0].remote_queue.empty());
+  CHECK((*d)[1].ref.Full() == "b");
+  CHECK((*d)[2].ref.Full() == "out;L");
+  CHECK((*d)[2].remote_queue == "c");
+  auto f = ParseDestinations("FORMATNAME:DIRECT=OS:.\\private$\\a,DIRECT=OS:L\\private$\\c");
+  REQUIRE(f.ok());
+  REQUIRE(f->size() == 2);
+  CHECK((*f)[0].ref.Full() == "a");
+  CHECK((*f)[1].remote_queue == "c");
+  auto one = ParseDestinations("orders");
+  REQUIRE(one.ok());
+  CHECK(one->size() == 1);
+  CHECK(ParseDestinations("L:c,L:d")->size() == 2);  // two queues through one link
+  for (const char* bad :
+       {"", "a,", ",a", "a,,b", "a,b,a", "a,.\\private$\\a", "L:c,L:c", "a,b;x;y", "FormatName:"}) {
+    INFO(bad);
+    CHECK(ParseDestinations(bad).status().code() == Code::kIllegalQueuePathname);
+  }
+}

@@ -273,6 +273,53 @@ TEST_CASE("quota and maximum message size refuse a send whole", "[store]") {
   CHECK(st->StatQueue(Q("q"))->info.count == 0);
 }
 
+TEST_CASE("an append to several queues puts a copy in each, or nothing", "[store][send]") {
+  TempDir t;
+  auto st = OpenNew(t.path);
+  QueueSettings qs;
+  REQUIRE(st->CreateQueue(Q("a"), qs).ok());
+  qs.max_message_size = 4;
+  REQUIRE(st->CreateQueue(Q("b"), qs).ok());
+  std::vector<Destination> dests = {{Q("a"), ""}, {Q("b"), ""}};
+  Vec src;
+  Message m;
+  m.body = "1";
+  src.v.push_back(m);
+  m.body = "22";
+  src.v.push_back(m);
+  std::vector<std::string> ids;
+  REQUIRE(st->Append(dests, {}, src, &ids).ok());
+  REQUIRE(ids.size() == 4);
+  // Message by message, each message's copies in the order of the destinations.
+  auto a = st->StatQueue(Q("a"));
+  CHECK(a->info.count == 2);
+  CHECK(st->StatQueue(Q("b"))->info.count == 2);
+  std::set<std::string> distinct(ids.begin(), ids.end());
+  CHECK(distinct.size() == 4);
+  auto by_id = [&](const char* q, const std::string& id) {
+    Selection sel;
+    sel.anchor = Anchor::kId;
+    sel.id = id;
+    Collect c;
+    (void)st->Peek(Q(q), sel, {}, c);
+    return Bodies(c.got);
+  };
+  CHECK(by_id("a", ids[2]) == std::vector<std::string>{"22"});
+  CHECK(by_id("b", ids[1]) == std::vector<std::string>{"1"});
+  CHECK(by_id("b", ids[0]).empty());
+  // b refuses the third message (too big): neither queue takes any of this append.
+  m.body = "55555";
+  src.v.push_back(m);
+  CHECK(st->Append(dests, {}, src, nullptr).code() == Code::kInsufficientResources);
+  CHECK(st->StatQueue(Q("a"))->info.count == 2);
+  CHECK(st->StatQueue(Q("b"))->info.count == 2);
+  // One queue's dedup key or a conversation names one queue.
+  src.v.pop_back();
+  AppendOptions o;
+  o.dedup_key = "k";
+  CHECK(st->Append(dests, o, src, nullptr).code() == Code::kInvalidArg);
+}
+
 TEST_CASE("the map grows by itself when full", "[store]") {
   TempDir t;
   auto st = OpenNew(t.path);
