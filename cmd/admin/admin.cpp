@@ -72,6 +72,15 @@ void AddQueueOptions(CLI::App& app, QueueOptions& o, bool create) {
                  "Shorten each retry delay by a random part of up to FRACTION (0 to 1, or "
                  "a percentage)")
       ->type_name("FRACTION");
+  app.add_option("--rate", o.rate,
+                 "At most COUNT messages leave the queue per PERIOD, across every receiver "
+                 "(20/s, 1000/m, 5/h, 100/10s); off: no limit")
+      ->type_name("COUNT/PERIOD");
+  app.add_option("--burst", o.burst,
+                 "How many of the rate's messages may leave at once after a quiet spell "
+                 "(default 1)")
+      ->type_name("N")
+      ->check(cli::WholeNumber(1, 1'000'000'000));
   auto* journal = app.add_flag("--journal", o.journal,
                                "Keep a copy of every received message in QUEUE;journal");
   if (!create)
@@ -151,6 +160,16 @@ Result<QueueSettings> MakeSettings(CLI::App& app, const QueueOptions& o) {
     s.journal_quota = *q;
   }
   if (!o.retention.empty()) s.retention = o.retention == "on";
+  if (!o.rate.empty()) {
+    if (o.rate == "off" || o.rate == "0") {
+      s.rate = Rate{};
+    } else {
+      auto r = ParseRate(o.rate);
+      if (!r.ok()) return r.status();
+      s.rate = *r;
+    }
+  }
+  if (app.count("--burst")) s.rate_burst = o.burst;
   return s;
 }
 

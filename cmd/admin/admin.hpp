@@ -59,6 +59,8 @@ struct QueueOptions {
   bool no_journal = false;
   std::string journal_quota;
   std::string retention;
+  std::string rate;
+  uint64_t burst = 0;
 };
 // `create` adds --transactional (fixed at creation); `set` adds --status.
 void AddQueueOptions(CLI::App& app, QueueOptions& o, bool create);

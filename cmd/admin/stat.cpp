@@ -5,6 +5,7 @@
 // form suits the node exporter's textfile collector, e.g. from cron:
 //   mq-admin stat --format prometheus > /var/lib/node_exporter/mq.prom.$$ &&
 //     mv /var/lib/node_exporter/mq.prom.$$ /var/lib/node_exporter/mq.prom
+#include <cmath>
 #include <functional>
 
 #include <fmt/format.h>
@@ -25,10 +26,32 @@ struct Args {
 
 // "on", "off" or "paused" (receiving), and ",journal-full" once journal copies were dropped
 // for lack of room.
-std::string StatusText(const QueueInfo& q) {
+std::string StatusText(const QueueInfo& q, int64_t now_ns) {
   std::string s = StateWord(q);
   if (q.journal_dropped) s += ",journal-full";
+  // A rate limit, its burst if above 1, and the tokens now (one decimal, rounded down so
+  // that 1.0 means a message may leave).
+  if (q.rate_count) {
+    s += ",rate=" + FormatRate(Rate{q.rate_count, q.rate_period});
+    if (RateBurst(q) > 1) s += fmt::format(",burst={}", RateBurst(q));
+    s += fmt::format(",tokens={:.1f}", std::floor(RateTokensExact(q, now_ns) * 10) / 10);
+  }
   return s;
+}
+
+// The rate limit in --json: the rate as written, per second, the burst and the tokens now.
+void RateJson(nlohmann::ordered_json& j, const QueueInfo& q, int64_t now_ns) {
+  if (!q.rate_count) {
+    j["rate"] = nullptr;
+    j["rate_per_second"] = nullptr;
+    j["burst"] = nullptr;
+    j["tokens"] = nullptr;
+    return;
+  }
+  j["rate"] = FormatRate(Rate{q.rate_count, q.rate_period});
+  j["rate_per_second"] = static_cast<double>(q.rate_count) * 1000 / q.rate_period;
+  j["burst"] = RateBurst(q);
+  j["tokens"] = std::floor(RateTokensExact(q, now_ns) * 1000) / 1000;
 }
 
 struct Row {
@@ -72,7 +95,7 @@ Command SetupStat(CLI::App& app, Context&) {
               if (!queues.ok()) return cli::Fail(queues.status());
               for (auto& q : *queues) refs.push_back(*ParseQueueRef(q.name));
             }
-            int64_t now = NowMs();
+            int64_t now_ns = NowNs(), now = now_ns / 1'000'000;
             std::vector<Row> rows;
             for (const QueueRef& ref : refs) {
               auto st = (*store)->StatQueue(ref);
@@ -90,11 +113,11 @@ Command SetupStat(CLI::App& app, Context&) {
                                      "WAITING", "STATUS"));
               for (const Row& r : rows) {
                 const QueueInfo& q = r.st.info;
-                out.Append(fmt::format("{:<32} {:>10} {:>8} {:>8} {:>12} {:>10} {:>7} {}\n",
-                                       q.name, q.count, q.delayed, q.locked, q.bytes,
-                                       r.st.oldest_arrived ? FormatDuration(r.age / 1000 * 1000)
-                                                           : "-",
-                                       r.st.waiting, StatusText(q)));
+                out.Append(
+                    fmt::format("{:<32} {:>10} {:>8} {:>8} {:>12} {:>10} {:>7} {}\n", q.name,
+                                q.count, q.delayed, q.locked, q.bytes,
+                                r.st.oldest_arrived ? FormatDuration(r.age / 1000 * 1000) : "-",
+                                r.st.waiting, StatusText(q, now_ns)));
               }
               // The whole store: how much of data.mdb is in use (mq-admin compact gives the
               // rest back).
@@ -142,6 +165,7 @@ Command SetupStat(CLI::App& app, Context&) {
                     {"waiting", r.st.waiting},
                     {"sent_total", q.sent_total},
                     {"received_total", q.received_total}};
+                RateJson(j, q, now_ns);
                 if (z.ok()) {
                   j["store_file_bytes"] = z->file;
                   j["store_used_bytes"] = z->used;
@@ -173,6 +197,21 @@ Command SetupStat(CLI::App& app, Context&) {
                   {"mq_queue_receiving", "gauge",
                    "1 if receiving from the queue is on (mq-admin set --receive).",
                    [](const Row& r) { return std::string(r.st.info.receive_paused ? "0" : "1"); }},
+                  {"mq_queue_rate_per_second", "gauge",
+                   "The queue's rate limit (mq-admin set --rate), per second; 0: none.",
+                   [](const Row& r) {
+                     const QueueInfo& q = r.st.info;
+                     return q.rate_count ? fmt::format("{:g}", static_cast<double>(q.rate_count) *
+                                                                   1000 / q.rate_period)
+                                         : std::string("0");
+                   }},
+                  {"mq_queue_rate_tokens", "gauge",
+                   "Tokens of the rate limit: messages that may leave now.",
+                   [now_ns](const Row& r) {
+                     return fmt::format("{:.3f}", r.st.info.rate_count
+                                                      ? RateTokensExact(r.st.info, now_ns)
+                                                      : 0.0);
+                   }},
                   {"mq_queue_quota_bytes", "gauge", "The queue's quota; 0: none.",
                    [](const Row& r) { return std::to_string(r.st.info.quota); }},
                   {"mq_queue_waiting_readers", "gauge", "Readers waiting for a message.",

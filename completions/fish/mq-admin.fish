@@ -63,7 +63,7 @@ function __mq_admin_words
                     --interval -n --count --lease \
                     --max-retries --poison --dedup-window --retry-delay --retry-backoff --retry-delay-max \
                     --retry-jitter --delay --id --ttbr --to \
-                    --journal-quota --max-store-size --retention --receive --validation \
+                    --journal-quota --max-store-size --retention --receive --rate --burst --validation \
                     --error --description
                 set -e tokens[1]
             case '-*'
@@ -201,6 +201,8 @@ complete -c mq-admin -n '__mq_admin_using create set' -l retry-backoff -x -a '1.
 complete -c mq-admin -n '__mq_admin_using create set' -l retry-delay-max -x -d 'The longest retry delay backoff reaches'
 complete -c mq-admin -n '__mq_admin_using create set' -l retry-jitter -x -a '0.1 0.2 0.5' -d 'Shorten each retry delay by a random part of up to FRACTION'
 complete -c mq-admin -n '__mq_admin_using create set' -l receive -x -a 'on off' -d 'off: pause receiving, sends go on; on: resume'
+complete -c mq-admin -n '__mq_admin_using create set' -l rate -x -a 'off 10/s 100/m 5/h' -d 'At most COUNT messages leave per PERIOD'
+complete -c mq-admin -n '__mq_admin_using create set' -l burst -x -d 'How many messages of the rate may leave at once'
 complete -c mq-admin -n '__mq_admin_using message-type' -l validation -x -a 'none empty well-formed-xml' -d 'What a body must be'
 complete -c mq-admin -n '__mq_admin_using message-type' -l json -d 'One JSON object per message type'
 complete -c mq-admin -n '__mq_admin_using end-conversation' -l error -x -d 'End with an error: queue the Error message with CODE'

@@ -102,15 +102,24 @@ Status RunActivator(Store& store, const ActivatorOptions& o, const proc::StopSig
         // doorbell rings when it is on again.
         uint64_t available =
             q.receive_paused ? 0 : q.count - std::min(q.count, q.delayed + q.locked + q.retained);
+        // A rate limit (mq-admin set --rate): no more receivers than tokens; with none, look
+        // again when the next one comes.
+        int64_t now_ns = NowNs();
+        uint64_t tokens = RateTokens(q, now_ns);
+        int64_t token_due = available && tokens == 0 ? RateNextMs(q, now_ns) : 0;
+        available = std::min(available, tokens);
         // A ring is owed a probe only if something was sent since the last receiver started:
         // one send may ring twice (two wake-ups), and the second ring, after the probe, is no
         // new work.
         if (q.sent_total == sent_at_start) rang_in_hold = false;
         bool probe = hold_until && rang_in_hold && children.empty() &&
                      MonotonicMs() - last_probe >= kProbeMs;
+        // Receivers not holding a message yet: a running one that holds its message
+        // (Locked, out of `available`) leaves room for another. Locks of other processes
+        // make this low, so that a receiver too many may start and find nothing.
+        uint64_t pending = children.size() - std::min<uint64_t>(children.size(), q.locked);
         while ((!hold_until || probe) && !idle &&
-               children.size() < static_cast<size_t>(o.max_readers) &&
-               children.size() < available) {
+               children.size() < static_cast<size_t>(o.max_readers) && pending < available) {
           auto c = proc::Spawn(receiver);
           if (!c.ok()) {
             stop_all();
@@ -118,6 +127,7 @@ Status RunActivator(Store& store, const ActivatorOptions& o, const proc::StopSig
             break;
           }
           children.emplace(*c, Started{rings, q.received_total, q.delayed});
+          ++pending;
           sent_at_start = q.sent_total;
           note({ActivatorEvent::Kind::kStarted, *c, 0, 0});
           if (probe) {
@@ -128,6 +138,7 @@ Status RunActivator(Store& store, const ActivatorOptions& o, const proc::StopSig
         }
         auto d = store.NextDeadline(ref);
         if (d.ok()) deadline = *d;
+        if (token_due && (deadline == 0 || token_due < deadline)) deadline = token_due;
       }
     }
     if (stopping && children.empty()) return result;

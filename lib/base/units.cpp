@@ -144,6 +144,46 @@ int64_t MonotonicMs() {
   return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
 }
 
+Result<Rate> ParseRate(std::string_view text) {
+  auto bad = [&](std::string_view why) {
+    return Status::InvalidArg(fmt::format("invalid rate '{}': {}", text, why));
+  };
+  auto slash = text.find('/');
+  if (slash == std::string_view::npos) return bad("give COUNT/PERIOD, such as 20/s or 5/h");
+  std::string_view count = text.substr(0, slash), period = text.substr(slash + 1);
+  Rate r;
+  auto [end, ec] = std::from_chars(count.data(), count.data() + count.size(), r.count);
+  if (count.empty() || ec != std::errc() || end != count.data() + count.size() || r.count < 1 ||
+      r.count > 1'000'000'000)
+    return bad("COUNT must be a whole number from 1 to 1000000000");
+  // A bare unit is one of it: "s" is "1s".
+  std::string p(period);
+  bool bare = !p.empty() && !(p[0] >= '0' && p[0] <= '9');
+  if (bare) p.insert(0, "1");
+  auto ms = ParseDuration(p);
+  if (!ms.ok())
+    return bad(bare ? std::string("PERIOD must be a duration or a unit: ms, s, m, h, d")
+                    : ms.status().text());
+  constexpr int64_t kLongest = 366LL * 86'400'000;
+  if (*ms < 1 || *ms > kLongest) return bad("PERIOD must be from 1ms to 366d");
+  r.period_ms = *ms;
+  return r;
+}
+
+std::string FormatRate(const Rate& r) {
+  static constexpr std::pair<int64_t, const char*> kUnits[] = {
+      {86'400'000, "d"}, {3'600'000, "h"}, {60'000, "m"}, {1000, "s"}, {1, "ms"}};
+  for (auto [ms, unit] : kUnits)
+    if (r.period_ms == ms) return fmt::format("{}/{}", r.count, unit);
+  return fmt::format("{}/{}", r.count, FormatDuration(r.period_ms));
+}
+
+int64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
 int64_t NowMs() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);

@@ -27,8 +27,21 @@ Result<uint64_t> ParseSize(std::string_view text);
 // `what` names the option in the error.
 Result<double> ParseNumber(std::string_view text, double lo, double hi, std::string_view what);
 
+// A rate as users write it: COUNT/PERIOD, where PERIOD is a duration or a bare unit of
+// one ("20/s", "1000/m", "5/h", "100/10s", "1/1.5s"); COUNT from 1 to 10^9, PERIOD from 1 ms
+// to 366 days.
+struct Rate {
+  uint64_t count = 0;
+  int64_t period_ms = 0;
+};
+Result<Rate> ParseRate(std::string_view text);
+// "20/s", "100/10s": the shortest form that parses back to the same rate.
+std::string FormatRate(const Rate& r);
+
 // Milliseconds since the epoch now (CLOCK_REALTIME).
 int64_t NowMs();
+// Nanoseconds since the epoch now (CLOCK_REALTIME).
+int64_t NowNs();
 // Milliseconds of CLOCK_MONOTONIC: for timeouts, backoff and rates (never goes back).
 int64_t MonotonicMs();
 // RFC 3339 UTC with milliseconds: 2026-11-30T02:12:59.123Z.

@@ -484,11 +484,13 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockGroupOnce(const QueueRef& ref,
                                                           int64_t& deadline, bool* try_plain) {
   std::unique_ptr<Lease> lease(new Lease());
   bool found = false, paused = false;
+  std::optional<Status> limited;
   Status w = WriteLight(
       [&](lmdb::Txn& txn) -> Status {
         *try_plain = false;
         found = false;
-        int64_t now = NowMs();
+        limited.reset();
+        int64_t now_ns = NowNs(), now = now_ns / 1'000'000;
         uint64_t n = 0;
         auto q = ReceivableQueue(txn, ref, now, &n);
         if (!q.ok()) return q.status();
@@ -497,13 +499,25 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockGroupOnce(const QueueRef& ref,
         auto pick = PickGroup(txn, *q, sel);
         if (!pick.ok()) return pick.status();
         *try_plain = pick->kind == GroupPick::kPlain;
+        // No more of the group than the rate limit's tokens (0 limit: the whole group).
+        uint64_t tokens = RateTokens(*q, now_ns);
+        uint64_t limit = sel.group_limit;
+        if (tokens != UINT64_MAX)
+          limit = std::max<uint64_t>(1, limit ? std::min(limit, tokens) : tokens);
         std::vector<Found> batch;
         if (pick->kind == GroupPick::kGroup)
-          MQ_RETURN_IF_ERROR(CollectGroup(txn, *q, pick->prefix, sel.group_limit, batch));
+          MQ_RETURN_IF_ERROR(CollectGroup(txn, *q, pick->prefix, limit, batch));
+        if (!batch.empty() && tokens == 0) {
+          *try_plain = false;
+          limited = RateLimited(*q, now_ns);
+          deadline = RateNextMs(*q, now_ns);
+          return {};  // commits what Maintain did
+        }
         if (batch.empty()) {
           deadline = NextDeadline(txn, q->id);
           return {};  // commits what Maintain did
         }
+        RateTake(*q, now_ns, batch.size());
         LeaseRecord rec;
         auto lease_id = BeginLease(*q, lo, now, *lease, rec);
         if (!lease_id.ok()) return lease_id.status();
@@ -527,6 +541,7 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockGroupOnce(const QueueRef& ref,
       true);
   if (!w.ok()) return w;
   if (paused) return ReceivePaused(ref.Full());
+  if (limited) return *limited;
   if (!found) return std::unique_ptr<Lease>();
   return lease;
 }

@@ -219,11 +219,13 @@ Status Store::CursorReceive(const QueueRef& ref, const CursorOptions& co, const 
   std::unique_ptr<Lease> lease(new Lease());
   Status locked = impl_->WriteLight(
       [&](lmdb::Txn& txn) -> Status {
-        int64_t now = NowMs();
+        int64_t now_ns = NowNs(), now = now_ns / 1'000'000;
         uint64_t maintained = 0;
         auto q = impl_->ReceivableQueue(txn, ref, now, &maintained);
         if (!q.ok()) return q.status();
         if (q->receive_paused) return Impl::ReceivePaused(q->name);
+        if (RateTokens(*q, now_ns) == 0) return Impl::RateLimited(*q, now_ns);
+        RateTake(*q, now_ns, 1);
         Impl::CursorState st = impl_->LoadCursor(txn, q->id, co.name);
         if (!st.positioned || st.key.empty())
           return Status::IllegalCursorAction(

@@ -243,6 +243,15 @@ Result<QueueInfo> Store::Impl::ReceivableQueue(lmdb::Txn& txn, const QueueRef& r
   return q;
 }
 
+Status Store::Impl::RateLimited(const QueueInfo& q, int64_t now_ns) {
+  int64_t wait = std::max<int64_t>(0, RateNextMs(q, now_ns) - now_ns / 1'000'000);
+  if (wait >= 1000) wait = (wait + 999) / 1000 * 1000;  // "1h", not "3599998ms"
+  return Status::MessageNotFound(
+      fmt::format("rate limit {} reached: the next message may leave in {}",
+                  FormatRate(Rate{q.rate_count, q.rate_period}), FormatDuration(wait)),
+      q.name);
+}
+
 Status Store::Impl::ReceivePaused(const std::string& queue) {
   return Status::MessageNotFound(fmt::format("receiving is paused (mq-admin set {} --receive on)",
                                              queue),
@@ -327,11 +336,13 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockPlainOnce(const QueueRef& ref,
                                                           int64_t& deadline) {
   std::unique_ptr<Lease> lease(new Lease());
   bool found = false, paused = false;
+  std::optional<Status> limited;
   std::string walked;
   Status w = WriteLight(
       [&](lmdb::Txn& txn) -> Status {
         found = false;
-        int64_t now = NowMs();
+        limited.reset();
+        int64_t now_ns = NowNs(), now = now_ns / 1'000'000;
         uint64_t n = 0;
         auto q = ReceivableQueue(txn, ref, now, &n);
         if (!q.ok()) return q.status();
@@ -340,12 +351,24 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockPlainOnce(const QueueRef& ref,
         std::string from = n ? std::string() : resume;
         std::vector<Found> batch;
         uint64_t limit = sel.limit ? sel.limit : UINT64_MAX;
-        MQ_RETURN_IF_ERROR(msgs.Collect(txn, *q, sel, from,
-                                        std::min<uint64_t>(limit, kLockBatchCount), batch));
+        // No more than the rate limit's tokens; with none, one look says whether the limit
+        // or an empty queue is the reason.
+        uint64_t tokens = RateTokens(*q, now_ns);
+        MQ_RETURN_IF_ERROR(
+            msgs.Collect(txn, *q, sel, from,
+                         std::clamp<uint64_t>(std::min({limit, tokens, uint64_t{kLockBatchCount}}),
+                                              1, kLockBatchCount),
+                         batch));
+        if (!batch.empty() && tokens == 0) {
+          limited = RateLimited(*q, now_ns);
+          deadline = RateNextMs(*q, now_ns);
+          return {};  // commits what Maintain did
+        }
         if (batch.empty()) {
           deadline = NextDeadline(txn, q->id);
           return {};  // commits what Maintain did
         }
+        RateTake(*q, now_ns, batch.size());
         LeaseRecord rec;
         auto lease_id = BeginLease(*q, lo, now, *lease, rec);
         if (!lease_id.ok()) return lease_id.status();
@@ -362,6 +385,7 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockPlainOnce(const QueueRef& ref,
       true);
   if (!w.ok()) return w;
   if (paused) return ReceivePaused(ref.Full());
+  if (limited) return *limited;
   if (!found) return std::unique_ptr<Lease>();
   resume = walked;
   return lease;

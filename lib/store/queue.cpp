@@ -50,6 +50,10 @@ enum Tag : uint32_t {
   kTagRetryBackoff = 51,  // x 1000
   kTagRetryDelayMax = 52,
   kTagRetryJitter = 53,  // x 1000
+  kTagRateCount = 54,
+  kTagRatePeriod = 55,
+  kTagRateBurst = 56,
+  kTagRateEmpty = 57,
 };
 
 }  // namespace
@@ -90,6 +94,10 @@ std::string EncodeQueue(const QueueInfo& q) {
   w.UintIfNot(kTagRetryBackoff, static_cast<uint64_t>(std::llround(q.retry_backoff * 1000)), 1000);
   w.UintIfNot(kTagRetryDelayMax, static_cast<uint64_t>(q.retry_delay_max), 0);
   w.UintIfNot(kTagRetryJitter, static_cast<uint64_t>(std::llround(q.retry_jitter * 1000)), 0);
+  w.UintIfNot(kTagRateCount, q.rate_count, 0);
+  w.UintIfNot(kTagRatePeriod, static_cast<uint64_t>(q.rate_period), 0);
+  w.UintIfNot(kTagRateBurst, q.rate_burst, 0);
+  w.UintIfNot(kTagRateEmpty, static_cast<uint64_t>(q.rate_empty_ns), 0);
   return out;
 }
 
@@ -135,6 +143,10 @@ Status DecodeQueue(std::string_view record, QueueInfo& q) {
       case kTagRetryBackoff: d.retry_backoff = static_cast<double>(r.uint()) / 1000; break;
       case kTagRetryDelayMax: d.retry_delay_max = static_cast<int64_t>(r.uint()); break;
       case kTagRetryJitter: d.retry_jitter = static_cast<double>(r.uint()) / 1000; break;
+      case kTagRateCount: d.rate_count = r.uint(); break;
+      case kTagRatePeriod: d.rate_period = static_cast<int64_t>(r.uint()); break;
+      case kTagRateBurst: d.rate_burst = r.uint(); break;
+      case kTagRateEmpty: d.rate_empty_ns = static_cast<int64_t>(r.uint()); break;
       default: break;
     }
   }
@@ -153,6 +165,52 @@ int64_t RetryDelayFor(const QueueInfo& q, int64_t base_ms, uint32_t attempt, dou
   d = std::min(d, kLongest);
   d -= d * std::clamp(q.retry_jitter, 0.0, 1.0) * std::clamp(random, 0.0, 1.0);
   return std::max<int64_t>(1, std::llround(d));
+}
+
+namespace {
+
+// The time between two tokens, ns (at least 1). A record damaged into a period of 0 or one
+// beyond any that set accepts still yields a sane interval.
+int64_t RateInterval(const QueueInfo& q) {
+  constexpr int64_t kLongest = 366LL * 86'400'000;
+  int64_t period = std::clamp<int64_t>(q.rate_period, 1, kLongest);
+  return std::max<int64_t>(1, period * 1'000'000 / static_cast<int64_t>(q.rate_count));
+}
+
+// The time the bucket is empty from, as seen at `now_ns`: never later than now (a clock set
+// back), never earlier than a full bucket's.
+int64_t RateEmptyAt(const QueueInfo& q, int64_t now_ns) {
+  __int128 full =
+      static_cast<__int128>(now_ns) - static_cast<__int128>(RateBurst(q)) * RateInterval(q);
+  int64_t lo = full < 0 ? 0 : static_cast<int64_t>(full);
+  return std::clamp(q.rate_empty_ns, std::min(lo, now_ns), now_ns);
+}
+
+}  // namespace
+
+uint64_t RateBurst(const QueueInfo& q) {
+  return std::clamp<uint64_t>(q.rate_burst, 1, 1'000'000'000);
+}
+
+uint64_t RateTokens(const QueueInfo& q, int64_t now_ns) {
+  if (q.rate_count == 0) return UINT64_MAX;
+  return static_cast<uint64_t>((now_ns - RateEmptyAt(q, now_ns)) / RateInterval(q));
+}
+
+double RateTokensExact(const QueueInfo& q, int64_t now_ns) {
+  if (q.rate_count == 0) return 0;
+  return static_cast<double>(now_ns - RateEmptyAt(q, now_ns)) /
+         static_cast<double>(RateInterval(q));
+}
+
+void RateTake(QueueInfo& q, int64_t now_ns, uint64_t n) {
+  if (q.rate_count == 0) return;
+  q.rate_empty_ns = RateEmptyAt(q, now_ns) + static_cast<int64_t>(n) * RateInterval(q);
+}
+
+int64_t RateNextMs(const QueueInfo& q, int64_t now_ns) {
+  int64_t at = RateEmptyAt(q, now_ns) + RateInterval(q);
+  return (at + 999'999) / 1'000'000;
 }
 
 const char* StateWord(const QueueInfo& q) {

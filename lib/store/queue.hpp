@@ -58,6 +58,15 @@ struct QueueInfo {
   double retry_backoff = 1;
   int64_t retry_delay_max = 0;
   double retry_jitter = 0;
+  // Rate limit (mq-admin set --rate COUNT/PERIOD --burst B; 0 count: none): messages leave
+  // the queue (Locked or received, by any process) at most `rate_count` per `rate_period` ms,
+  // from a token bucket of `rate_burst` tokens (0: 1), GCRA-style in one timestamp:
+  // `rate_empty_ns` is the real time (ns) at which the bucket was, or will be, empty; a
+  // token accrues every period/count from then on (RateTokens).
+  uint64_t rate_count = 0;
+  int64_t rate_period = 0;
+  uint64_t rate_burst = 0;
+  int64_t rate_empty_ns = 0;
   uint64_t next_lease = 1;
   uint64_t tx_sequence_id = 0;  // MS-MQQB TxSequenceID of sends into this queue
   uint32_t tx_next_seq = 1;     // the next TxSequenceNumber
@@ -88,6 +97,16 @@ struct QueueInfo {
 // message of `q` whose delay before the first retry is `base_ms`; `random` in [0, 1) draws
 // the jitter. 0 when base_ms is 0.
 int64_t RetryDelayFor(const QueueInfo& q, int64_t base_ms, uint32_t attempt, double random);
+
+// The rate limit: how many whole tokens `q` has at real time `now_ns` (UINT64_MAX without a
+// limit), the same with the fraction (for stat), spending `n` of them (at most RateTokens),
+// and the real time (ms, rounded up) at which the next one accrues. A clock set back leaves
+// the bucket empty from the new time on, never stalled until the old one.
+uint64_t RateTokens(const QueueInfo& q, int64_t now_ns);
+double RateTokensExact(const QueueInfo& q, int64_t now_ns);
+void RateTake(QueueInfo& q, int64_t now_ns, uint64_t n);
+int64_t RateNextMs(const QueueInfo& q, int64_t now_ns);
+uint64_t RateBurst(const QueueInfo& q);
 
 // The queue's state in a word, for tables: "off" (status OFF: no sends or receives), "paused"
 // (receiving paused, sends go on) or "on".

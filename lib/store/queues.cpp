@@ -105,7 +105,7 @@ Result<QueueInfo> Store::Impl::LoadOrCreate(lmdb::Txn& txn, const std::string& n
 
 namespace {
 
-void ApplySettings(QueueInfo& q, const QueueSettings& s) {
+Status ApplySettings(QueueInfo& q, const QueueSettings& s) {
   if (s.label) q.label = *s.label;
   if (s.quota) q.quota = *s.quota;
   if (s.max_message_size) q.max_message_size = *s.max_message_size;
@@ -121,6 +121,17 @@ void ApplySettings(QueueInfo& q, const QueueSettings& s) {
   if (s.journal) q.journal = *s.journal;
   if (s.journal_quota) q.journal_quota = *s.journal_quota;
   if (s.retention) q.retention = *s.retention;
+  if (s.rate) {
+    // A new rate starts with a full bucket; none forgets the burst too.
+    q.rate_count = s.rate->count;
+    q.rate_period = s.rate->count ? s.rate->period_ms : 0;
+    q.rate_empty_ns = 0;
+    if (!q.rate_count) q.rate_burst = 0;
+  }
+  if (s.rate_burst) q.rate_burst = *s.rate_burst;
+  if (q.rate_burst && !q.rate_count)
+    return Status::InvalidArg("--burst needs a rate: give --rate COUNT/PERIOD too", q.name);
+  return {};
 }
 
 // For CreateQueue with exist_ok: the settings given that the existing queue does not have,
@@ -172,6 +183,15 @@ std::string SettingsConflicts(const QueueInfo& q, const QueueSettings& s) {
   if (s.receive)
     differs(*s.receive == q.receive_paused, "receive", on_off(!q.receive_paused),
             on_off(*s.receive));
+  auto rate = [](uint64_t count, int64_t period) {
+    return count ? FormatRate(Rate{count, period}) : std::string("off");
+  };
+  if (s.rate)
+    differs(s.rate->count != q.rate_count || (s.rate->count && s.rate->period_ms != q.rate_period),
+            "rate", rate(q.rate_count, q.rate_period), rate(s.rate->count, s.rate->period_ms));
+  if (s.rate_burst)
+    differs(*s.rate_burst != RateBurst(q), "burst", std::to_string(RateBurst(q)),
+            std::to_string(*s.rate_burst));
   std::string joined;
   for (const std::string& d : out) joined += (joined.empty() ? "" : "; ") + d;
   return joined;
@@ -197,7 +217,7 @@ Status Store::CreateQueue(const QueueRef& ref, const QueueSettings& settings, bo
     if (*existing) return Status::QueueExists("queue already exists", ref.Full());
     auto q = impl_->NewQueue(txn, ref.Full());
     if (!q.ok()) return q.status();
-    ApplySettings(*q, settings);
+    MQ_RETURN_IF_ERROR(ApplySettings(*q, settings));
     if (settings.transactional) q->transactional = *settings.transactional;
     return impl_->PutQueue(txn, *q);
   });
@@ -213,7 +233,7 @@ Status Store::UpdateQueue(const QueueRef& ref, const QueueSettings& settings) {
     if (settings.transactional && *settings.transactional != info.transactional)
       return Status::TransactionUsage(
           "whether a queue is transactional is fixed when it is created", info.name);
-    ApplySettings(info, settings);
+    MQ_RETURN_IF_ERROR(ApplySettings(info, settings));
     info.modified_time = NowMs();
     qid = info.id;
     return impl_->PutQueue(txn, info);

@@ -59,8 +59,9 @@
 #include "base/ids.hpp"
 #include "base/message.hpp"
 #include "base/names.hpp"
-#include "store/queue.hpp"
 #include "base/status.hpp"
+#include "base/units.hpp"
+#include "store/queue.hpp"
 
 namespace mq {
 
@@ -146,6 +147,9 @@ struct QueueSettings {
   std::optional<bool> journal;             // target journaling into NAME;journal
   std::optional<uint64_t> journal_quota;   // bytes of NAME;journal; 0: no limit
   std::optional<bool> retention;
+  // --rate COUNT/PERIOD (count 0: no limit) and --burst (tokens, >= 1; needs a rate).
+  std::optional<Rate> rate;
+  std::optional<uint64_t> rate_burst;
 };
 
 // How a read waits.

@@ -233,6 +233,9 @@ struct Store::Impl {
                                     uint64_t* maintained);
   // What a receive from a queue whose receiving is paused finds: no message, and why.
   static Status ReceivePaused(const std::string& queue);
+  // MQ_ERROR_MESSAGE_NOT_FOUND for a receive that finds messages but no token of `q`'s rate
+  // limit, saying when the next one comes.
+  static Status RateLimited(const QueueInfo& q, int64_t now_ns);
   Result<uint64_t> BeginLease(QueueInfo& q, const LockOptions& lo, int64_t now, Lease& lease,
                               LeaseRecord& rec);
   Status MarkLocked(lmdb::Txn& txn, QueueInfo& q, Found& f, uint64_t lease_id,

@@ -120,6 +120,23 @@ wait "$watch"
 rc=$?
 [ "$rc" = 5 ] || fail "mq-watch exited $rc when the queue was deleted, expected 5: $(cat "$T/watch.err")"
 
+# A message that arrives while a command runs gets a reader of its own at once (with room
+# under --max-readers), not when the running one ends: the running receiver holds its
+# message, so it is no receiver still to come.
+expect_rc 0 mq-admin create late
+mq-watch late --max-readers 2 --exec bash -c 'read -r b; echo "$b $EPOCHREALTIME" >>"$0"; sleep 3' \
+  "$T/late" >/dev/null 2>&1 &
+late_watch=$!
+BG+=("$late_watch")
+expect_rc 0 mq-send late a
+until_true 10 test -s "$T/late" || fail "mq-watch never ran the command for a"
+expect_rc 0 mq-send late b
+until_true 10 grep -q '^b ' "$T/late" || fail "b never ran"
+gap=$(awk '{ t[$1] = $2 } END { printf "%d", (t["b"] - t["a"]) * 1000 }' "$T/late")
+((gap < 2000)) || fail "b started $gap ms after a: it waited for a's command to end"
+kill "$late_watch" 2>/dev/null
+wait "$late_watch" 2>/dev/null
+
 # Every message of q is either processed once or still there.
 expect_rc 0 mq-admin set q --status on
 [ "$(( $(find "$T/done" -type f | wc -l) + $(count q) ))" = 280 ] ||

@@ -960,6 +960,80 @@ TEST_CASE("retry delays grow by the backoff factor, stop at the cap, and jitter 
   CHECK(back == q);
 }
 
+TEST_CASE("the rate limit's bucket: burst, refill, spending and a clock set back",
+          "[store][rate]") {
+  QueueInfo q;
+  const int64_t t = 1'800'000'000'000'000'000;  // ns
+  CHECK(RateTokens(q, t) == UINT64_MAX);        // no limit
+  q.rate_count = 4;
+  q.rate_period = 1000;  // 4/s: a token every 250 ms
+  CHECK(RateBurst(q) == 1);
+  CHECK(RateTokens(q, t) == 1);  // a new limit starts full
+  RateTake(q, t, 1);
+  CHECK(RateTokens(q, t) == 0);
+  CHECK(RateTokens(q, t + 249'999'999) == 0);
+  CHECK(RateTokens(q, t + 250'000'000) == 1);
+  CHECK(RateNextMs(q, t) == (t + 250'000'000) / 1'000'000);
+  CHECK(RateTokens(q, t + 10'000'000'000) == 1);  // idle: never above the burst
+  q.rate_burst = 3;
+  CHECK(RateTokens(q, t + 10'000'000'000) == 3);
+  RateTake(q, t + 10'000'000'000, 3);
+  CHECK(RateTokens(q, t + 10'000'000'000) == 0);
+  CHECK(RateTokensExact(q, t + 10'125'000'000) == Approx(0.5));
+  CHECK(RateTokens(q, t + 10'500'000'000) == 2);
+  // Spent in two takes as in one: the bucket is one timestamp.
+  QueueInfo a = q, b = q;
+  RateTake(a, t + 10'500'000'000, 2);
+  RateTake(b, t + 10'500'000'000, 1);
+  RateTake(b, t + 10'500'000'000, 1);
+  CHECK(a.rate_empty_ns == b.rate_empty_ns);
+  // A clock set back an hour: empty from the new time, a token 250 ms later, not in an hour.
+  int64_t back = t + 10'500'000'000 - 3'600'000'000'000;
+  CHECK(RateTokens(a, back) == 0);
+  CHECK(RateNextMs(a, back) == (back + 250'000'000) / 1'000'000);
+  // The limit survives the record.
+  q.name = "q";
+  QueueInfo d;
+  d.name = "q";
+  REQUIRE(DecodeQueue(EncodeQueue(q), d).ok());
+  CHECK(d == q);
+}
+
+TEST_CASE("a receive takes no more than the rate's tokens, and says when the next comes",
+          "[store][rate]") {
+  TempDir t;
+  auto st = OpenNew(t.path);
+  Send(*st, "q", {{3, "a"}, {3, "b"}, {3, "c"}, {3, "d"}});
+  QueueSettings s;
+  s.rate = Rate{1, 3'600'000};  // 1/h
+  s.rate_burst = 2;
+  REQUIRE(st->UpdateQueue(Q("q"), s).ok());
+  Collect got;
+  REQUIRE(st->Receive(Q("q"), All(), {}, got).ok());
+  CHECK(Bodies(got.got) == std::vector<std::string>{"a", "b"});
+  Collect none;
+  Status r = st->Receive(Q("q"), All(), {}, none);
+  CHECK(r.code() == Code::kMessageNotFound);
+  CHECK(r.text() == "rate limit 1/h reached: the next message may leave in 1h");
+  // A transactional lock is limited the same way; peeks are not.
+  auto lease = st->Lock(Q("q"), All(), {}, LockOptions(), nullptr);
+  CHECK(lease.status().code() == Code::kMessageNotFound);
+  Collect seen;
+  REQUIRE(st->Peek(Q("q"), All(), {}, seen).ok());
+  CHECK(seen.got.size() == 2);
+  // An empty queue without tokens is just empty.
+  REQUIRE(st->Purge(Q("q")).ok());
+  CHECK(st->Receive(Q("q"), All(), {}, none).text() == "no message");
+  // Lifting the limit: the burst goes with it, and a burst alone is refused.
+  s.rate = Rate{};
+  s.rate_burst.reset();
+  REQUIRE(st->UpdateQueue(Q("q"), s).ok());
+  CHECK(st->StatQueue(Q("q"))->info.rate_burst == 0);
+  QueueSettings burst;
+  burst.rate_burst = 3;
+  CHECK(st->UpdateQueue(Q("q"), burst).code() == Code::kInvalidArg);
+}
+
 TEST_CASE("a rollback keeps its failure in the message, and nack and expiry say so",
           "[store][failure]") {
   TempDir t;

@@ -72,3 +72,22 @@ TEST_CASE("times", "[units]") {
   CHECK(*ParseTime("2000-02-29T00:00:00Z") == 951782400000);
   CHECK(*ParseTime("2026-12-31T23:59:59Z") == 1798761599000);
 }
+
+TEST_CASE("rates", "[units]") {
+  auto r = ParseRate("20/s");
+  REQUIRE(r.ok());
+  CHECK(r->count == 20);
+  CHECK(r->period_ms == 1000);
+  CHECK(ParseRate("5/h")->period_ms == 3'600'000);
+  CHECK(ParseRate("1000/m")->period_ms == 60'000);
+  CHECK(ParseRate("100/10s")->period_ms == 10'000);
+  CHECK(ParseRate("1/1.5s")->period_ms == 1500);
+  CHECK(ParseRate("3/d")->period_ms == 86'400'000);
+  for (const char* text : {"20/s", "5/h", "1000/m", "3/d", "100/10s", "1/1500ms", "7/ms"})
+    CHECK(FormatRate(*ParseRate(text)) == text);
+  for (const char* bad : {"", "5", "/s", "0/s", "-1/s", "x/s", "1/", "1/x", "1/0s", "1/infinite",
+                          "2000000000/s", "1/400d", "1.5/s", "5/s/s"}) {
+    INFO(bad);
+    CHECK(ParseRate(bad).status().code() == Code::kInvalidArg);
+  }
+}
