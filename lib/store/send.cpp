@@ -79,20 +79,32 @@ Status Store::Append(std::span<const Destination> dests, const AppendOptions& op
     }
   }
   size_t ids_before = ids ? ids->size() : 0;
-  std::vector<std::vector<std::string>> each(dests.size());
+  // With several destinations, each one's ids apart, then interleaved; with one, straight
+  // into `ids`.
+  std::vector<std::vector<std::string>> each(several ? dests.size() : 0);
   return impl_->Write([&](lmdb::Txn& txn) -> Status {
     if (report) *report = AppendReport();
+    if (ids) ids->resize(ids_before);
     for (size_t i = 0; i < dests.size(); ++i) {
-      AppendOptions o = options;
-      o.remote_queue = dests[i].remote_queue;
-      each[i].clear();
+      // The options with this destination's remote queue (a copy only if it differs).
+      const AppendOptions* o = &options;
+      AppendOptions with_remote;
+      if (dests[i].remote_queue != options.remote_queue) {
+        with_remote = options;
+        with_remote.remote_queue = dests[i].remote_queue;
+        o = &with_remote;
+      }
+      std::vector<std::string>* out = ids;
+      if (several && ids) {
+        each[i].clear();
+        out = &each[i];
+      }
       MQ_RETURN_IF_ERROR(source.Rewind());
-      MQ_RETURN_IF_ERROR(impl_->AppendTo(txn, dests[i].ref, o, source, ids ? &each[i] : nullptr,
-                                         report, prechecked, several));
+      MQ_RETURN_IF_ERROR(
+          impl_->AppendTo(txn, dests[i].ref, *o, source, out, report, prechecked, several));
     }
-    if (ids) {
+    if (several && ids) {
       // The copies of each message together, in the order of the destinations.
-      ids->resize(ids_before);
       for (size_t k = 0; k < each.front().size(); ++k)
         for (const auto& d : each)
           if (k < d.size()) ids->push_back(d[k]);

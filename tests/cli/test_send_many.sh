@@ -2,8 +2,8 @@
 # mq-send to several queues at once (issue 26, item 7): 'a,b,LINK:c' and MSMQ's
 # multiple-element format names put a copy in each queue in one transaction, or nothing at
 # all when any destination refuses (a full quota, a disabled or missing queue), with the exit
-# status of that queue's refusal. Each copy has an id of its own; --print-id prints them,
-# each message's copies in the order of the list.
+# status of that queue's refusal, and under SIGKILL. Each copy has an id of its own;
+# --print-id prints them, each message's copies in the order of the list.
 . "$(dirname "$0")/lib.sh"
 
 count() { mq-admin stat "$1" --json | jq .messages; }
@@ -106,5 +106,20 @@ expect_rc 0 mq-send 'a,b' wake
 wait "$pa" || fail "the receiver on a did not get its copy"
 wait "$pb" || fail "the receiver on b did not get its copy"
 [ "$(cat "$T/ra")$(cat "$T/rb")" = wakewake ] || fail "receivers got '$(cat "$T/ra")' '$(cat "$T/rb")'"
+
+# 9. SIGKILL at any moment: each batch is in every queue or in none, and the store checks.
+expect_rc 0 mq-admin purge a
+expect_rc 0 mq-admin purge b
+for i in 1 2 3 4 5; do
+  seq 200000 | mq-send -l 'a,b' 2>/dev/null &
+  p=$!
+  sleep "0.0$((RANDOM % 9 + 1))"
+  kill -KILL "$p" 2>/dev/null
+  wait "$p" 2>/dev/null
+  [ "$(count a)" = "$(count b)" ] || fail "killed send $i: a holds $(count a), b $(count b)"
+done
+echo "after five killed sends: a and b hold $(count a) messages each"
+expect_rc 0 mq-admin check
+expect_out ''
 
 finish
