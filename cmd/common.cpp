@@ -137,6 +137,52 @@ std::string HelpFor(const CLI::App& app) {
 
 }  // namespace
 
+OptionScan::OptionScan(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view w = argv[i];
+    if (w == "--") break;
+    if (w == "-h" || w == "--help" || w == "--version") all_ = true;
+    if (w.size() > 2 && w.substr(0, 2) == "--") {
+      longs_.emplace_back(w.substr(2, w.find('=') == std::string_view::npos ? std::string_view::npos
+                                                                            : w.find('=') - 2));
+    } else if (w.size() > 1 && w[0] == '-') {
+      shorts_.append(w.substr(1));
+    }
+  }
+}
+
+bool OptionScan::Wants(std::string_view names) {
+  bool named = false;
+  while (!names.empty()) {
+    std::string_view n = names.substr(0, names.find(','));
+    names.remove_prefix(std::min(names.size(), n.size() + 1));
+    if (n.size() > 2 && n.substr(0, 2) == "--") {
+      n.remove_prefix(2);
+      offered_longs_.emplace_back(n);
+      named = named || std::find(longs_.begin(), longs_.end(), n) != longs_.end();
+    } else if (n.size() == 2 && n[0] == '-') {
+      offered_shorts_.push_back(n[1]);
+      named = named || shorts_.find(n[1]) != std::string::npos;
+    }
+  }
+  return all_ || named;
+}
+
+bool OptionScan::Complete() const {
+  if (all_) return true;
+  for (const std::string& l : longs_)
+    if (std::find(offered_longs_.begin(), offered_longs_.end(), l) == offered_longs_.end())
+      return false;
+  for (char c : shorts_)
+    if (offered_shorts_.find(c) == std::string::npos) return false;
+  return true;
+}
+
+size_t CountOf(const CLI::App& app, const std::string& name) {
+  const CLI::Option* o = app.get_option_no_throw(name);
+  return o ? o->count() : 0;
+}
+
 int Parse(CLI::App& app, int argc, char** argv) {
   std::vector<std::string> args;
   std::vector<std::string> after_wait;  // words after a bare -w/-t that were not durations

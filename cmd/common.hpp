@@ -53,6 +53,30 @@ void NoteOwnOptionsAfterExec(const CLI::App& app, const std::vector<std::string>
 // `mq-receive --wait jobs` means what it says.
 int Parse(CLI::App& app, int argc, char** argv);
 
+// The options a command line names, so that a tool can build only those: CLI11 2.1 compares
+// each option it adds with every one added before, which for mq-send's 45 options was half
+// of a send's instructions. It over-approximates: a word "-abc" names -a, -b and -c,
+// "--name=value" names --name, and nothing after "--" is an option. --help, -h and
+// --version want every option. A tool builds with Wants() deciding each option, then, if
+// Complete() is false (the line names an option it did not add: one it lacks, which CLI11
+// must report as usual, or a value that looks like an option), builds again after WantAll().
+class OptionScan {
+ public:
+  OptionScan(int argc, char** argv);
+  // Whether to add the option of these CLI11 names ("-p,--priority"); notes them as offered.
+  bool Wants(std::string_view names);
+  bool Complete() const;
+  void WantAll() { all_ = true; }
+
+ private:
+  bool all_ = false;
+  std::vector<std::string> longs_, offered_longs_;
+  std::string shorts_, offered_shorts_;
+};
+// How many times the option `name` was given; 0 if the app has no such option (one that an
+// OptionScan left out).
+size_t CountOf(const CLI::App& app, const std::string& name);
+
 // A whole number from `min` to `max`, refused with the limits a user can act on ("-n 0":
 // "give a whole number of at least 1"), where CLI::Range would print its bounds as stored
 // (1 to 4611686018427387904). kNoLimit as `max`: no upper bound is worth naming (the value

@@ -66,4 +66,23 @@ expect_rc 0 mq-send -s "$S" before -- -n
 expect_rc 0 mq-receive -s "$S" -- before
 expect_out -n
 
+# mq-send builds only the options its command line names (cli::OptionScan, for start-up
+# time); a line that names one in any form, or one it lacks, reads as with all of them.
+expect_rc 0 mq-admin create lazy
+expect_rc 0 mq-send --label=eq -p6 --app 7 lazy a
+printf 'b\nc\n' | mq-send -lp 5 lazy || fail "mq-send -lp 5 failed"
+expect_rc 0 mq-send lazy -- -dash
+expect_rc 0 mq-peek lazy --all --json
+[ "$(jq -c '[.label, .priority, .app_specific, .body]' "$T/out" | tr '\n' ' ')" = \
+  '["eq",6,7,"a"] ["",5,0,"b"] ["",5,0,"c"] ["",3,0,"-dash"] ' ] ||
+  fail "options read lazily: $(jq -c '[.label, .priority, .app_specific, .body]' "$T/out")"
+expect_rc 2 mq-send -l0 lazy
+expect_err_match '^mq-send: --lines excludes --null \(see mq-send --help\)'
+expect_rc 2 mq-send --delay 1s --at @1 lazy x
+expect_err_match '^mq-send: --delay excludes --at'
+expect_rc 0 mq-send -L -x lazy x
+[ "$(mq-peek lazy --last --json | jq -r .label)" = -x ] || fail "-L -x: the label is not -x"
+expect_rc 2 mq-send --priority=9 lazy x
+expect_err_match "^mq-send: --priority: '9' is not allowed"
+
 finish
