@@ -178,6 +178,12 @@ bool OptionScan::Complete() const {
   return true;
 }
 
+void Excludes(CLI::Option* a, std::initializer_list<CLI::Option*> others) {
+  if (!a) return;
+  for (CLI::Option* b : others)
+    if (b) a->excludes(b);
+}
+
 size_t CountOf(const CLI::App& app, const std::string& name) {
   const CLI::Option* o = app.get_option_no_throw(name);
   return o ? o->count() : 0;

@@ -73,6 +73,9 @@ class OptionScan {
   std::vector<std::string> longs_, offered_longs_;
   std::string shorts_, offered_shorts_;
 };
+// a->excludes(b) for each of `others`, where both were built (an OptionScan may leave out
+// either).
+void Excludes(CLI::Option* a, std::initializer_list<CLI::Option*> others);
 // How many times the option `name` was given; 0 if the app has no such option (one that an
 // OptionScan left out).
 size_t CountOf(const CLI::App& app, const std::string& name);
@@ -128,7 +131,7 @@ struct SelectArgs {
   std::string wait;  // empty: not given
 };
 // `receive` leaves out what only peeks do (--cursor with --first/--next).
-void AddSelectOptions(CLI::App& app, SelectArgs& args, bool receive);
+void AddSelectOptions(CLI::App& app, SelectArgs& args, bool receive, OptionScan& scan);
 Result<Selection> MakeSelection(const SelectArgs& args);
 Result<ReadOptions> MakeReadOptions(const SelectArgs& args);
 // For --cursor: the cursor and its action; E_INVALIDARG if the options do not fit together.
@@ -148,7 +151,7 @@ struct OutputArgs {
   bool header = false;
   std::string into;     // empty: stdout
 };
-void AddOutputOptions(CLI::App& app, OutputArgs& args);
+void AddOutputOptions(CLI::App& app, OutputArgs& args, OptionScan& scan);
 // Whether any option that shapes or redirects output was given (tools that print nothing
 // themselves, such as mq-receive --exec, refuse them).
 bool HasOutputOptions(const OutputArgs& args);
@@ -204,5 +207,8 @@ class OutputSink : public MessageSink {
   std::string lease_token_;
   int64_t lease_expires_ = 0;
 };
+// Reports a failed receive; with --into, also that the rows of the last batch appended may
+// stand for messages that were not removed (the commit, or what followed it, failed).
+int FailAfterInto(const Status& status, const OutputSink& sink);
 
 }  // namespace mq::cli

@@ -6,6 +6,7 @@
 // so that memory does not grow with the queue. A reader that closes the pipe early ends the
 // peek quietly.
 #include <csignal>
+#include <memory>
 
 #include "common.hpp"
 
@@ -19,18 +20,27 @@ int Run(int argc, char** argv) {
   cli::SelectArgs sel_args;
   cli::OutputArgs out_args;
   std::string queue;
-  CLI::App app("Print messages of an mq queue without removing them", "mq-peek");
-  app.footer("Examples:\n"
-             "  mq-peek jobs                      # the message mq-receive would take next\n"
-             "  mq-peek jobs --all --json         # every message, a JSON object each\n"
-             "  mq-peek jobs --cursor audit --next\n"
-             "See mq-peek(1).");
-  cli::AddVersionFlag(app);
-  cli::AddStoreOption(app, store_args);
-  app.add_option("QUEUE", queue, "Queue to read")->required();
-  cli::AddSelectOptions(app, sel_args, false);
-  cli::AddOutputOptions(app, out_args);
-  if (int rc = cli::Parse(app, argc, argv); rc >= 0) return rc;
+  // Only the options the command line names are built; all of them when it names one that
+  // mq-peek lacks, so that CLI11 reports it as usual (cli::OptionScan).
+  cli::OptionScan scan(argc, argv);
+  std::unique_ptr<CLI::App> app;
+  for (;;) {
+    app = std::make_unique<CLI::App>("Print messages of an mq queue without removing them",
+                                     "mq-peek");
+    app->footer("Examples:\n"
+                "  mq-peek jobs                      # the message mq-receive would take next\n"
+                "  mq-peek jobs --all --json         # every message, a JSON object each\n"
+                "  mq-peek jobs --cursor audit --next\n"
+                "See mq-peek(1).");
+    cli::AddVersionFlag(*app);
+    if (scan.Wants("-s,--store")) cli::AddStoreOption(*app, store_args);
+    app->add_option("QUEUE", queue, "Queue to read")->required();
+    cli::AddSelectOptions(*app, sel_args, false, scan);
+    cli::AddOutputOptions(*app, out_args, scan);
+    if (scan.Complete()) break;
+    scan.WantAll();
+  }
+  if (int rc = cli::Parse(*app, argc, argv); rc >= 0) return rc;
 
   auto ref = cli::ParseQueueArg(queue);
   if (!ref.ok()) return cli::Fail(ref.status());
@@ -42,7 +52,7 @@ int Run(int argc, char** argv) {
   auto ro = cli::MakeReadOptions(sel_args);
   if (!ro.ok()) return cli::Fail(ro.status());
   std::optional<CursorOptions> co;
-  if (app.count("--cursor")) {
+  if (cli::CountOf(*app, "--cursor")) {
     auto c = cli::MakeCursorOptions(sel_args, false);
     if (!c.ok()) return cli::Fail(c.status());
     co = *c;

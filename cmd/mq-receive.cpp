@@ -41,10 +41,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <climits>
-#include <cstdlib>
 #include <cerrno>
+#include <climits>
 #include <csignal>
+#include <cstdlib>
+#include <memory>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -211,20 +212,8 @@ Status SetWhere(CLI::App& app, const cli::SelectArgs& a, const std::string& conv
   if (where && (sel.anchor != Anchor::kHead || !a.cursor.empty()))
     return Status::InvalidArg("--conversation and --group take the group's messages in order: no "
                               "--lookup-id, --last, --id, --correlation or --cursor");
-  sel.group_limit = a.all ? 0 : a.top ? a.top : app.count("--count") ? a.count : 0;
+  sel.group_limit = a.all ? 0 : a.top ? a.top : cli::CountOf(app, "--count") ? a.count : 0;
   return {};
-}
-
-// Reports a failed receive; with --into, also that the rows of the last batch appended may
-// stand for messages that were not removed (the commit, or what followed it, failed).
-int FailAfterInto(const Status& status, const cli::OutputSink& sink) {
-  int rc = cli::Fail(status);
-  if (uint64_t n = sink.UnconfirmedRows())
-    cli::Note(sink.IntoPath(),
-              fmt::format("the last {} row(s) appended here may stand for messages that were "
-                          "not removed and will be received again",
-                          n));
-  return rc;
 }
 
 int Run(int argc, char** argv) {
@@ -241,60 +230,82 @@ int Run(int argc, char** argv) {
   std::string conversation, group;
   bool batch = false, exec_flag = false, keep_going = false, quiet = false;
   std::string retry_delay;
-  CLI::App app("Remove messages from an mq queue and print them", "mq-receive");
-  app.footer("Examples:\n"
-             "  mq-receive jobs --wait 30s        # one body, or exit 1 after 30 s\n"
-             "  mq-receive jobs --all -l          # every message, a line each\n"
-             "  mq-receive jobs --all --exec ./work.sh   # each in a transaction\n"
-             "See mq-receive(1).");
-  cli::AddVersionFlag(app);
-  cli::AddStoreOption(app, store_args);
-  app.add_option("QUEUE", queue, "Queue to receive from")->required();
-  cli::AddSelectOptions(app, sel_args, true);
-  cli::AddOutputOptions(app, out_args);
-  app.add_flag("--exec", exec_flag,
-               "Run CMD [ARG...] (the rest of the command line) for each message in a "
-               "transaction: exit 0 commits, anything else rolls back");
-  app.add_flag("--batch", batch,
-               "With --exec: run CMD once for all the messages (-n, --top, --all), in one "
-               "transaction; bodies separated by newlines (-0: NUL)");
-  app.add_flag("--keep-going", keep_going,
-               "With --exec: a failed command rolls its message back and the run goes on "
-               "with the next (exit 8 at the end if any failed)");
-  app.add_option("--retry-delay", retry_delay,
-                 "With --exec: how long a message whose command failed waits before it can be "
-                 "received again, if its queue sets no --retry-delay (default 0: at once)")
-      ->type_name("DURATION");
-  app.add_flag("-q,--quiet", quiet, "No message is not worth a line on stderr: exit 1 says it");
-  app.add_option("--lease", lease,
-                 "Lock the messages for DURATION and print them with a lease token; "
-                 "mq-admin ack/nack TOKEN ends it")
-      ->type_name("DURATION");
-  auto* conv_opt = app.add_option("--conversation", conversation,
-                                  "RECEIVE ... WHERE conversation_handle = HANDLE: the "
-                                  "messages of this conversation")
-                       ->type_name("HANDLE")
-                       ->check(cli::NotEmpty());
-  auto* group_opt = app.add_option("--group", group,
-                                   "RECEIVE ... WHERE conversation_group_id = ID: the messages "
-                                   "of this conversation group")
-                        ->type_name("ID")
-                        ->check(cli::NotEmpty());
-  conv_opt->excludes(group_opt);
-  // Not in --help: mq-watch --exec runs its receivers with `--diagnostics-as mq-watch`, so that
-  // what they report (a failed command, a rollback) is signed by the tool the user ran.
+  // Only the options the command line names are built; all of them when it names one that
+  // mq-receive lacks (CLI11 reports it as usual: cli::OptionScan), or with --exec, whose note
+  // on mq-receive's options after it needs their names (and whose command costs more).
+  cli::OptionScan scan(static_cast<int>(own.size()), own.data());
+  if (exec) scan.WantAll();
+  std::unique_ptr<CLI::App> app;
   std::string diagnostics_as;
-  app.add_option("--diagnostics-as", diagnostics_as)
-      ->check(CLI::IsMember({"mq-watch"}))
-      ->group("");
-  if (int rc = cli::Parse(app, static_cast<int>(own.size()), own.data()); rc >= 0) return rc;
+  for (;;) {
+    app =
+        std::make_unique<CLI::App>("Remove messages from an mq queue and print them", "mq-receive");
+    app->footer("Examples:\n"
+                "  mq-receive jobs --wait 30s        # one body, or exit 1 after 30 s\n"
+                "  mq-receive jobs --all -l          # every message, a line each\n"
+                "  mq-receive jobs --all --exec ./work.sh   # each in a transaction\n"
+                "See mq-receive(1).");
+    cli::AddVersionFlag(*app);
+    if (scan.Wants("-s,--store")) cli::AddStoreOption(*app, store_args);
+    app->add_option("QUEUE", queue, "Queue to receive from")->required();
+    cli::AddSelectOptions(*app, sel_args, true, scan);
+    cli::AddOutputOptions(*app, out_args, scan);
+    if (scan.Wants("--exec"))
+      app->add_flag("--exec", exec_flag,
+                    "Run CMD [ARG...] (the rest of the command line) for each message in a "
+                    "transaction: exit 0 commits, anything else rolls back");
+    if (scan.Wants("--batch"))
+      app->add_flag("--batch", batch,
+                    "With --exec: run CMD once for all the messages (-n, --top, --all), in one "
+                    "transaction; bodies separated by newlines (-0: NUL)");
+    if (scan.Wants("--keep-going"))
+      app->add_flag("--keep-going", keep_going,
+                    "With --exec: a failed command rolls its message back and the run goes on "
+                    "with the next (exit 8 at the end if any failed)");
+    if (scan.Wants("--retry-delay"))
+      app->add_option("--retry-delay", retry_delay,
+                      "With --exec: how long a message whose command failed waits before it can "
+                      "be received again, if its queue sets no --retry-delay (default 0: at once)")
+          ->type_name("DURATION");
+    if (scan.Wants("-q,--quiet"))
+      app->add_flag("-q,--quiet", quiet,
+                    "No message is not worth a line on stderr: exit 1 says it");
+    if (scan.Wants("--lease"))
+      app->add_option("--lease", lease,
+                      "Lock the messages for DURATION and print them with a lease token; "
+                      "mq-admin ack/nack TOKEN ends it")
+          ->type_name("DURATION");
+    CLI::Option *conv_opt = nullptr, *group_opt = nullptr;
+    if (scan.Wants("--conversation"))
+      conv_opt = app->add_option("--conversation", conversation,
+                                 "RECEIVE ... WHERE conversation_handle = HANDLE: the "
+                                 "messages of this conversation")
+                     ->type_name("HANDLE")
+                     ->check(cli::NotEmpty());
+    if (scan.Wants("--group"))
+      group_opt = app->add_option("--group", group,
+                                  "RECEIVE ... WHERE conversation_group_id = ID: the messages "
+                                  "of this conversation group")
+                      ->type_name("ID")
+                      ->check(cli::NotEmpty());
+    cli::Excludes(conv_opt, {group_opt});
+    // Not in --help: mq-watch --exec runs its receivers with `--diagnostics-as mq-watch`, so that
+    // what they report (a failed command, a rollback) is signed by the tool the user ran.
+    if (scan.Wants("--diagnostics-as"))
+      app->add_option("--diagnostics-as", diagnostics_as)
+          ->check(CLI::IsMember({"mq-watch"}))
+          ->group("");
+    if (scan.Complete()) break;
+    scan.WantAll();
+  }
+  if (int rc = cli::Parse(*app, static_cast<int>(own.size()), own.data()); rc >= 0) return rc;
   if (!diagnostics_as.empty()) cli::SetTool("mq-watch");
 
   auto ref = cli::ParseQueueArg(queue);
   if (!ref.ok()) return cli::Fail(ref.status());
   if (exec && cmd.empty()) return cli::Fail(Status::InvalidArg("--exec needs a command"));
   // mq-watch's receivers (--diagnostics-as) leave the note to mq-watch: once, not per receiver.
-  if (exec && diagnostics_as.empty()) cli::NoteOwnOptionsAfterExec(app, cmd);
+  if (exec && diagnostics_as.empty()) cli::NoteOwnOptionsAfterExec(*app, cmd);
   if (batch && !exec) return cli::Fail(Status::InvalidArg("--batch goes with --exec"));
   if (quiet) cli::QuietWhenEmpty();
   if (keep_going && !exec) return cli::Fail(Status::InvalidArg("--keep-going goes with --exec"));
@@ -325,7 +336,7 @@ int Run(int argc, char** argv) {
     return cli::Fail(sep);
   auto sel = cli::MakeSelection(sel_args);
   if (!sel.ok()) return cli::Fail(sel.status());
-  Status where = SetWhere(app, sel_args, conversation, group, *sel);
+  Status where = SetWhere(*app, sel_args, conversation, group, *sel);
   if (!where.ok()) return cli::Fail(where);
   auto ro = cli::MakeReadOptions(sel_args);
   if (!ro.ok()) return cli::Fail(ro.status());
@@ -337,7 +348,7 @@ int Run(int argc, char** argv) {
     lease_ms = *d;
   }
   std::optional<CursorOptions> co;
-  if (app.count("--cursor")) {
+  if (cli::CountOf(*app, "--cursor")) {
     auto c = cli::MakeCursorOptions(sel_args, true);
     if (!c.ok()) return cli::Fail(c.status());
     co = *c;
@@ -363,7 +374,7 @@ int Run(int argc, char** argv) {
     LockOptions lo;
     lo.lease_ms = lease_ms;
     auto l = (*store)->Lock(*ref, *sel, *ro, lo, sink->get());
-    if (!l.ok()) return FailAfterInto(l.status().WithSubject(ref->Full()), **sink);
+    if (!l.ok()) return cli::FailAfterInto(l.status().WithSubject(ref->Full()), **sink);
     if (!(*sink)->CarriesLeaseToken()) {
       std::string line = (*l)->token() + "\n";
       ssize_t ignored = ::write(2, line.data(), line.size());
@@ -373,7 +384,7 @@ int Run(int argc, char** argv) {
   }
   Status s = co ? (*store)->CursorReceive(*ref, *co, *ro, **sink)
                 : (*store)->Receive(*ref, *sel, *ro, **sink);
-  if (!s.ok()) return FailAfterInto(s.WithSubject(ref->Full()), **sink);
+  if (!s.ok()) return cli::FailAfterInto(s.WithSubject(ref->Full()), **sink);
   return 0;
 }
 

@@ -8,32 +8,41 @@
 
 namespace mq::cli {
 
-void AddOutputOptions(CLI::App& app, OutputArgs& a) {
-  auto* json = app.add_flag("--json", a.json, "One JSON object per message (--format json)");
-  auto* format = app.add_option("--format", a.format,
-                                "Output format: json (every property), tsv or csv (rows of "
-                                "Service Broker columns, see --columns)")
-                     ->type_name("NAME");
-  auto* templ = app.add_option("--template", a.templ,
-                               "Print each message through {field} placeholders, e.g. "
-                               "'{lookup_id}\\t{label}\\n'")
-                    ->type_name("TEXT");
-  json->excludes(format)->excludes(templ);
-  format->excludes(templ);
-  auto* lines = app.add_flag("-l,--lines", a.lines, "End each raw body with a newline");
-  auto* null = app.add_flag("-0,--null", a.null, "End each raw body with a NUL byte");
-  lines->excludes(null);
-  auto* columns =
-      app.add_option("--columns", a.columns,
-                     "Print these Service Broker queue columns, comma-separated, in this order "
-                     "('*': all), as --format tsv (default), csv or json rows")
-          ->type_name("LIST");
-  columns->excludes(templ);
-  app.add_flag("--header", a.header, "With tsv or csv rows: a first line of column names");
-  app.add_option("--into", a.into,
-                 "Append the output to FILE instead of stdout, each batch locked, whole and "
-                 "fsynced (before a receive commits)")
-      ->type_name("FILE");
+void AddOutputOptions(CLI::App& app, OutputArgs& a, OptionScan& scan) {
+  CLI::Option *json = nullptr, *format = nullptr, *templ = nullptr, *lines = nullptr,
+              *null = nullptr, *columns = nullptr;
+  if (scan.Wants("--json"))
+    json = app.add_flag("--json", a.json, "One JSON object per message (--format json)");
+  if (scan.Wants("--format"))
+    format = app.add_option("--format", a.format,
+                            "Output format: json (every property), tsv or csv (rows of "
+                            "Service Broker columns, see --columns)")
+                 ->type_name("NAME");
+  if (scan.Wants("--template"))
+    templ = app.add_option("--template", a.templ,
+                           "Print each message through {field} placeholders, e.g. "
+                           "'{lookup_id}\\t{label}\\n'")
+                ->type_name("TEXT");
+  Excludes(json, {format, templ});
+  Excludes(format, {templ});
+  if (scan.Wants("-l,--lines"))
+    lines = app.add_flag("-l,--lines", a.lines, "End each raw body with a newline");
+  if (scan.Wants("-0,--null"))
+    null = app.add_flag("-0,--null", a.null, "End each raw body with a NUL byte");
+  Excludes(lines, {null});
+  if (scan.Wants("--columns"))
+    columns = app.add_option("--columns", a.columns,
+                             "Print these Service Broker queue columns, comma-separated, in this "
+                             "order ('*': all), as --format tsv (default), csv or json rows")
+                  ->type_name("LIST");
+  Excludes(columns, {templ});
+  if (scan.Wants("--header"))
+    app.add_flag("--header", a.header, "With tsv or csv rows: a first line of column names");
+  if (scan.Wants("--into"))
+    app.add_option("--into", a.into,
+                   "Append the output to FILE instead of stdout, each batch locked, whole and "
+                   "fsynced (before a receive commits)")
+        ->type_name("FILE");
 }
 
 bool HasOutputOptions(const OutputArgs& a) {
@@ -155,6 +164,16 @@ Status OutputSink::Flush() {
   unconfirmed_rows_ = s.ok() ? batch_rows_ : 0;
   batch_rows_ = 0;
   return s;
+}
+
+int FailAfterInto(const Status& status, const OutputSink& sink) {
+  int rc = Fail(status);
+  if (uint64_t n = sink.UnconfirmedRows())
+    Note(sink.IntoPath(),
+         fmt::format("the last {} row(s) appended here may stand for messages that were "
+                     "not removed and will be received again",
+                     n));
+  return rc;
 }
 
 }  // namespace mq::cli

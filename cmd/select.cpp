@@ -8,68 +8,82 @@
 
 namespace mq::cli {
 
-void AddSelectOptions(CLI::App& app, SelectArgs& a, bool receive) {
-  auto* n = app.add_option("-n,--count", a.count, "Take up to N messages (default 1)")
-                ->type_name("N")
-                ->check(WholeNumber(1, kNoLimit));
-  auto* all = app.add_flag("--all", a.all, "Take every qualifying message");
-  auto* top = app.add_option("--top", a.top, "Service Broker TOP(N): at most N messages")
-                  ->type_name("N")
-                  ->check(WholeNumber(1, kNoLimit));
-  n->excludes(all)->excludes(top);
-  all->excludes(top);
-  auto* lookup = app.add_option_function<uint64_t>(
-                        "--lookup-id",
-                        [&a](const uint64_t& v) {
-                          a.lookup_id = v;
-                          a.lookup_given = true;
-                        },
-                        "Start at the message with this lookup id (PeekByLookupId; ignored "
-                        "with --first or --last, as MSMQ's PEEK_FIRST and PEEK_LAST)")
-                     ->type_name("N")
-                     ->check(WholeNumber(0, kNoLimit));
-  auto* first = app.add_flag("--first", a.first,
-                             receive ? "From the first message of the queue"
-                                     : "From the first message of the queue (with --cursor: "
-                                       "move the cursor to it)");
-  auto* last = app.add_flag("--last", a.last, "From the last message, backwards");
-  auto* next = app.add_flag("--next", a.next,
-                            receive ? "The message(s) after --lookup-id"
-                                    : "The message(s) after --lookup-id (with --cursor: "
-                                      "advance the cursor)");
-  auto* prev = app.add_flag("--prev", a.prev, "The message(s) before --lookup-id, backwards");
-  auto* current =
-      app.add_flag("--current", a.current, "With --cursor: the message at the cursor");
-  first->excludes(last)->excludes(next)->excludes(prev)->excludes(current);
-  last->excludes(next)->excludes(prev)->excludes(current);
-  next->excludes(prev)->excludes(current);
-  prev->excludes(current);
-  auto* id = app.add_option("--id", a.id, "The message with this id")
-                 ->type_name("MSGID")
-                 ->check(NotEmpty());
-  auto* corr = app.add_option("--correlation", a.correlation,
-                              "Messages with this correlation id (40 hex digits or a message id)")
-                   ->type_name("ID")
-                   ->check(NotEmpty());
-  id->excludes(corr)->excludes(lookup)->excludes(first)->excludes(last);
-  corr->excludes(lookup)->excludes(first)->excludes(last);
-  auto* cursor = app.add_option("--cursor", a.cursor,
-                                receive ? "Receive the message at this named cursor (--current)"
-                                        : "Use this named cursor, kept in the store, with "
-                                          "--first, --current or --next")
-                     ->type_name("NAME");
-  cursor->excludes(lookup)->excludes(id)->excludes(corr)->excludes(last)->excludes(prev)
-      ->excludes(all)->excludes(top)->excludes(n);
-  app.add_flag("--no-wait-lock", a.no_wait_lock,
-               "With --cursor: fail (exit 5) instead of waiting when another process is using "
-               "the cursor");
-  if (!receive)
+void AddSelectOptions(CLI::App& app, SelectArgs& a, bool receive, OptionScan& scan) {
+  CLI::Option *n = nullptr, *all = nullptr, *top = nullptr, *lookup = nullptr, *first = nullptr,
+              *last = nullptr, *next = nullptr, *prev = nullptr, *current = nullptr, *id = nullptr,
+              *corr = nullptr, *cursor = nullptr;
+  if (scan.Wants("-n,--count"))
+    n = app.add_option("-n,--count", a.count, "Take up to N messages (default 1)")
+            ->type_name("N")
+            ->check(WholeNumber(1, kNoLimit));
+  if (scan.Wants("--all")) all = app.add_flag("--all", a.all, "Take every qualifying message");
+  if (scan.Wants("--top"))
+    top = app.add_option("--top", a.top, "Service Broker TOP(N): at most N messages")
+              ->type_name("N")
+              ->check(WholeNumber(1, kNoLimit));
+  Excludes(n, {all, top});
+  Excludes(all, {top});
+  if (scan.Wants("--lookup-id"))
+    lookup = app.add_option_function<uint64_t>(
+                    "--lookup-id",
+                    [&a](const uint64_t& v) {
+                      a.lookup_id = v;
+                      a.lookup_given = true;
+                    },
+                    "Start at the message with this lookup id (PeekByLookupId; ignored "
+                    "with --first or --last, as MSMQ's PEEK_FIRST and PEEK_LAST)")
+                 ->type_name("N")
+                 ->check(WholeNumber(0, kNoLimit));
+  if (scan.Wants("--first"))
+    first = app.add_flag("--first", a.first,
+                         receive ? "From the first message of the queue"
+                                 : "From the first message of the queue (with --cursor: "
+                                   "move the cursor to it)");
+  if (scan.Wants("--last"))
+    last = app.add_flag("--last", a.last, "From the last message, backwards");
+  if (scan.Wants("--next"))
+    next = app.add_flag("--next", a.next,
+                        receive ? "The message(s) after --lookup-id"
+                                : "The message(s) after --lookup-id (with --cursor: "
+                                  "advance the cursor)");
+  if (scan.Wants("--prev"))
+    prev = app.add_flag("--prev", a.prev, "The message(s) before --lookup-id, backwards");
+  if (scan.Wants("--current"))
+    current = app.add_flag("--current", a.current, "With --cursor: the message at the cursor");
+  Excludes(first, {last, next, prev, current});
+  Excludes(last, {next, prev, current});
+  Excludes(next, {prev, current});
+  Excludes(prev, {current});
+  if (scan.Wants("--id"))
+    id = app.add_option("--id", a.id, "The message with this id")
+             ->type_name("MSGID")
+             ->check(NotEmpty());
+  if (scan.Wants("--correlation"))
+    corr = app.add_option("--correlation", a.correlation,
+                          "Messages with this correlation id (40 hex digits or a message id)")
+               ->type_name("ID")
+               ->check(NotEmpty());
+  Excludes(id, {corr, lookup, first, last});
+  Excludes(corr, {lookup, first, last});
+  if (scan.Wants("--cursor"))
+    cursor = app.add_option("--cursor", a.cursor,
+                            receive ? "Receive the message at this named cursor (--current)"
+                                    : "Use this named cursor, kept in the store, with "
+                                      "--first, --current or --next")
+                 ->type_name("NAME");
+  Excludes(cursor, {lookup, id, corr, last, prev, all, top, n});
+  if (scan.Wants("--no-wait-lock"))
+    app.add_flag("--no-wait-lock", a.no_wait_lock,
+                 "With --cursor: fail (exit 5) instead of waiting when another process is using "
+                 "the cursor");
+  if (!receive && scan.Wants("--locked"))
     app.add_flag("--locked", a.locked,
                  "Also show messages Locked by an open transactional receive "
                  "(AllowPeekWhenLocked)");
-  AddWaitOption(app, a.wait,
-                "Wait for a qualifying message, up to DURATION (default: infinite; 0: look "
-                "once)");
+  if (scan.Wants("-w,--wait,-t,--timeout"))
+    AddWaitOption(app, a.wait,
+                  "Wait for a qualifying message, up to DURATION (default: infinite; 0: look "
+                  "once)");
 }
 
 Result<Selection> MakeSelection(const SelectArgs& a) {
