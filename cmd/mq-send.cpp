@@ -60,9 +60,8 @@ std::unique_ptr<CLI::App> BuildApp(SendArgs& a, cli::OptionScan& scan) {
   CLI::Option* null = nullptr;
   if (scan.Wants("-0,--null"))
     null = app->add_flag("-0,--null", a.null, "Send each NUL-terminated record of stdin");
-  if (lines && null) lines->excludes(null);
-  if (lines && file) lines->excludes(file);
-  if (null && file) null->excludes(file);
+  cli::Excludes(lines, {null, file});
+  cli::Excludes(null, {file});
   if (scan.Wants("-p,--priority"))
     app->add_option("-p,--priority", a.msg.priority, "Priority 0..7, higher first (default 3)")
         ->check(cli::WholeNumber(0, 7));
@@ -141,7 +140,7 @@ std::unique_ptr<CLI::App> BuildApp(SendArgs& a, cli::OptionScan& scan) {
     auto* at =
         app->add_option("--at", a.msg.at, "Not visible to readers before TIME (RFC 3339 or @EPOCH)")
             ->type_name("TIME");
-    if (delay) at->excludes(delay);
+    cli::Excludes(at, {delay});
   }
   if (scan.Wants("--conversation"))
     app->add_option("--conversation", a.msg.conversation,
@@ -176,7 +175,7 @@ std::unique_ptr<CLI::App> BuildApp(SendArgs& a, cli::OptionScan& scan) {
     auto* env = app->add_flag(
         "--reply-to-env", a.reply_to_env,
         "Reply to the request described by MQ_ID and MQ_RESPONSE_QUEUE (inside --exec)");
-    if (reply_to) env->excludes(reply_to);
+    cli::Excludes(env, {reply_to});
   }
   return app;
 }
@@ -188,11 +187,11 @@ int Run(int argc, char** argv) {
   // mq-send lacks, so that CLI11 reports it as usual (cli::OptionScan).
   cli::OptionScan scan(argc, argv);
   SendArgs a;
-  auto app = BuildApp(a, scan);
-  if (!scan.Complete()) {
-    scan.WantAll();
-    a = SendArgs();
+  std::unique_ptr<CLI::App> app;
+  for (;;) {
     app = BuildApp(a, scan);
+    if (scan.Complete()) break;
+    scan.WantAll();
   }
   if (int rc = cli::Parse(*app, argc, argv); rc >= 0) return rc;
   a.has_body = app->count("BODY") > 0;

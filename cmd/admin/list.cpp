@@ -41,11 +41,10 @@ Command SetupList(CLI::App& app, Context&) {
                                           {"retry_delay_max_ms", q.retry_delay_max},
                                           {"retry_jitter", q.retry_jitter},
                                           {"retention", q.retention ? "on" : "off"},
-                                          {"rate", q.rate_count
-                                                       ? nlohmann::ordered_json(FormatRate(
-                                                             Rate{q.rate_count, q.rate_period}))
+                                          {"rate", q.rate.count
+                                                       ? nlohmann::ordered_json(FormatRate(q.rate))
                                                        : nlohmann::ordered_json(nullptr)},
-                                          {"burst", q.rate_count
+                                          {"burst", q.rate.count
                                                         ? nlohmann::ordered_json(RateBurst(q))
                                                         : nlohmann::ordered_json(nullptr)},
                                           {"created_time", FormatTime(q.created_time)},

@@ -31,8 +31,8 @@ std::string StatusText(const QueueInfo& q, int64_t now_ns) {
   if (q.journal_dropped) s += ",journal-full";
   // A rate limit, its burst if above 1, and the tokens now (one decimal, rounded down so
   // that 1.0 means a message may leave).
-  if (q.rate_count) {
-    s += ",rate=" + FormatRate(Rate{q.rate_count, q.rate_period});
+  if (q.rate.count) {
+    s += ",rate=" + FormatRate(q.rate);
     if (RateBurst(q) > 1) s += fmt::format(",burst={}", RateBurst(q));
     s += fmt::format(",tokens={:.1f}", std::floor(RateTokensExact(q, now_ns) * 10) / 10);
   }
@@ -41,15 +41,15 @@ std::string StatusText(const QueueInfo& q, int64_t now_ns) {
 
 // The rate limit in --json: the rate as written, per second, the burst and the tokens now.
 void RateJson(nlohmann::ordered_json& j, const QueueInfo& q, int64_t now_ns) {
-  if (!q.rate_count) {
+  if (!q.rate.count) {
     j["rate"] = nullptr;
     j["rate_per_second"] = nullptr;
     j["burst"] = nullptr;
     j["tokens"] = nullptr;
     return;
   }
-  j["rate"] = FormatRate(Rate{q.rate_count, q.rate_period});
-  j["rate_per_second"] = static_cast<double>(q.rate_count) * 1000 / q.rate_period;
+  j["rate"] = FormatRate(q.rate);
+  j["rate_per_second"] = q.rate.PerSecond();
   j["burst"] = RateBurst(q);
   j["tokens"] = std::floor(RateTokensExact(q, now_ns) * 1000) / 1000;
 }
@@ -199,18 +199,11 @@ Command SetupStat(CLI::App& app, Context&) {
                    [](const Row& r) { return std::string(r.st.info.receive_paused ? "0" : "1"); }},
                   {"mq_queue_rate_per_second", "gauge",
                    "The queue's rate limit (mq-admin set --rate), per second; 0: none.",
-                   [](const Row& r) {
-                     const QueueInfo& q = r.st.info;
-                     return q.rate_count ? fmt::format("{:g}", static_cast<double>(q.rate_count) *
-                                                                   1000 / q.rate_period)
-                                         : std::string("0");
-                   }},
+                   [](const Row& r) { return fmt::format("{:g}", r.st.info.rate.PerSecond()); }},
                   {"mq_queue_rate_tokens", "gauge",
                    "Tokens of the rate limit: messages that may leave now.",
                    [now_ns](const Row& r) {
-                     return fmt::format("{:.3f}", r.st.info.rate_count
-                                                      ? RateTokensExact(r.st.info, now_ns)
-                                                      : 0.0);
+                     return fmt::format("{:.3f}", RateTokensExact(r.st.info, now_ns));
                    }},
                   {"mq_queue_quota_bytes", "gauge", "The queue's quota; 0: none.",
                    [](const Row& r) { return std::to_string(r.st.info.quota); }},

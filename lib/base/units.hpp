@@ -33,6 +33,8 @@ Result<double> ParseNumber(std::string_view text, double lo, double hi, std::str
 struct Rate {
   uint64_t count = 0;
   int64_t period_ms = 0;
+  double PerSecond() const { return period_ms ? static_cast<double>(count) * 1000 / period_ms : 0; }
+  bool operator==(const Rate&) const = default;
 };
 Result<Rate> ParseRate(std::string_view text);
 // "20/s", "100/10s": the shortest form that parses back to the same rate.

@@ -247,8 +247,8 @@ Status Store::Impl::RateLimited(const QueueInfo& q, int64_t now_ns) {
   int64_t wait = std::max<int64_t>(0, RateNextMs(q, now_ns) - now_ns / 1'000'000);
   if (wait >= 1000) wait = (wait + 999) / 1000 * 1000;  // "1h", not "3599998ms"
   return Status::MessageNotFound(
-      fmt::format("rate limit {} reached: the next message may leave in {}",
-                  FormatRate(Rate{q.rate_count, q.rate_period}), FormatDuration(wait)),
+      fmt::format("rate limit {} reached: the next message may leave in {}", FormatRate(q.rate),
+                  FormatDuration(wait)),
       q.name);
 }
 
@@ -354,11 +354,9 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockPlainOnce(const QueueRef& ref,
         // No more than the rate limit's tokens; with none, one look says whether the limit
         // or an empty queue is the reason.
         uint64_t tokens = RateTokens(*q, now_ns);
-        MQ_RETURN_IF_ERROR(
-            msgs.Collect(txn, *q, sel, from,
-                         std::clamp<uint64_t>(std::min({limit, tokens, uint64_t{kLockBatchCount}}),
-                                              1, kLockBatchCount),
-                         batch));
+        MQ_RETURN_IF_ERROR(msgs.Collect(
+            txn, *q, sel, from,
+            std::max<uint64_t>(1, std::min({limit, tokens, uint64_t{kLockBatchCount}})), batch));
         if (!batch.empty() && tokens == 0) {
           limited = RateLimited(*q, now_ns);
           deadline = RateNextMs(*q, now_ns);

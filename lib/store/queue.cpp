@@ -94,8 +94,8 @@ std::string EncodeQueue(const QueueInfo& q) {
   w.UintIfNot(kTagRetryBackoff, static_cast<uint64_t>(std::llround(q.retry_backoff * 1000)), 1000);
   w.UintIfNot(kTagRetryDelayMax, static_cast<uint64_t>(q.retry_delay_max), 0);
   w.UintIfNot(kTagRetryJitter, static_cast<uint64_t>(std::llround(q.retry_jitter * 1000)), 0);
-  w.UintIfNot(kTagRateCount, q.rate_count, 0);
-  w.UintIfNot(kTagRatePeriod, static_cast<uint64_t>(q.rate_period), 0);
+  w.UintIfNot(kTagRateCount, q.rate.count, 0);
+  w.UintIfNot(kTagRatePeriod, static_cast<uint64_t>(q.rate.period_ms), 0);
   w.UintIfNot(kTagRateBurst, q.rate_burst, 0);
   w.UintIfNot(kTagRateEmpty, static_cast<uint64_t>(q.rate_empty_ns), 0);
   return out;
@@ -143,8 +143,8 @@ Status DecodeQueue(std::string_view record, QueueInfo& q) {
       case kTagRetryBackoff: d.retry_backoff = static_cast<double>(r.uint()) / 1000; break;
       case kTagRetryDelayMax: d.retry_delay_max = static_cast<int64_t>(r.uint()); break;
       case kTagRetryJitter: d.retry_jitter = static_cast<double>(r.uint()) / 1000; break;
-      case kTagRateCount: d.rate_count = r.uint(); break;
-      case kTagRatePeriod: d.rate_period = static_cast<int64_t>(r.uint()); break;
+      case kTagRateCount: d.rate.count = r.uint(); break;
+      case kTagRatePeriod: d.rate.period_ms = static_cast<int64_t>(r.uint()); break;
       case kTagRateBurst: d.rate_burst = r.uint(); break;
       case kTagRateEmpty: d.rate_empty_ns = static_cast<int64_t>(r.uint()); break;
       default: break;
@@ -173,8 +173,8 @@ namespace {
 // beyond any that set accepts still yields a sane interval.
 int64_t RateInterval(const QueueInfo& q) {
   constexpr int64_t kLongest = 366LL * 86'400'000;
-  int64_t period = std::clamp<int64_t>(q.rate_period, 1, kLongest);
-  return std::max<int64_t>(1, period * 1'000'000 / static_cast<int64_t>(q.rate_count));
+  int64_t period = std::clamp<int64_t>(q.rate.period_ms, 1, kLongest);
+  return std::max<int64_t>(1, period * 1'000'000 / static_cast<int64_t>(q.rate.count));
 }
 
 // The time the bucket is empty from, as seen at `now_ns`: never later than now (a clock set
@@ -193,18 +193,18 @@ uint64_t RateBurst(const QueueInfo& q) {
 }
 
 uint64_t RateTokens(const QueueInfo& q, int64_t now_ns) {
-  if (q.rate_count == 0) return UINT64_MAX;
+  if (q.rate.count == 0) return UINT64_MAX;
   return static_cast<uint64_t>((now_ns - RateEmptyAt(q, now_ns)) / RateInterval(q));
 }
 
 double RateTokensExact(const QueueInfo& q, int64_t now_ns) {
-  if (q.rate_count == 0) return 0;
+  if (q.rate.count == 0) return 0;
   return static_cast<double>(now_ns - RateEmptyAt(q, now_ns)) /
          static_cast<double>(RateInterval(q));
 }
 
 void RateTake(QueueInfo& q, int64_t now_ns, uint64_t n) {
-  if (q.rate_count == 0) return;
+  if (q.rate.count == 0) return;
   q.rate_empty_ns = RateEmptyAt(q, now_ns) + static_cast<int64_t>(n) * RateInterval(q);
 }
 

@@ -11,6 +11,7 @@
 
 #include "base/message.hpp"
 #include "base/status.hpp"
+#include "base/units.hpp"
 
 namespace mq {
 
@@ -58,13 +59,12 @@ struct QueueInfo {
   double retry_backoff = 1;
   int64_t retry_delay_max = 0;
   double retry_jitter = 0;
-  // Rate limit (mq-admin set --rate COUNT/PERIOD --burst B; 0 count: none): messages leave
-  // the queue (Locked or received, by any process) at most `rate_count` per `rate_period` ms,
-  // from a token bucket of `rate_burst` tokens (0: 1), GCRA-style in one timestamp:
-  // `rate_empty_ns` is the real time (ns) at which the bucket was, or will be, empty; a
-  // token accrues every period/count from then on (RateTokens).
-  uint64_t rate_count = 0;
-  int64_t rate_period = 0;
+  // Rate limit (mq-admin set --rate COUNT/PERIOD --burst B; count 0: none): messages leave
+  // the queue (Locked or received, by any process) at most `rate.count` per
+  // `rate.period_ms`, from a token bucket of `rate_burst` tokens (0: 1), GCRA-style in one
+  // timestamp: `rate_empty_ns` is the real time (ns) at which the bucket was, or will be,
+  // empty; a token accrues every period/count from then on (RateTokens).
+  Rate rate;
   uint64_t rate_burst = 0;
   int64_t rate_empty_ns = 0;
   uint64_t next_lease = 1;

@@ -123,13 +123,12 @@ Status ApplySettings(QueueInfo& q, const QueueSettings& s) {
   if (s.retention) q.retention = *s.retention;
   if (s.rate) {
     // A new rate starts with a full bucket; none forgets the burst too.
-    q.rate_count = s.rate->count;
-    q.rate_period = s.rate->count ? s.rate->period_ms : 0;
+    q.rate = *s.rate;
     q.rate_empty_ns = 0;
-    if (!q.rate_count) q.rate_burst = 0;
+    if (!q.rate.count) q.rate_burst = 0;
   }
   if (s.rate_burst) q.rate_burst = *s.rate_burst;
-  if (q.rate_burst && !q.rate_count)
+  if (q.rate_burst && !q.rate.count)
     return Status::InvalidArg("--burst needs a rate: give --rate COUNT/PERIOD too", q.name);
   return {};
 }
@@ -183,12 +182,8 @@ std::string SettingsConflicts(const QueueInfo& q, const QueueSettings& s) {
   if (s.receive)
     differs(*s.receive == q.receive_paused, "receive", on_off(!q.receive_paused),
             on_off(*s.receive));
-  auto rate = [](uint64_t count, int64_t period) {
-    return count ? FormatRate(Rate{count, period}) : std::string("off");
-  };
-  if (s.rate)
-    differs(s.rate->count != q.rate_count || (s.rate->count && s.rate->period_ms != q.rate_period),
-            "rate", rate(q.rate_count, q.rate_period), rate(s.rate->count, s.rate->period_ms));
+  auto rate = [](const Rate& r) { return r.count ? FormatRate(r) : std::string("off"); };
+  if (s.rate) differs(rate(*s.rate) != rate(q.rate), "rate", rate(q.rate), rate(*s.rate));
   if (s.rate_burst)
     differs(*s.rate_burst != RateBurst(q), "burst", std::to_string(RateBurst(q)),
             std::to_string(*s.rate_burst));

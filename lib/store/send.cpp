@@ -86,14 +86,6 @@ Status Store::Append(std::span<const Destination> dests, const AppendOptions& op
     if (report) *report = AppendReport();
     if (ids) ids->resize(ids_before);
     for (size_t i = 0; i < dests.size(); ++i) {
-      // The options with this destination's remote queue (a copy only if it differs).
-      const AppendOptions* o = &options;
-      AppendOptions with_remote;
-      if (dests[i].remote_queue != options.remote_queue) {
-        with_remote = options;
-        with_remote.remote_queue = dests[i].remote_queue;
-        o = &with_remote;
-      }
       std::vector<std::string>* out = ids;
       if (several && ids) {
         each[i].clear();
@@ -101,7 +93,7 @@ Status Store::Append(std::span<const Destination> dests, const AppendOptions& op
       }
       MQ_RETURN_IF_ERROR(source.Rewind());
       MQ_RETURN_IF_ERROR(
-          impl_->AppendTo(txn, dests[i].ref, *o, source, out, report, prechecked, several));
+          impl_->AppendTo(txn, dests[i], options, source, out, report, prechecked, several));
     }
     if (several && ids) {
       // The copies of each message together, in the order of the destinations.
@@ -114,11 +106,12 @@ Status Store::Append(std::span<const Destination> dests, const AppendOptions& op
 }
 
 // One destination of an append, in its write transaction (Append above).
-Status Store::Impl::AppendTo(lmdb::Txn& txn, const QueueRef& ref, const AppendOptions& options,
+Status Store::Impl::AppendTo(lmdb::Txn& txn, const Destination& dest, const AppendOptions& options,
                              MessageSource& source, std::vector<std::string>* ids,
                              AppendReport* report, const std::map<std::string, char>& prechecked,
                              bool several) {
-  bool remote = !options.remote_queue.empty();
+  const QueueRef& ref = dest.ref;
+  bool remote = !dest.remote_queue.empty();
   uint64_t appended = 0;
   // A note for the sender, once per append however many messages it concerns.
   auto note = [&](std::string text) {
@@ -262,7 +255,7 @@ Status Store::Impl::AppendTo(lmdb::Txn& txn, const QueueRef& ref, const AppendOp
     if (m.visible_time && m.visible_time <= now) m.visible_time = 0;
     m.awaiting_arrival = m.visible_time != 0;
     if (remote) {
-      m.destination_queue = options.remote_queue;
+      m.destination_queue = dest.remote_queue;
       m.awaiting_arrival = true;  // it reaches its queue at the far side
     }
     // A message type of another store is that store's to check (mq-admin accept).
@@ -282,7 +275,7 @@ Status Store::Impl::AppendTo(lmdb::Txn& txn, const QueueRef& ref, const AppendOp
     if (several && !IsNil(m.conversation_handle))
       return Status::InvalidArg("a conversation belongs to one queue: send to one queue", q.name);
     if (remote && !IsNil(m.conversation_handle))
-      MQ_RETURN_IF_ERROR(RemoteConvPrepare(txn, ref.sub, options.remote_queue, m,
+      MQ_RETURN_IF_ERROR(RemoteConvPrepare(txn, ref.sub, dest.remote_queue, m,
                                            options.new_conversation, conversations_made));
     else if (!IsNil(m.conversation_handle))
       MQ_RETURN_IF_ERROR(ConvPrepare(txn, q, m, options.new_conversation, options.keep_identity,

@@ -161,8 +161,9 @@ struct Store::Impl {
     return msgs.Load(txn, q, lookup, f);
   }
   // One destination of Store::Append in its transaction: the messages of `source` (rewound)
-  // into `ref`; `several` when other destinations take copies too.
-  Status AppendTo(lmdb::Txn& txn, const QueueRef& ref, const AppendOptions& options,
+  // into `dest` (its remote queue, not options.remote_queue); `several` when other
+  // destinations take copies too.
+  Status AppendTo(lmdb::Txn& txn, const Destination& dest, const AppendOptions& options,
                   MessageSource& source, std::vector<std::string>* ids, AppendReport* report,
                   const std::map<std::string, char>& prechecked, bool several);
   Status InsertMessage(lmdb::Txn& txn, QueueInfo& q, Message& m, uint64_t quota,

@@ -965,8 +965,7 @@ TEST_CASE("the rate limit's bucket: burst, refill, spending and a clock set back
   QueueInfo q;
   const int64_t t = 1'800'000'000'000'000'000;  // ns
   CHECK(RateTokens(q, t) == UINT64_MAX);        // no limit
-  q.rate_count = 4;
-  q.rate_period = 1000;  // 4/s: a token every 250 ms
+  q.rate = Rate{4, 1000};                       // 4/s: a token every 250 ms
   CHECK(RateBurst(q) == 1);
   CHECK(RateTokens(q, t) == 1);  // a new limit starts full
   RateTake(q, t, 1);
