@@ -244,11 +244,9 @@ Result<QueueInfo> Store::Impl::ReceivableQueue(lmdb::Txn& txn, const QueueRef& r
 }
 
 Status Store::Impl::RateLimited(const QueueInfo& q, int64_t now_ns) {
-  int64_t wait = std::max<int64_t>(0, RateNextMs(q, now_ns) - now_ns / 1'000'000);
-  if (wait >= 1000) wait = (wait + 999) / 1000 * 1000;  // "1h", not "3599998ms"
   return Status::MessageNotFound(
       fmt::format("rate limit {} reached: the next message may leave in {}", FormatRate(q.rate),
-                  FormatDuration(wait)),
+                  RateWaitText(q, now_ns)),
       q.name);
 }
 

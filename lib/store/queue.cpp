@@ -209,8 +209,14 @@ void RateTake(QueueInfo& q, int64_t now_ns, uint64_t n) {
 }
 
 int64_t RateNextMs(const QueueInfo& q, int64_t now_ns) {
-  int64_t at = RateEmptyAt(q, now_ns) + RateInterval(q);
-  return (at + 999'999) / 1'000'000;
+  return (RateEmptyAt(q, now_ns) + RateInterval(q) + 999'999) / 1'000'000;
+}
+
+std::string RateWaitText(const QueueInfo& q, int64_t now_ns) {
+  int64_t wait_ns = std::max<int64_t>(0, RateEmptyAt(q, now_ns) + RateInterval(q) - now_ns);
+  int64_t ms = (wait_ns + 999'999) / 1'000'000;
+  if (ms >= 1000) ms = (ms + 999) / 1000 * 1000;  // "1h", not "3599998ms"
+  return FormatDuration(ms);
 }
 
 const char* StateWord(const QueueInfo& q) {

@@ -100,12 +100,14 @@ int64_t RetryDelayFor(const QueueInfo& q, int64_t base_ms, uint32_t attempt, dou
 
 // The rate limit: how many whole tokens `q` has at real time `now_ns` (UINT64_MAX without a
 // limit), the same with the fraction (for stat), spending `n` of them (at most RateTokens),
-// and the real time (ms, rounded up) at which the next one accrues. A clock set back leaves
-// the bucket empty from the new time on, never stalled until the old one.
+// the real time (ms, rounded up) at which the next one accrues, and the wait for it as a
+// user reads it ("1h": whole seconds from a second on, rounded up from the nanosecond). A
+// clock set back leaves the bucket empty from the new time on, never stalled until the old one.
 uint64_t RateTokens(const QueueInfo& q, int64_t now_ns);
 double RateTokensExact(const QueueInfo& q, int64_t now_ns);
 void RateTake(QueueInfo& q, int64_t now_ns, uint64_t n);
 int64_t RateNextMs(const QueueInfo& q, int64_t now_ns);
+std::string RateWaitText(const QueueInfo& q, int64_t now_ns);
 uint64_t RateBurst(const QueueInfo& q);
 
 // The queue's state in a word, for tables: "off" (status OFF: no sends or receives), "paused"

@@ -998,6 +998,21 @@ TEST_CASE("the rate limit's bucket: burst, refill, spending and a clock set back
   CHECK(d == q);
 }
 
+TEST_CASE("the wait for the next token reads in whole units, rounded up from the nanosecond",
+          "[store][rate]") {
+  QueueInfo q;
+  q.rate = Rate{1, 3'600'000};                      // 1/h
+  const int64_t spent = 1'800'000'000'000'500'000;  // half way into a millisecond
+  RateTake(q, spent, 1);
+  CHECK(RateWaitText(q, spent) == "1h");
+  // A receive 0.2 ms later: still an hour, never "3601s" (a millisecond rounded up at the
+  // end and down at the start).
+  CHECK(RateWaitText(q, spent + 200'000) == "1h");
+  CHECK(RateWaitText(q, spent + 1'500'000'000) == "3599s");
+  CHECK(RateWaitText(q, spent + 3'599'999'600'000) == "1ms");
+  CHECK(RateWaitText(q, spent + 3'600'000'000'000) == "0ms");
+}
+
 TEST_CASE("a receive takes no more than the rate's tokens, and says when the next comes",
           "[store][rate]") {
   TempDir t;
