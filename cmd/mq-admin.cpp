@@ -148,7 +148,7 @@ int Run(int argc, char** argv) {
       admin::SetupMessageType(app, ctx),   admin::SetupEndConversation(app, ctx),
       admin::SetupConversations(app, ctx), admin::SetupBridge(app, ctx),
       admin::SetupLink(app, ctx),          admin::SetupForward(app, ctx),
-      admin::SetupAccept(app, ctx),
+      admin::SetupAccept(app, ctx),        admin::SetupServe(app, ctx),
   };
   app.footer("Run 'mq-admin help COMMAND' (or 'mq-admin COMMAND --help') for a command's "
              "options; the manual is mq-admin(1).");

@@ -111,5 +111,6 @@ Command SetupBridge(CLI::App& app, Context& ctx);
 Command SetupLink(CLI::App& app, Context& ctx);
 Command SetupForward(CLI::App& app, Context& ctx);
 Command SetupAccept(CLI::App& app, Context& ctx);
+Command SetupServe(CLI::App& app, Context& ctx);
 
 }  // namespace mq::admin

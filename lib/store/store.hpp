@@ -384,6 +384,19 @@ struct TransferItem {
   // read, whose `msg` is empty), recorded as any refusal is.
   uint16_t refuse = 0;
   bool duplicate = false;  // after AcceptTransfer: accepted before (a replay)
+  // Before: when set, the message is stored only if this is at or below the stream's last
+  // accepted sequence number ([MC-MQSRM] 3.1.5.1.6.3: SRMP's <previous>, the ordinal before
+  // when absent; nothing lost in between). After: `gap` when it was not; then nothing is
+  // stored or recorded for it, and the stream's position stays.
+  std::optional<uint64_t> previous{};
+  bool gap = false;
+  // Before: stored even when its time to reach the queue is over (SRMP: [MC-MQSRM] 3.1.5.1.4,
+  // expiry is not checked on arrival).
+  bool keep_late = false;
+  // Before: an id another message of the store holds (from another source) is replaced by a
+  // new one instead of refusing the message: a stream's ordinals, not its ids, make it
+  // exactly once ([MC-MQSRM]'s own stream samples share one id).
+  bool new_id_if_taken = false;
 };
 
 // Supplies messages to Append. Next() fills `m` and returns false at the end; Rewind()
@@ -691,7 +704,9 @@ class Store {
   // such queue, disabled, quota, size...) gets the NACK class in `outcome`, remembered for
   // replays. Sequence numbers must increase along `items`. Refusals remembered below
   // `forget_below` (the sender has moved past them) are dropped. Returns the stream's last
-  // accepted sequence number.
+  // accepted sequence number. An empty `stream`: messages of no stream (SRMP's express and
+  // recoverable ones): nothing recorded, sequence numbers ignored, a refusal not remembered;
+  // a message whose id is stored already from the same source is still a replay.
   Result<uint64_t> AcceptTransfer(const std::string& stream, std::vector<TransferItem>& items,
                                   uint64_t forget_below);
   // The last sequence number accepted from `stream` (0: none).

@@ -530,10 +530,11 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
   }
   uint64_t last = 0;
   Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
-    auto v = impl_->GetMeta(txn, StreamKey(stream));
+    const bool streamed = !stream.empty();
+    auto v = streamed ? impl_->GetMeta(txn, StreamKey(stream)) : std::nullopt;
     last = v && v->size() >= 8 ? GetU64BE(*v, 0) : 0;
     // Refusals the sender has moved past are answered already: forget them.
-    if (forget_below) {
+    if (forget_below && streamed) {
       std::vector<std::string> old;
       std::string prefix = StreamNackPrefix(stream);
       impl_->ScanMeta(txn, prefix, [&](std::string_view key, std::string_view) {
@@ -554,6 +555,7 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
     // A refusal is recorded, so that a replay of the message is answered the same.
     auto refuse = [&](TransferItem& it, uint16_t cls) -> Status {
       it.outcome = cls;
+      if (!streamed) return Status();
       std::string v;
       v.push_back(static_cast<char>(cls >> 8));
       v.push_back(static_cast<char>(cls & 0xFF));
@@ -563,7 +565,8 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
       TransferItem& it = items[index];
       it.outcome = 0;
       it.duplicate = false;
-      if (it.seq <= last) {
+      it.gap = false;
+      if (streamed && it.seq <= last) {
         it.duplicate = true;
         auto n = impl_->GetMeta(txn, StreamNackKey(stream, it.seq));
         if (n && n->size() == 2)
@@ -571,7 +574,11 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
                                              static_cast<uint8_t>((*n)[1]));
         continue;
       }
-      last = it.seq;
+      if (streamed && it.previous && *it.previous > last) {
+        it.gap = true;
+        continue;
+      }
+      if (streamed) last = it.seq;
       if (it.refuse) {
         MQ_RETURN_IF_ERROR(refuse(it, it.refuse));
         continue;
@@ -620,7 +627,7 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
         }
         if (found != queues.end()) q = &found->second;
       }
-      uint16_t refusal = q ? Refusal(*q, m, now) : kClassNackBadDstQ;
+      uint16_t refusal = q ? Refusal(*q, m, it.keep_late ? 0 : now) : kClassNackBadDstQ;
       // Its id is here already. From the same source store, it is that message, stored by an
       // earlier stream of the same link (a link made again): a replay, acknowledged and not
       // stored twice. Another message with its id is refused, never silently dropped.
@@ -632,11 +639,14 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
           holder.name = impl_->QueueNameOf(txn, where->first).value_or("");
           Impl::Found f;
           MQ_RETURN_IF_ERROR(impl_->LoadMessage(txn, holder, where->second, f));
-          if (f.msg.source_qm_guid == m.source_qm_guid) {
+          if (f.msg.source_qm_guid == m.source_qm_guid && !it.new_id_if_taken) {
             it.duplicate = true;
             continue;
           }
-          refusal = kClassNackReceiveRejected;
+          if (it.new_id_if_taken)
+            m.id = MakeMessageId(NewGuid(), 1);
+          else
+            refusal = kClassNackReceiveRejected;
         }
       }
       if (!refusal) {
@@ -666,6 +676,7 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
       if (refusal) MQ_RETURN_IF_ERROR(refuse(it, refusal));
     }
     for (auto& [name, q] : queues) MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, q));
+    if (!streamed) return Status();
     std::string pos;
     PutU64BE(pos, last);
     PutU64BE(pos, static_cast<uint64_t>(now));  // when the sender was last heard (Sweep)

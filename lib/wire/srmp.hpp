@@ -72,6 +72,21 @@ struct SrmpStream {
   std::string stream_id;
   uint64_t current = 0;
   uint64_t previous = 0;
+  // Read, not written: <start><sendReceiptsTo> (where the receiver posts its stream receipts,
+  // on the stream's first message) and <streamReceiptRequest/>.
+  std::string send_receipts_to{};
+  bool receipt_request = false;
+};
+
+// A receipt in the header of a document ([MC-MQSRM] 2.2.5.4, 2.2.6.2-3): MSMQ's answer to a
+// message sent to it, never a message of its own.
+struct SrmpReceipt {
+  enum class Kind { kNone, kStream, kDelivery, kCommitment };
+  Kind kind = Kind::kNone;
+  std::string stream_id;  // kStream: the stream, and the last ordinal it received
+  uint64_t last_ordinal = 0;
+  std::string message_id;  // kDelivery, kCommitment: the <id> of the message receipted
+  bool positive = true;    // kCommitment: <decision>positive</decision>
 };
 
 // One message as an SRMP document: MIME multipart/related, first part the SOAP 1.1 envelope
@@ -93,9 +108,10 @@ void AppendSrmp(std::string& out, const Message& m, const SrmpStream* stream = n
 
 // Parses one document (with or without an HTTP request line and headers in front). On failure
 // the Status (E_INVALIDARG) message names the element (and the caller adds which document).
-// Fills stream if present and stream != nullptr. `m` is reset first; lookup_id and queue are
-// left empty.
-Status DecodeSrmp(std::string_view doc, Message& m, SrmpStream* stream = nullptr);
+// Fills stream if present and stream != nullptr, and receipt when the header holds one and
+// receipt != nullptr. `m` is reset first; lookup_id and queue are left empty.
+Status DecodeSrmp(std::string_view doc, Message& m, SrmpStream* stream = nullptr,
+                  SrmpReceipt* receipt = nullptr);
 
 // The document as an HTTP/1.1 request, as MSMQ posts it: POST /msmq/PATH (PATH: `queue` with
 // private$/ in front), Host, SOAPAction "MSMQMessage", Content-Length, then the document's

@@ -366,6 +366,14 @@ Status ParseStream(const XmlNode* node, Message& m, SrmpStream* stream) {
   s.stream_id = std::string(sid);
   MQ_RETURN_IF_ERROR(c.Number("current", s.current, UINT64_MAX, true));
   MQ_RETURN_IF_ERROR(c.Number("previous", s.previous, UINT64_MAX, false));
+  s.receipt_request = c.Get("streamReceiptRequest") != nullptr;
+  if (const XmlNode* start = c.Get("start")) {
+    Children st;
+    MQ_RETURN_IF_ERROR(st.Load(start, c.Where("start")));
+    auto to = st.Text("sendReceiptsTo");
+    if (!to.ok()) return to.status();
+    if (*to) s.send_receipts_to = std::string(Trim(**to));
+  }
   // The message's own sequence fields, where they fit (seed 004's are 32-bit); <Mq> carries
   // them exactly when the stream is a link's.
   m.tx_sequence_id = *seq;
@@ -482,7 +490,42 @@ void InitXml() {
   (void)once;
 }
 
-Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream) {
+// A receipt of the header ([MC-MQSRM] 2.2.5.4 <streamReceipt>, 2.2.6.2 <deliveryReceipt>,
+// 2.2.6.3 <commitmentReceipt>), if it holds one.
+Status ParseReceipt(const Children& h, SrmpReceipt& r) {
+  if (const XmlNode* sr = h.Get("streamReceipt")) {
+    Children c;
+    MQ_RETURN_IF_ERROR(c.Load(sr, "<streamReceipt>"));
+    auto id = c.Text("streamId");
+    if (!id.ok()) return id.status();
+    if (!*id) return Bad(fmt::format("{}: missing", c.Where("streamId")));
+    r.kind = SrmpReceipt::Kind::kStream;
+    r.stream_id = std::string(Trim(**id));
+    return c.Number("lastOrdinal", r.last_ordinal, UINT64_MAX, true);
+  }
+  for (const char* name : {"deliveryReceipt", "commitmentReceipt"}) {
+    const XmlNode* n = h.Get(name);
+    if (!n) continue;
+    Children c;
+    MQ_RETURN_IF_ERROR(c.Load(n, fmt::format("<{}>", name)));
+    auto id = c.Text("id");
+    if (!id.ok()) return id.status();
+    if (!*id) return Bad(fmt::format("{}: missing", c.Where("id")));
+    r.message_id = std::string(Trim(**id));
+    if (std::string_view(name) == "deliveryReceipt") {
+      r.kind = SrmpReceipt::Kind::kDelivery;
+    } else {
+      r.kind = SrmpReceipt::Kind::kCommitment;
+      auto d = c.Text("decision");
+      if (!d.ok()) return d.status();
+      r.positive = !*d || Trim(**d) != "negative";
+    }
+    return {};
+  }
+  return {};
+}
+
+Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream, SrmpReceipt* receipt) {
   if (Trim(text).empty()) return Bad("<se:Envelope>: the first MIME part is empty");
   if (text.size() > INT_MAX) return Bad("<se:Envelope>: too large");
   InitXml();
@@ -571,6 +614,7 @@ Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream) {
   const XmlNode* st = h.Get("Stream");
   if (!st) st = h.Get("stream");  // [MC-MQSRM] 2.2.5.3 spells it so; its samples <Stream>
   if (st) MQ_RETURN_IF_ERROR(ParseStream(st, m, stream));
+  if (receipt) MQ_RETURN_IF_ERROR(ParseReceipt(h, *receipt));
 
   std::string dest, admin, response;
   bool have_dest = false, have_admin = false, have_response = false;
@@ -594,13 +638,14 @@ Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream) {
 
 }  // namespace
 
-Status DecodeSrmp(std::string_view doc, Message& m, SrmpStream* stream) {
+Status DecodeSrmp(std::string_view doc, Message& m, SrmpStream* stream, SrmpReceipt* receipt) {
   m = Message{};
   Framing f;
   MQ_RETURN_IF_ERROR(Frame(doc, f));
   if (!Trim(doc.substr(f.end)).empty())
     return Bad("MIME: data after the closing boundary (one document at a time)");
-  MQ_RETURN_IF_ERROR(ParseEnvelope(f.envelope, m, stream));
+  if (receipt) *receipt = SrmpReceipt{};
+  MQ_RETURN_IF_ERROR(ParseEnvelope(f.envelope, m, stream, receipt));
   m.body = std::string(f.body);
   m.extension = std::string(f.extension);
   return {};

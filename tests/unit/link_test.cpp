@@ -25,6 +25,7 @@
 #include "link/accept.hpp"
 #include "link/connection.hpp"
 #include "link/forward.hpp"
+#include "link/http_endpoint.hpp"
 #include "proc/stop.hpp"
 #include "test_support.hpp"
 #include "wire/transfer.hpp"
@@ -737,4 +738,42 @@ TEST_CASE("link: an idle --follow session stays up: forward writes keepalives", 
   CHECK(p.connector.sessions == 1);
   CHECK(p.notes.empty());
   CHECK(All(*p.far.store, "dest").size() == 1);
+}
+
+TEST_CASE("link: the HTTP endpoint's paths name a queue of this store, or say why not", "[link]") {
+  CHECK(*link::QueueOfSrmpPath("/msmq/private$/orders") == "orders");
+  CHECK(*link::QueueOfSrmpPath("/MSMQ/Private$/orders") == "orders");
+  CHECK(*link::QueueOfSrmpPath("/msmq/orders") == "orders");
+  for (const char* bad : {"/", "/msmq", "/msmq/", "/other/private$/q", "/msmq/private$/",
+                          "/msmq/private$/a/b", "/msmqx/q"}) {
+    INFO(bad);
+    auto r = link::QueueOfSrmpPath(bad);
+    REQUIRE(!r.ok());
+    CHECK(r.status().code() == Code::kInvalidArg);
+  }
+  // A path of the right shape that names no queue taking messages: the caller answers 400.
+  for (const char* bad : {"/msmq/private$/q;poison", "/msmq/private$/system", "/msmq/a b"}) {
+    INFO(bad);
+    auto r = link::QueueOfSrmpPath(bad);
+    REQUIRE(!r.ok());
+    CHECK(r.status().code() == Code::kIllegalFormatname);
+  }
+}
+
+TEST_CASE("link: ListenTcp binds ADDR:PORT and refuses what is no address", "[link]") {
+  auto fds = link::ListenTcp("127.0.0.1:0");
+  REQUIRE(fds.ok());
+  REQUIRE(fds->size() == 1);
+  std::string name = link::SocketName(fds->front());
+  CHECK(name.rfind("127.0.0.1:", 0) == 0);
+  CHECK(name != "127.0.0.1:0");
+  // The port is taken: a second listener on it fails with the reason.
+  auto again = link::ListenTcp(name);
+  CHECK(!again.ok());
+  for (int fd : *fds) ::close(fd);
+  for (const char* bad : {"8080", "127.0.0.1:x", "127.0.0.1:70000", "no.such.host.invalid:80"})
+    CHECK(!link::ListenTcp(bad).ok());
+  // Not socket-activated: no descriptors.
+  ::unsetenv("LISTEN_PID");
+  CHECK(link::SystemdListenFds()->empty());
 }

@@ -215,7 +215,10 @@ TEST_CASE("srmp: the document is MSMQ's shape", "[srmp]") {
 TEST_CASE("srmp: a link's stream travels in <Stream> and leaves the message's own fields",
           "[srmp]") {
   Message m = Full();
-  SrmpStream link{"uid:" + FormatGuid(NewGuid()) + "\\42", 1ULL << 40, (1ULL << 40) - 3};
+  SrmpStream link;
+  link.stream_id = "uid:" + FormatGuid(NewGuid()) + "\\42";
+  link.current = 1ULL << 40;
+  link.previous = (1ULL << 40) - 3;
   std::string doc = EncodeSrmp(m, &link);
   SrmpStream got;
   REQUIRE(Decoded(doc, &got) == m);
@@ -260,7 +263,10 @@ TEST_CASE("srmp: text is escaped as libxml2 escapes it, whichever way it is writ
 TEST_CASE("srmp: without local state, what the receiving store sets anew is left out",
           "[srmp]") {
   Message m = Full();
-  SrmpStream link{"uid:" + FormatGuid(NewGuid()) + "\\42", 7, 6};
+  SrmpStream link;
+  link.stream_id = "uid:" + FormatGuid(NewGuid()) + "\\42";
+  link.current = 7;
+  link.previous = 6;
   std::string doc = EncodeSrmp(m, &link, false);
   for (const char* gone : {"<ArrivedTime>", "<AwaitingArrival", "<AbortCount>", "<Status>",
                            "<QueuingOrder>", "<MessageEnqueueTime>", "<DeliveryCount>"}) {
@@ -608,4 +614,28 @@ TEST_CASE("srmp: an envelope of more elements than any SRMP envelope has is refu
   Status s = DecodeSrmp(doc, m);
   CHECK(s.code() == Code::kInvalidArg);
   CHECK(s.text().find("more than 4096 elements") != std::string::npos);
+}
+
+TEST_CASE("srmp: receipts and a stream's start are read", "[srmp]") {
+  Message m;
+  SrmpStream s;
+  SrmpReceipt r;
+  REQUIRE(DecodeSrmp(Fixture("4.4-stream-receipt-1.txt"), m, &s, &r).ok());
+  CHECK(r.kind == SrmpReceipt::Kind::kStream);
+  CHECK(r.stream_id == "uid:2744e4e1-2b48-43e8-b441-42745f280d53\\4839986701558349830");
+  CHECK(r.last_ordinal == 1);
+  REQUIRE(DecodeSrmp(Fixture("4.3-delivery-receipt.txt"), m, &s, &r).ok());
+  CHECK(r.kind == SrmpReceipt::Kind::kDelivery);
+  CHECK(r.message_id == "uuid:1@00000000-0000-0000-0000-000000000000");
+  REQUIRE(DecodeSrmp(Fixture("4.3-commitment-receipt.txt"), m, &s, &r).ok());
+  CHECK(r.kind == SrmpReceipt::Kind::kCommitment);
+  CHECK(r.positive);
+  REQUIRE(DecodeSrmp(Fixture("4.4-stream-1.txt"), m, &s, &r).ok());
+  CHECK(r.kind == SrmpReceipt::Kind::kNone);
+  CHECK(s.current == 1);
+  CHECK(s.receipt_request);
+  CHECK(s.send_receipts_to.rfind("http://machine1/MSMQ/private$/receipts", 0) == 0);
+  REQUIRE(DecodeSrmp(Fixture("4.4-stream-2.txt"), m, &s, &r).ok());
+  CHECK(s.current == 2);
+  CHECK(s.send_receipts_to.empty());
 }

@@ -506,3 +506,54 @@ TEST_CASE("the refusals kept for a sender that went silent are shown, then forgo
   REQUIRE(st->AcceptTransfer("gone", replay, 0).ok());
   CHECK(replay[0].duplicate);
 }
+
+TEST_CASE("AcceptTransfer with <previous>: a gap is neither stored nor recorded; no stream "
+          "keeps nothing") {
+  TempDir d;
+  auto st = OpenStore(d.path + "/s");
+  QueueSettings qs;
+  REQUIRE(st->CreateQueue(*ParseQueueRef("dest"), qs).ok());
+  auto item = [](uint64_t seq, uint64_t previous, const std::string& body, uint32_t n) {
+    TransferItem it;
+    it.seq = seq;
+    it.previous = previous;
+    it.msg = Msg("dest", body, n);
+    return it;
+  };
+  // 1, then 3 after 2 (which never came): 3 is a gap; 2 and 3 later are stored in order.
+  std::vector<TransferItem> a{item(1, 0, "one", 1), item(3, 2, "three", 3)};
+  auto last = st->AcceptTransfer("s", a, 0);
+  REQUIRE(last.ok());
+  CHECK(*last == 1);
+  CHECK(!a[0].gap);
+  CHECK(a[1].gap);
+  CHECK(*st->StreamPosition("s") == 1);
+  std::vector<TransferItem> b{item(2, 1, "two", 2), item(3, 2, "three", 3)};
+  REQUIRE(st->AcceptTransfer("s", b, 0).ok());
+  CHECK((!b[0].gap && !b[1].gap && !b[0].duplicate && !b[1].duplicate));
+  // <previous> bridging a gap the sender knows of (5 follows 3: 4 was never sent).
+  std::vector<TransferItem> c{item(5, 3, "five", 5)};
+  REQUIRE(st->AcceptTransfer("s", c, 0).ok());
+  CHECK(!c[0].gap);
+  CHECK(*st->StreamPosition("s") == 5);
+  CHECK(st->StatQueue(*ParseQueueRef("dest"))->info.count == 4);
+  // No stream: nothing recorded, a replay of the same id from the same source still known.
+  std::vector<TransferItem> e{item(0, 0, "loose", 9)};
+  e[0].previous.reset();
+  std::vector<TransferItem> e2 = e;
+  REQUIRE(st->AcceptTransfer("", e, 0).ok());
+  REQUIRE(st->AcceptTransfer("", e2, 0).ok());
+  CHECK(!e[0].duplicate);
+  CHECK(e2[0].duplicate);
+  CHECK(st->AcceptedStreams()->streams == 1);
+  // A stream's message whose id another message holds gets a new id instead of a refusal.
+  std::vector<TransferItem> f{item(6, 5, "six", 9)};
+  f[0].new_id_if_taken = true;
+  REQUIRE(st->AcceptTransfer("s", f, 0).ok());
+  CHECK(f[0].outcome == 0);
+  CHECK(!f[0].duplicate);
+  CHECK(st->StatQueue(*ParseQueueRef("dest"))->info.count == 6);
+  std::vector<std::string> problems;
+  REQUIRE(st->Check(problems).ok());
+  CHECK(problems.empty());
+}

@@ -1,0 +1,470 @@
+// http_endpoint.cpp: the SRMP-over-HTTP endpoint (http_endpoint.hpp), on libmicrohttpd: one
+// daemon per listening socket, run from this thread's own poll loop (no MHD thread: the store
+// is used from one thread), requests suspended from their last byte until the batch they are
+// in is committed.
+#include "link/http_endpoint.hpp"
+
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "base/codec.hpp"
+#include "base/ids.hpp"
+#include "base/names.hpp"
+#include "base/units.hpp"
+#include "wire/srmp.hpp"
+
+namespace mq::link {
+
+namespace {
+
+bool IEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  return true;
+}
+
+// One request, from its headers to its answer.
+struct Request {
+  std::string queue;
+  std::string content_type;
+  std::string body;
+  uint64_t limit = 0;
+  int64_t deadline = 0;  // monotonic ms
+  enum class State { kReading, kPending, kAnswered } state = State::kReading;
+  unsigned status = MHD_HTTP_OK;
+  std::string reason;  // the answer's text
+  MHD_Connection* connection = nullptr;
+  Message msg;
+  SrmpStream stream;
+  bool streamed = false;
+};
+
+}  // namespace
+
+Result<std::string> QueueOfSrmpPath(std::string_view path) {
+  auto bad = [&] {
+    return Status::InvalidArg(
+        fmt::format("'{}' is not an MSMQ queue path (/msmq/private$/QUEUE or /msmq/QUEUE)", path));
+  };
+  std::string_view p = path;
+  if (p.size() < 6 || p[0] != '/' || !IEquals(p.substr(1, 4), "msmq") || p[5] != '/') return bad();
+  p.remove_prefix(6);
+  if (p.size() > 9 && IEquals(p.substr(0, 9), "private$/")) p.remove_prefix(9);
+  if (p.empty() || p.find('/') != std::string_view::npos) return bad();
+  std::string name(p);
+  auto ref = ParseQueueRef(name);
+  if (!ref.ok())
+    return Status::IllegalFormatname(fmt::format("'{}': {}", name, ref.status().text()));
+  if (ref->IsSub() || ref->IsSystem())
+    return Status::IllegalFormatname(
+        fmt::format("'{}' is not a queue that takes messages over HTTP", name));
+  return name;
+}
+
+namespace {
+
+class Endpoint {
+ public:
+  Endpoint(Store& store, const HttpServeOptions& o, HttpServeStats& stats)
+      : store_(store), o_(o), stats_(stats) {}
+
+  ~Endpoint() {
+    for (MHD_Daemon* d : daemons_) MHD_stop_daemon(d);
+  }
+
+  Status Run() {
+    for (int fd : o_.listen_fds) {
+      unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
+      MHD_Daemon* d =
+          MHD_start_daemon(flags, 0, nullptr, nullptr, &Endpoint::OnRequest, this,
+                           MHD_OPTION_LISTEN_SOCKET, static_cast<MHD_socket>(fd),
+                           MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(o_.max_connections),
+                           MHD_OPTION_CONNECTION_TIMEOUT,
+                           static_cast<unsigned>(std::max<int64_t>(1, o_.idle_timeout_ms / 1000)),
+                           MHD_OPTION_NOTIFY_COMPLETED, &Endpoint::OnCompleted, this,
+                           MHD_OPTION_EXTERNAL_LOGGER, &Endpoint::OnLog, this, MHD_OPTION_END);
+      if (!d)
+        return Status::Error(fmt::format("cannot serve HTTP on descriptor {} (libmicrohttpd "
+                                         "refused it{})",
+                                         fd, last_log_.empty() ? "" : ": " + last_log_));
+      daemons_.push_back(d);
+    }
+    for (;;) {
+      if (o_.stop && o_.stop->Requested()) return {};
+      std::vector<pollfd> fds;
+      for (MHD_Daemon* d : daemons_) {
+        const MHD_DaemonInfo* info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_EPOLL_FD);
+        if (!info) return Status::Error("libmicrohttpd gave no epoll descriptor");
+        fds.push_back(pollfd{info->epoll_fd, POLLIN, 0});
+      }
+      if (o_.stop) fds.push_back(pollfd{o_.stop->fd(), POLLIN, 0});
+      int64_t wait = -1;
+      for (MHD_Daemon* d : daemons_) {
+        MHD_UNSIGNED_LONG_LONG t = 0;
+        if (MHD_get_timeout(d, &t) == MHD_YES)
+          wait = wait < 0 ? static_cast<int64_t>(t) : std::min(wait, static_cast<int64_t>(t));
+      }
+      // Connections resumed after a commit have their answers to send: libmicrohttpd, run
+      // from this loop, is not woken for them, so the loop runs it again before sleeping.
+      if (resumed_) wait = 0;
+      resumed_ = false;
+      int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::min<int64_t>(wait, 60'000)));
+      if (n < 0 && errno != EINTR) return ErrnoStatus(errno, "poll", "failed");
+      for (MHD_Daemon* d : daemons_) MHD_run(d);
+      MQ_RETURN_IF_ERROR(StorePending());
+    }
+  }
+
+ private:
+  static void OnLog(void* cls, const char* fmt_text, va_list ap) {
+    char buf[512];
+    vsnprintf(buf, sizeof buf, fmt_text, ap);
+    std::string& last = static_cast<Endpoint*>(cls)->last_log_;
+    last = buf;
+    while (!last.empty() && (last.back() == '\n' || last.back() == ' ')) last.pop_back();
+  }
+
+  static void OnCompleted(void* cls, MHD_Connection*, void** req_cls, MHD_RequestTerminationCode) {
+    (void)cls;
+    delete static_cast<Request*>(*req_cls);
+    *req_cls = nullptr;
+  }
+
+  static MHD_Result OnRequest(void* cls, MHD_Connection* c, const char* url, const char* method,
+                              const char*, const char* upload, size_t* upload_size,
+                              void** req_cls) {
+    return static_cast<Endpoint*>(cls)->Handle(c, url, method, upload, upload_size, req_cls);
+  }
+
+  MHD_Result Answer(MHD_Connection* c, unsigned status, const std::string& text) {
+    std::string body = text.empty() ? std::string() : text + "\n";
+    MHD_Response* resp =
+        MHD_create_response_from_buffer(body.size(), body.data(), MHD_RESPMEM_MUST_COPY);
+    if (!resp) return MHD_NO;
+    if (!body.empty()) MHD_add_response_header(resp, "Content-Type", "text/plain; charset=utf-8");
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED) MHD_add_response_header(resp, "Allow", "POST");
+    MHD_Result ok = MHD_queue_response(c, status, resp);
+    MHD_destroy_response(resp);
+    return ok;
+  }
+
+  // Answers with an error now (the rest of the body is not read) and tells the note.
+  MHD_Result Refuse(MHD_Connection* c, Request* r, unsigned status, const std::string& why) {
+    stats_.refused++;
+    if (o_.note)
+      o_.note(fmt::format("{} {}{}", status,
+                          r && !r->queue.empty() ? r->queue + ": " : std::string(), why));
+    if (r) r->state = Request::State::kAnswered;
+    return Answer(c, status, why);
+  }
+
+  MHD_Result Handle(MHD_Connection* c, const char* url, const char* method, const char* upload,
+                    size_t* upload_size, void** req_cls) {
+    auto* r = static_cast<Request*>(*req_cls);
+    if (!r) {
+      r = new Request;
+      r->connection = c;
+      r->deadline = MonotonicMs() + o_.request_timeout_ms;
+      *req_cls = r;
+      stats_.requests++;
+      return Begin(c, r, url, method);
+    }
+    if (r->state == Request::State::kAnswered) {
+      *upload_size = 0;  // the rest of a refused body is dropped
+      return MHD_YES;
+    }
+    if (*upload_size) {
+      if (MonotonicMs() > r->deadline) return TooSlow(c, r);
+      if (r->body.size() + *upload_size > r->limit)
+        return Refuse(c, r, MHD_HTTP_CONTENT_TOO_LARGE,
+                      fmt::format("the document is larger than {} bytes, the most {} takes",
+                                  r->limit, r->queue));
+      r->body.append(upload, *upload_size);
+      *upload_size = 0;
+      return MHD_YES;
+    }
+    if (r->state == Request::State::kReading) return Complete(c, r);
+    // Resumed after its batch was stored: the answer.
+    r->state = Request::State::kAnswered;
+    return Answer(c, r->status, r->reason);
+  }
+
+  // A request still coming in after its time: libmicrohttpd sends a response queued in the
+  // middle of a body only once the body is whole, which a client that sends a byte now and
+  // then never makes. So the 408 is written to the socket here (a plain HTTP connection) and
+  // the connection closed (MHD_NO).
+  MHD_Result TooSlow(MHD_Connection* c, Request* r) {
+    stats_.refused++;
+    std::string why = "the request took too long";
+    if (o_.note) o_.note(fmt::format("408 {}: {}", r->queue, why));
+    r->state = Request::State::kAnswered;
+    const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (info) {
+      std::string answer = fmt::format(
+          "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: text/plain; "
+          "charset=utf-8\r\nContent-Length: {}\r\n\r\n{}\n",
+          why.size() + 1, why);
+      (void)!::send(info->connect_fd, answer.data(), answer.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    }
+    return MHD_NO;
+  }
+
+  MHD_Result Begin(MHD_Connection* c, Request* r, const char* url, const char* method) {
+    if (std::string_view(method) != "POST")
+      return Refuse(c, r, MHD_HTTP_METHOD_NOT_ALLOWED,
+                    fmt::format("{} is not served: MSMQ's HTTP transport POSTs", method));
+    auto q = QueueOfSrmpPath(url);
+    if (!q.ok())  // no MSMQ path: 404; a path that names no queue that takes messages: 400
+      return Refuse(c, r,
+                    q.status().code() == Code::kIllegalFormatname ? MHD_HTTP_BAD_REQUEST
+                                                                  : MHD_HTTP_NOT_FOUND,
+                    q.status().text());
+    r->queue = *q;
+    if (!o_.queues.empty() &&
+        std::find(o_.queues.begin(), o_.queues.end(), r->queue) == o_.queues.end())
+      return Refuse(c, r, MHD_HTTP_BAD_REQUEST, "this endpoint does not serve that queue");
+    auto ref = ParseQueueRef(r->queue);
+    if (!ref.ok()) return Refuse(c, r, MHD_HTTP_NOT_FOUND, ref.status().text());
+    auto st = store_.StatQueue(*ref);
+    if (!st.ok()) {
+      if (st.status().code() == Code::kQueueNotFound)  // 400: [MC-MQSRM] 3.1.5.1.3
+        return Refuse(c, r, MHD_HTTP_BAD_REQUEST, "no such queue");
+      return Refuse(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, st.status().text());
+    }
+    r->limit = st->info.max_message_size + kEnvelopeRoom;
+    const char* ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+    r->content_type = ct ? ct : "";
+    std::string_view type = r->content_type;
+    type = type.substr(0, type.find(';'));
+    while (!type.empty() && type.back() == ' ') type.remove_suffix(1);
+    if (!IEquals(type, "multipart/related") && !IEquals(type, "text/xml"))
+      return Refuse(c, r, MHD_HTTP_BAD_REQUEST,
+                    fmt::format("Content-Type '{}' is not an SRMP document (multipart/related, "
+                                "or text/xml for a receipt)",
+                                r->content_type));
+    if (const char* len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length")) {
+      uint64_t n = std::strtoull(len, nullptr, 10);
+      if (n > r->limit)
+        return Refuse(c, r, MHD_HTTP_CONTENT_TOO_LARGE,
+                      fmt::format("the document ({} bytes) is larger than {} bytes, the most "
+                                  "{} takes",
+                                  n, r->limit, r->queue));
+    }
+    return MHD_YES;
+  }
+
+  // The whole body is here: read it; a message waits for the next commit, suspended.
+  MHD_Result Complete(MHD_Connection* c, Request* r) {
+    std::string doc = fmt::format("Content-Type: {}\r\n\r\n", r->content_type);
+    doc += r->body;
+    r->body.clear();
+    r->body.shrink_to_fit();
+    SrmpReceipt receipt;
+    Status s = DecodeSrmp(doc, r->msg, &r->stream, &receipt);
+    if (!s.ok()) return Refuse(c, r, MHD_HTTP_BAD_REQUEST, s.text());
+    if (receipt.kind != SrmpReceipt::Kind::kNone) {
+      // A receipt for a message sent from here: this store sends none over HTTP yet, so it
+      // has nothing to end; it is understood, and not stored as a message.
+      stats_.receipts++;
+      r->state = Request::State::kAnswered;
+      return Answer(c, MHD_HTTP_OK, "");
+    }
+    r->streamed = !r->stream.stream_id.empty();
+    r->msg.destination_queue = r->queue;
+    if (r->streamed && r->msg.xact_id.empty()) {
+      // A stream's message is MSMQ's transactional message; SRMP carries no transaction id
+      // without <Msmq><XactId>: one of its own, the source machine and the ordinal.
+      r->msg.xact_id.assign(reinterpret_cast<const char*>(r->msg.source_qm_guid.data()),
+                            r->msg.source_qm_guid.size());
+      PutU32BE(r->msg.xact_id, static_cast<uint32_t>(r->stream.current));
+    }
+    if (r->msg.id.empty()) r->msg.id = MakeMessageId(NewGuid(), 1);
+    r->state = Request::State::kPending;
+    pending_.push_back(r);
+    MHD_suspend_connection(c);
+    return MHD_YES;
+  }
+
+  // Stores the messages read in this turn: those of no stream together, each stream's in
+  // ordinal order; then answers each.
+  Status StorePending() {
+    if (pending_.empty()) return {};
+    std::map<std::string, std::vector<Request*>> by_stream;
+    for (Request* r : pending_) by_stream[r->streamed ? r->stream.stream_id : ""].push_back(r);
+    for (auto& [stream, reqs] : by_stream) {
+      std::stable_sort(reqs.begin(), reqs.end(), [](const Request* a, const Request* b) {
+        return a->stream.current < b->stream.current;
+      });
+      std::vector<TransferItem> items(reqs.size());
+      for (size_t i = 0; i < reqs.size(); ++i) {
+        items[i].seq = reqs[i]->stream.current;
+        items[i].msg = std::move(reqs[i]->msg);
+        items[i].keep_late = true;
+        items[i].new_id_if_taken = !stream.empty();
+        if (!stream.empty())
+          items[i].previous =
+              reqs[i]->stream.previous ? reqs[i]->stream.previous : reqs[i]->stream.current - 1;
+      }
+      auto last = store_.AcceptTransfer(stream, items, 0);
+      for (size_t i = 0; i < reqs.size(); ++i) {
+        Request* r = reqs[i];
+        if (!last.ok()) {
+          r->status = MHD_HTTP_SERVICE_UNAVAILABLE;
+          r->reason = last.status().text();
+        } else if (items[i].gap) {
+          // [MC-MQSRM] 3.1.5.1.6.3: ignored, and answered 200 (a 4xx would make MSMQ
+          // dead-letter it); it comes again, in order, as no stream receipt covers it.
+          r->status = MHD_HTTP_OK;
+          stats_.gaps++;
+          if (o_.note)
+            o_.note(fmt::format("{}: ordinal {} of stream {} ignored: it does not follow {}, "
+                                "the last one stored",
+                                r->queue, items[i].seq, stream, *last));
+        } else if (items[i].outcome) {
+          // The queue refused it: 500 for a full queue (MSMQ's sender retries a 5xx), 400 for
+          // the rest (it dead-letters the message: no retry can succeed) (3.1.5.1.3, 3.1.5.1.12).
+          r->status = items[i].outcome == kClassNackQExceedQuota ? MHD_HTTP_INTERNAL_SERVER_ERROR
+                                                                 : MHD_HTTP_BAD_REQUEST;
+          r->reason = fmt::format("refused: {}", ClassName(items[i].outcome));
+        } else {
+          r->status = MHD_HTTP_OK;
+          r->reason.clear();
+          (items[i].duplicate ? stats_.duplicates : stats_.stored)++;
+        }
+        if (r->status != MHD_HTTP_OK) {
+          stats_.refused++;
+          if (o_.note) o_.note(fmt::format("{} {}: {}", r->status, r->queue, r->reason));
+        }
+        MHD_resume_connection(r->connection);
+        resumed_ = true;
+      }
+      if (!last.ok() && last.status().code() != Code::kInsufficientResources) {
+        pending_.clear();
+        return last.status();
+      }
+    }
+    pending_.clear();
+    return {};
+  }
+
+  Store& store_;
+  const HttpServeOptions& o_;
+  HttpServeStats& stats_;
+  std::vector<MHD_Daemon*> daemons_;
+  std::vector<Request*> pending_;
+  std::string last_log_;
+  bool resumed_ = false;
+};
+
+}  // namespace
+
+Result<std::vector<int>> ListenTcp(const std::string& address) {
+  size_t colon = address.rfind(':');
+  if (colon == std::string::npos)
+    return Status::InvalidArg(
+        fmt::format("'{}' is not ADDR:PORT (such as 127.0.0.1:8080 or :8080)", address));
+  std::string host = address.substr(0, colon);
+  std::string port = address.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  auto num = ParseNumber(port, 0, 65535, "the port");
+  if (!num.ok() || *num != static_cast<int>(*num))
+    return Status::InvalidArg(
+        fmt::format("'{}': the port must be a number from 0 to 65535", address));
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV | AI_ADDRCONFIG;
+  addrinfo* res = nullptr;
+  int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &res);
+  if (rc != 0) return Status::InvalidArg(fmt::format("'{}': {}", address, gai_strerror(rc)));
+  std::vector<int> fds;
+  Status err;
+  for (addrinfo* ai = res; ai; ai = ai->ai_next) {
+    int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+    if (fd < 0) {
+      err = ErrnoStatus(errno, address, "cannot make a socket");
+      continue;
+    }
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (ai->ai_family == AF_INET6) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(fd, 128) != 0) {
+      err = ErrnoStatus(errno, address, "cannot listen");
+      ::close(fd);
+      continue;
+    }
+    fds.push_back(fd);
+  }
+  ::freeaddrinfo(res);
+  if (fds.empty()) return err.ok() ? Status::InvalidArg(address + ": no address") : err;
+  return fds;
+}
+
+Result<std::vector<int>> SystemdListenFds() {
+  const char* pid = std::getenv("LISTEN_PID");
+  const char* n = std::getenv("LISTEN_FDS");
+  std::vector<int> fds;
+  if (!pid || !n || std::strtol(pid, nullptr, 10) != ::getpid()) return fds;
+  long count = std::strtol(n, nullptr, 10);
+  ::unsetenv("LISTEN_PID");
+  ::unsetenv("LISTEN_FDS");
+  ::unsetenv("LISTEN_FDNAMES");
+  if (count < 1 || count > 64)
+    return Status::InvalidArg(fmt::format("LISTEN_FDS={} is not a number of sockets", n));
+  for (int fd = 3; fd < 3 + count; ++fd) {
+    int type = 0, listening = 0;
+    socklen_t len = sizeof type;
+    if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM ||
+        (len = sizeof listening,
+         ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0) ||
+        !listening)
+      return Status::InvalidArg(
+          fmt::format("descriptor {} from systemd (LISTEN_FDS) is not a listening stream socket",
+                      fd));
+    ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    fds.push_back(fd);
+  }
+  return fds;
+}
+
+std::string SocketName(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "?";
+  char host[NI_MAXHOST], serv[NI_MAXSERV];
+  if (::getnameinfo(reinterpret_cast<sockaddr*>(&ss), len, host, sizeof host, serv, sizeof serv,
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    return "?";
+  return ss.ss_family == AF_INET6 ? fmt::format("[{}]:{}", host, serv)
+                                  : fmt::format("{}:{}", host, serv);
+}
+
+Status ServeHttp(Store& store, const HttpServeOptions& options, HttpServeStats* stats) {
+  HttpServeStats local;
+  Endpoint e(store, options, stats ? *stats : local);
+  return e.Run();
+}
+
+}  // namespace mq::link

@@ -1,0 +1,187 @@
+#!/bin/bash
+# mq-admin serve --http: MSMQ's HTTP transport, the receiving end ([MC-MQSRM] 2.1, 3.1.5.1).
+# The samples of [MC-MQSRM] section 4 POSTed with curl are stored as the spec describes them,
+# receipts are understood and not stored; a stream's ordinals are stored once and in order
+# across a restart of serve, a replay and a gap answered 200 and not stored; bad requests get
+# their status, nothing half-stored, and the endpoint goes on serving the others.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/bg.sh"
+
+FIX=$MQ_SRC/tests/fixtures/srmp
+command -v curl >/dev/null || { skip "curl is not installed"; }
+
+expect_rc 0 mq-admin create simpleq
+expect_rc 0 mq-admin create tsimpleq --transactional
+expect_rc 0 mq-admin create small --max-message-size 1k
+expect_rc 0 mq-admin create other
+
+serve() {
+  start mq-admin serve --http 127.0.0.1:0 --request-timeout 2s "$@"
+  SERVE=$PID
+  PORT=
+  until_true 10 grep -q "listening on" "$T/bg.$SERVE.err" || fail "serve did not start"
+  PORT=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/bg.$SERVE.err")
+}
+stop_serve() {
+  kill -TERM "$(tool_pid "$SERVE")"
+  wait "$SERVE"
+  local rc=$?
+  [ "$rc" = 0 ] || fail "serve exited $rc on SIGTERM: $(cat "$T/bg.$SERVE.err")"
+}
+# body_of FIXTURE: the sample without its HTTP request line and headers (they end at a blank
+# line, or, in 4.3 as printed, at the first boundary line).
+body_of() {
+  python3 -c '
+import sys
+lines = open(sys.argv[1], "rb").read().split(b"\r\n")
+for i, l in enumerate(lines[1:], 1):
+    if l == b"":
+        i += 1
+        break
+    if l.startswith(b"--"):
+        break
+sys.stdout.buffer.write(b"\r\n".join(lines[i:]))' "$1"
+}
+# post FIXTURE [PATH]: POSTs the sample's body with its Content-Type to its path (or PATH);
+# the HTTP status in $CODE, the answer in $T/resp.
+post() {
+  local f=$1 path=${2:-} ct
+  body_of "$f" >"$T/body"
+  ct=$(grep -a -m1 '^Content-Type:' "$f" | sed 's/^Content-Type: //; s/\r$//')
+  [ -n "$path" ] || path=$(head -1 "$f" | awk '{print $2}')
+  CODE=$(curl -s -o "$T/resp" -w '%{http_code}' -H "Content-Type: $ct" \
+    -H 'SOAPAction: "MSMQMessage"' --data-binary @"$T/body" "http://127.0.0.1:$PORT$path")
+}
+expect_post() {
+  local want=$1
+  shift
+  post "$@"
+  [ "$CODE" = "$want" ] || fail "POST of $(basename "$1") ${2:-}: HTTP $CODE, expected $want: $(cat "$T/resp")"
+}
+count() { mq-admin stat "$1" --json | jq -r .messages; }
+
+serve
+# The samples, as printed.
+expect_post 200 "$FIX/4.1-simple.txt"
+[ ! -s "$T/resp" ] || fail "a 200 answer has a body: $(cat "$T/resp")"
+expect_post 200 "$FIX/4.2-msmq-element.txt"
+expect_post 200 "$FIX/4.3-receipt-requests.txt"
+[ "$(count simpleq)" = 3 ] || fail "simpleq holds $(count simpleq) messages, expected 3"
+expect_rc 0 mq-receive simpleq --columns label
+expect_out $'mqsender label\n'
+expect_rc 0 mq-admin export simpleq
+jq -se 'map(select(.body | contains("<orderId>3</orderId>"))) | length == 1 and .[0].priority == 3 and .[0].hash_algorithm == 32772' "$T/out" >/dev/null ||
+  fail "4.2's message lost its properties: $(cat "$T/out")"
+# Receipts are not messages.
+for f in 4.3-delivery-receipt 4.3-commitment-receipt; do
+  expect_post 200 "$FIX/$f.txt" /msmq/private\$/simpleq
+done
+[ "$(count simpleq)" = 2 ] || fail "a receipt was stored as a message"
+# A cut-short sample (1.3.12's body is not printed): 400, nothing stored.
+expect_post 400 "$FIX/1.3.12-example.txt"
+grep -q 'truncated\|MIME' "$T/resp" || fail "1.3.12's refusal does not say why: $(cat "$T/resp")"
+[ "$(count simpleq)" = 2 ] || fail "a truncated document was stored"
+
+# A stream: 1 and 2, a replay of 1, serve restarted, 2 again and 3; each stored once, in order.
+# The samples' <expiresAt> (the time to be received, with <Msmq>) is in 2007: they would expire
+# as soon as stored. The same documents, thirty years later.
+for n in 1 2 3; do
+  sed 's/>2007/>2037/g' "$FIX/4.4-stream-$n.txt" >"$T/stream-$n.txt"
+done
+expect_post 200 "$T/stream-1.txt"
+expect_post 200 "$T/stream-2.txt"
+expect_post 200 "$T/stream-1.txt"
+stop_serve
+serve
+expect_post 200 "$T/stream-2.txt"
+expect_post 200 "$T/stream-3.txt"
+expect_post 200 "$T/stream-3.txt"
+expect_rc 0 mq-peek tsimpleq --all -l
+expect_out $'First Message\nMessage 0\nLast Message\n'
+# A gap: ordinal 5 after 3 (4 never came) is ignored, answered 200, and not stored.
+sed 's/<current>3<\/current>/<current>5<\/current>/; s/<previous>2<\/previous>/<previous>4<\/previous>/' \
+  "$T/stream-3.txt" >"$T/stream-5.txt"
+grep -q '<current>5</current>' "$T/stream-5.txt" || fail "the gap document was not made"
+expect_post 200 "$T/stream-5.txt"
+[ "$(count tsimpleq)" = 3 ] || fail "an ordinal after a gap was stored: $(count tsimpleq) messages"
+grep -q 'ordinal 5 of stream .* ignored' "$T/bg.$SERVE.err" || fail "the gap was not noted"
+# Its stream receipts are understood, never stored.
+expect_post 200 "$FIX/4.4-stream-receipt-1.txt" /msmq/private\$/tsimpleq
+[ "$(count tsimpleq)" = 3 ] || fail "a stream receipt was stored as a message"
+
+# Bad requests: each its status and a reason; nothing stored.
+before=$(count simpleq)
+code() { curl -s -o "$T/resp" -w '%{http_code}' "$@"; }
+[ "$(code "http://127.0.0.1:$PORT/msmq/private\$/simpleq")" = 405 ] || fail "GET is not 405"
+[ "$(code -d x "http://127.0.0.1:$PORT/other/path")" = 404 ] || fail "a path outside /msmq is not 404"
+expect_post 400 "$FIX/4.1-simple.txt" /msmq/private\$/nosuchq
+grep -q 'no such queue' "$T/resp" || fail "a missing queue is not named: $(cat "$T/resp")"
+expect_post 400 "$FIX/4.1-simple.txt" '/msmq/private$/simpleq;poison'
+[ "$(code -H 'Content-Type: application/json' -d '{}' \
+  "http://127.0.0.1:$PORT/msmq/private\$/simpleq")" = 400 ] || fail "JSON is not refused with 400"
+# Wrong boundary: the header names one the body does not use.
+body_of "$FIX/4.1-simple.txt" >"$T/body"
+[ "$(code -H 'Content-Type: multipart/related; boundary="other"; type=text/xml' \
+  --data-binary @"$T/body" "http://127.0.0.1:$PORT/msmq/private\$/simpleq")" = 400 ] ||
+  fail "a wrong boundary is not 400"
+# Truncated: the first 300 bytes of a good document.
+head -c 300 "$T/body" >"$T/cut"
+[ "$(code -H 'Content-Type: multipart/related; boundary="MSMQ - SOAP boundary, 53287"; type=text/xml' \
+  --data-binary @"$T/cut" "http://127.0.0.1:$PORT/msmq/private\$/simpleq")" = 400 ] ||
+  fail "a truncated document is not 400"
+# Not SRMP, and a billion laughs: a DTD is refused before any entity is read.
+printf '<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;"><!ENTITY c "&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;">]><l>&c;</l>' >"$T/laughs"
+[ "$(code -H 'Content-Type: text/xml' --data-binary @"$T/laughs" \
+  "http://127.0.0.1:$PORT/msmq/private\$/simpleq")" = 400 ] || fail "a DTD is not refused"
+grep -q 'DTD' "$T/resp" || fail "the DTD refusal does not say so: $(cat "$T/resp")"
+[ "$(code -H 'Content-Type: text/xml' --data-binary '<a>not srmp</a>' \
+  "http://127.0.0.1:$PORT/msmq/private\$/simpleq")" = 400 ] || fail "a non-SRMP envelope is not 400"
+# Too large for the queue: refused by its Content-Length, before the body is read.
+head -c 2000000 /dev/zero >"$T/big"
+[ "$(code -H 'Content-Type: multipart/related; boundary="b"' --data-binary @"$T/big" \
+  "http://127.0.0.1:$PORT/msmq/private\$/small")" = 413 ] || fail "a 2 MB body to a 1k queue is not 413"
+# A slow client, a byte a second: 408 after the request timeout (2s), while others are served.
+python3 - "$PORT" >"$T/slow" <<'EOF' &
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"POST /msmq/private$/simpleq HTTP/1.1\r\nHost: x\r\n"
+          b"Content-Type: multipart/related; boundary=\"b\"\r\nContent-Length: 100\r\n\r\n")
+answer = b""
+s.settimeout(1.5)
+for i in range(8):
+    try:
+        s.sendall(b"x")
+    except OSError:
+        break
+    try:
+        got = s.recv(4096)
+        if not got:
+            break
+        answer += got
+    except socket.timeout:
+        pass
+print(answer.split(b"\r\n")[0].decode() if answer else "no answer")
+EOF
+slow=$!
+expect_post 200 "$FIX/4.1-simple.txt"  # served meanwhile
+wait $slow
+grep -q '408' "$T/slow" || fail "a slow client got '$(cat "$T/slow")', not 408"
+[ "$(count simpleq)" = $((before + 1)) ] || fail "a refused request stored something"
+expect_rc 0 mq-admin check
+
+# --queue: only those queues.
+stop_serve
+grep -q 'requests: .* messages stored' "$T/bg.$SERVE.err" || fail "no summary at the end"
+serve --queue other
+expect_post 400 "$FIX/4.1-simple.txt"
+grep -q 'does not serve' "$T/resp" || fail "a queue not served is not said: $(cat "$T/resp")"
+expect_post 200 "$FIX/4.1-simple.txt" /msmq/other
+[ "$(count other)" = 1 ] || fail "/msmq/other (a public queue's path) was not stored"
+stop_serve
+
+# Options: --http and a bad address.
+expect_rc 2 mq-admin serve
+expect_err_match 'give --http'
+expect_rc 2 mq-admin serve --http 127.0.0.1:99999
+expect_err_match 'port'
+finish
