@@ -170,23 +170,34 @@ class SrmpSource : public ImportSource {
   Status Open(FILE* f) { return map_.Map(f, "stdin"); }
 
   Result<bool> Next(Message& m) override {
-    std::string_view rest = map_.bytes();
-    rest.remove_prefix(pos_);
-    size_t end = SrmpDocumentEnd(rest);
-    if (end == 0) return false;
-    pos_ += end;
-    ++docno_;
-    Status s = DecodeSrmp(rest.substr(0, end), m);
-    if (s.ok()) s = Validate(m, true);
-    if (!s.ok())
-      return Status(s.code(), fmt::format("document {}: {}", docno_, s.text()), "stdin");
-    Took(m);
-    return true;
+    for (;;) {
+      std::string_view rest = map_.bytes();
+      rest.remove_prefix(pos_);
+      size_t end = SrmpDocumentEnd(rest);
+      if (end == 0) return false;
+      pos_ += end;
+      ++docno_;
+      SrmpReceipt receipt;
+      Status s = DecodeSrmp(rest.substr(0, end), m, nullptr, &receipt);
+      // A receipt (MSMQ's answer to a message sent to it) is no message: skipped, counted.
+      if (s.ok() && receipt.kind != SrmpReceipt::Kind::kNone) {
+        ++receipts_;
+        continue;
+      }
+      if (s.ok()) s = Validate(m, true);
+      if (!s.ok())
+        return Status(s.code(), fmt::format("document {}: {}", docno_, s.text()), "stdin");
+      Took(m);
+      return true;
+    }
   }
+  // Receipts skipped (of the last pass).
+  uint64_t receipts() const { return receipts_; }
 
   Status Rewind() override {
     pos_ = 0;
     docno_ = 0;
+    receipts_ = 0;
     Restarted();
     return {};
   }
@@ -195,6 +206,7 @@ class SrmpSource : public ImportSource {
   Mapped map_;
   size_t pos_ = 0;
   uint64_t docno_ = 0;
+  uint64_t receipts_ = 0;
 };
 
 // The messages of the input, decoded before the store's write transaction begins: a slow or
@@ -292,6 +304,7 @@ Command SetupImport(CLI::App& app, Context& ctx) {
             Progress progress("import " + ref->Full(), ctx.quiet);
             RecordSpool records;
             Status filled;
+            uint64_t receipts = 0;
             if (args->format == "srmp") {
               SrmpSource src;
               Status opened = src.Open(spool.get());
@@ -299,6 +312,7 @@ Command SetupImport(CLI::App& app, Context& ctx) {
               src.new_ids_ = args->new_ids;
               src.progress_ = &progress;
               filled = records.Fill(src);
+              receipts = src.receipts();
             } else {
               JsonLinesSource src(spool.get());
               src.new_ids_ = args->new_ids;
@@ -314,9 +328,14 @@ Command SetupImport(CLI::App& app, Context& ctx) {
             o.keep_identity = true;
             Status s = (*store)->Append(*ref, o, records, nullptr);
             if (!s.ok()) return cli::Fail(s.WithSubject(ref->Full()));
-            progress.Done(ref->Full(), fmt::format("imported {}, {} of bodies",
-                                                   Messages(progress.messages.load()),
-                                                   HumanBytes(progress.bytes.load())));
+            progress.Done(ref->Full(),
+                          fmt::format("imported {}, {} of bodies{}",
+                                      Messages(progress.messages.load()),
+                                      HumanBytes(progress.bytes.load()),
+                                      receipts ? fmt::format(" ({} receipts skipped: they "
+                                                             "answer messages, and are none)",
+                                                             receipts)
+                                               : std::string()));
             return 0;
           }};
 }

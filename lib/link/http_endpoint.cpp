@@ -5,6 +5,9 @@
 #include "link/http_endpoint.hpp"
 
 #include <fcntl.h>
+#define CURL_DISABLE_TYPECHECK  // curl_easy_setopt is called through a pointer (LoadedApi)
+#include <curl/curl.h>
+#include <dlfcn.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -35,6 +38,90 @@ namespace mq::link {
 
 namespace {
 
+// libmicrohttpd and libcurl are loaded when serve starts (LoadedApi), not linked: with GnuTLS
+// and OpenSSL behind them they would cost every other mq-admin subcommand start-up time (as
+// rabbitmq-c would: lib/bridge/amqp_link.cpp). The headers come from libmicrohttpd-dev and
+// libcurl4-openssl-dev; the ABIs are libmicrohttpd.so.12's and libcurl.so.4's. Every function
+// used is in these lists.
+constexpr const char* kMhdLibrary = "libmicrohttpd.so.12";
+constexpr const char* kCurlLibrary = "libcurl.so.4";
+#define MQ_MHD_FUNCTIONS(X)          \
+  X(MHD_start_daemon)                \
+  X(MHD_stop_daemon)                 \
+  X(MHD_get_daemon_info)             \
+  X(MHD_get_timeout)                 \
+  X(MHD_run)                         \
+  X(MHD_create_response_from_buffer) \
+  X(MHD_add_response_header)         \
+  X(MHD_queue_response)              \
+  X(MHD_destroy_response)            \
+  X(MHD_lookup_connection_value)     \
+  X(MHD_suspend_connection)          \
+  X(MHD_resume_connection)           \
+  X(MHD_get_connection_info)
+#define MQ_CURL_FUNCTIONS(X)  \
+  X(curl_global_init)         \
+  X(curl_multi_init)          \
+  X(curl_multi_cleanup)       \
+  X(curl_multi_add_handle)    \
+  X(curl_multi_remove_handle) \
+  X(curl_multi_perform)       \
+  X(curl_multi_poll)          \
+  X(curl_multi_info_read)     \
+  X(curl_easy_init)           \
+  X(curl_easy_cleanup)        \
+  X(curl_easy_setopt)         \
+  X(curl_easy_getinfo)        \
+  X(curl_easy_strerror)       \
+  X(curl_slist_append)        \
+  X(curl_slist_free_all)
+
+struct HttpApi {
+#define MQ_HTTP_MEMBER(f) decltype(&::f) f = nullptr;
+  MQ_MHD_FUNCTIONS(MQ_HTTP_MEMBER)
+  MQ_CURL_FUNCTIONS(MQ_HTTP_MEMBER)
+#undef MQ_HTTP_MEMBER
+  Status status;  // why it could not be loaded
+};
+
+const HttpApi& LoadedApi() {
+  static const HttpApi api = [] {
+    HttpApi a;
+    const char* missing = nullptr;
+    const char* in = nullptr;
+    for (auto [name, package] :
+         {std::pair{kMhdLibrary, "libmicrohttpd12"}, std::pair{kCurlLibrary, "libcurl4"}}) {
+      void* lib = ::dlopen(name, RTLD_NOW | RTLD_LOCAL);
+      if (!lib) {
+        const char* e = ::dlerror();
+        a.status = Status::Error(
+            fmt::format("cannot load {} (install {}): {}", name, package, e ? e : "dlopen failed"));
+        return a;
+      }
+      in = name;
+#define MQ_HTTP_BIND(f)                                                             \
+  if (!a.f) a.f = reinterpret_cast<decltype(a.f)>(::dlsym(lib, #f));                \
+  if (!a.f && !missing &&                                                           \
+      std::string_view(#f).substr(0, 4) == (name == kMhdLibrary ? "MHD_" : "curl")) \
+    missing = #f;
+      MQ_MHD_FUNCTIONS(MQ_HTTP_BIND)
+      MQ_CURL_FUNCTIONS(MQ_HTTP_BIND)
+#undef MQ_HTTP_BIND
+      if (missing) {
+        a.status =
+            Status::Error(fmt::format("{} lacks {}, which mq-admin serve needs", in, missing));
+        return a;
+      }
+    }
+    if (a.curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+      a.status = Status::Error("libcurl could not be initialised");
+    return a;
+  }();
+  return api;
+}
+
+const HttpApi& Api() { return LoadedApi(); }
+
 bool IEquals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
@@ -58,6 +145,7 @@ struct Request {
   Message msg;
   SrmpStream stream;
   bool streamed = false;
+  std::string via;  // the URL it was posted to
 };
 
 }  // namespace
@@ -90,20 +178,28 @@ class Endpoint {
       : store_(store), o_(o), stats_(stats) {}
 
   ~Endpoint() {
-    for (MHD_Daemon* d : daemons_) MHD_stop_daemon(d);
+    for (auto& [easy, t] : transfers_) {
+      Api().curl_multi_remove_handle(multi_, easy);
+      Api().curl_easy_cleanup(easy);
+      Api().curl_slist_free_all(t.headers);
+    }
+    if (multi_) Api().curl_multi_cleanup(multi_);
+    for (MHD_Daemon* d : daemons_) Api().MHD_stop_daemon(d);
   }
 
   Status Run() {
+    MQ_RETURN_IF_ERROR(Api().status);
+    multi_ = Api().curl_multi_init();
+    if (!multi_) return Status::InsufficientResources("cannot make a libcurl multi handle");
     for (int fd : o_.listen_fds) {
       unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
-      MHD_Daemon* d =
-          MHD_start_daemon(flags, 0, nullptr, nullptr, &Endpoint::OnRequest, this,
-                           MHD_OPTION_LISTEN_SOCKET, static_cast<MHD_socket>(fd),
-                           MHD_OPTION_CONNECTION_LIMIT, static_cast<unsigned>(o_.max_connections),
-                           MHD_OPTION_CONNECTION_TIMEOUT,
-                           static_cast<unsigned>(std::max<int64_t>(1, o_.idle_timeout_ms / 1000)),
-                           MHD_OPTION_NOTIFY_COMPLETED, &Endpoint::OnCompleted, this,
-                           MHD_OPTION_EXTERNAL_LOGGER, &Endpoint::OnLog, this, MHD_OPTION_END);
+      MHD_Daemon* d = Api().MHD_start_daemon(
+          flags, 0, nullptr, nullptr, &Endpoint::OnRequest, this, MHD_OPTION_LISTEN_SOCKET,
+          static_cast<MHD_socket>(fd), MHD_OPTION_CONNECTION_LIMIT,
+          static_cast<unsigned>(o_.max_connections), MHD_OPTION_CONNECTION_TIMEOUT,
+          static_cast<unsigned>(std::max<int64_t>(1, o_.idle_timeout_ms / 1000)),
+          MHD_OPTION_NOTIFY_COMPLETED, &Endpoint::OnCompleted, this, MHD_OPTION_EXTERNAL_LOGGER,
+          &Endpoint::OnLog, this, MHD_OPTION_END);
       if (!d)
         return Status::Error(fmt::format("cannot serve HTTP on descriptor {} (libmicrohttpd "
                                          "refused it{})",
@@ -112,27 +208,34 @@ class Endpoint {
     }
     for (;;) {
       if (o_.stop && o_.stop->Requested()) return {};
-      std::vector<pollfd> fds;
+      // libcurl's sockets (receipts being posted) and these: libmicrohttpd's epoll
+      // descriptors and the stop pipe.
+      std::vector<curl_waitfd> fds;
       for (MHD_Daemon* d : daemons_) {
-        const MHD_DaemonInfo* info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_EPOLL_FD);
+        const MHD_DaemonInfo* info = Api().MHD_get_daemon_info(d, MHD_DAEMON_INFO_EPOLL_FD);
         if (!info) return Status::Error("libmicrohttpd gave no epoll descriptor");
-        fds.push_back(pollfd{info->epoll_fd, POLLIN, 0});
+        fds.push_back(curl_waitfd{info->epoll_fd, CURL_WAIT_POLLIN, 0});
       }
-      if (o_.stop) fds.push_back(pollfd{o_.stop->fd(), POLLIN, 0});
-      int64_t wait = -1;
+      if (o_.stop) fds.push_back(curl_waitfd{o_.stop->fd(), CURL_WAIT_POLLIN, 0});
+      int64_t wait = 60'000;
       for (MHD_Daemon* d : daemons_) {
         MHD_UNSIGNED_LONG_LONG t = 0;
-        if (MHD_get_timeout(d, &t) == MHD_YES)
-          wait = wait < 0 ? static_cast<int64_t>(t) : std::min(wait, static_cast<int64_t>(t));
+        if (Api().MHD_get_timeout(d, &t) == MHD_YES) wait = std::min(wait, static_cast<int64_t>(t));
       }
+      int64_t now = MonotonicMs();
+      for (auto& [id, st] : streams_)
+        if (st.due) wait = std::min(wait, std::max<int64_t>(0, st.due - now));
       // Connections resumed after a commit have their answers to send: libmicrohttpd, run
       // from this loop, is not woken for them, so the loop runs it again before sleeping.
       if (resumed_) wait = 0;
       resumed_ = false;
-      int n = ::poll(fds.data(), fds.size(), static_cast<int>(std::min<int64_t>(wait, 60'000)));
-      if (n < 0 && errno != EINTR) return ErrnoStatus(errno, "poll", "failed");
-      for (MHD_Daemon* d : daemons_) MHD_run(d);
+      CURLMcode mc = Api().curl_multi_poll(multi_, fds.data(), static_cast<unsigned>(fds.size()),
+                                           static_cast<int>(wait), nullptr);
+      if (mc != CURLM_OK) return Status::Error("libcurl's poll failed");
+      for (MHD_Daemon* d : daemons_) Api().MHD_run(d);
       MQ_RETURN_IF_ERROR(StorePending());
+      PostDueReceipts();
+      FinishReceipts();
     }
   }
 
@@ -160,12 +263,13 @@ class Endpoint {
   MHD_Result Answer(MHD_Connection* c, unsigned status, const std::string& text) {
     std::string body = text.empty() ? std::string() : text + "\n";
     MHD_Response* resp =
-        MHD_create_response_from_buffer(body.size(), body.data(), MHD_RESPMEM_MUST_COPY);
+        Api().MHD_create_response_from_buffer(body.size(), body.data(), MHD_RESPMEM_MUST_COPY);
     if (!resp) return MHD_NO;
-    if (!body.empty()) MHD_add_response_header(resp, "Content-Type", "text/plain; charset=utf-8");
-    if (status == MHD_HTTP_METHOD_NOT_ALLOWED) MHD_add_response_header(resp, "Allow", "POST");
-    MHD_Result ok = MHD_queue_response(c, status, resp);
-    MHD_destroy_response(resp);
+    if (!body.empty())
+      Api().MHD_add_response_header(resp, "Content-Type", "text/plain; charset=utf-8");
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED) Api().MHD_add_response_header(resp, "Allow", "POST");
+    MHD_Result ok = Api().MHD_queue_response(c, status, resp);
+    Api().MHD_destroy_response(resp);
     return ok;
   }
 
@@ -219,7 +323,8 @@ class Endpoint {
     std::string why = "the request took too long";
     if (o_.note) o_.note(fmt::format("408 {}: {}", r->queue, why));
     r->state = Request::State::kAnswered;
-    const MHD_ConnectionInfo* info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    const MHD_ConnectionInfo* info =
+        Api().MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (info) {
       std::string answer = fmt::format(
           "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: text/plain; "
@@ -241,6 +346,8 @@ class Endpoint {
                                                                   : MHD_HTTP_NOT_FOUND,
                     q.status().text());
     r->queue = *q;
+    const char* host = Api().MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+    r->via = fmt::format("http://{}{}", host ? host : "localhost", url);
     if (!o_.queues.empty() &&
         std::find(o_.queues.begin(), o_.queues.end(), r->queue) == o_.queues.end())
       return Refuse(c, r, MHD_HTTP_BAD_REQUEST, "this endpoint does not serve that queue");
@@ -253,7 +360,7 @@ class Endpoint {
       return Refuse(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, st.status().text());
     }
     r->limit = st->info.max_message_size + kEnvelopeRoom;
-    const char* ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+    const char* ct = Api().MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
     r->content_type = ct ? ct : "";
     std::string_view type = r->content_type;
     type = type.substr(0, type.find(';'));
@@ -263,7 +370,7 @@ class Endpoint {
                     fmt::format("Content-Type '{}' is not an SRMP document (multipart/related, "
                                 "or text/xml for a receipt)",
                                 r->content_type));
-    if (const char* len = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length")) {
+    if (const char* len = Api().MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length")) {
       uint64_t n = std::strtoull(len, nullptr, 10);
       if (n > r->limit)
         return Refuse(c, r, MHD_HTTP_CONTENT_TOO_LARGE,
@@ -302,7 +409,7 @@ class Endpoint {
     if (r->msg.id.empty()) r->msg.id = MakeMessageId(NewGuid(), 1);
     r->state = Request::State::kPending;
     pending_.push_back(r);
-    MHD_suspend_connection(c);
+    Api().MHD_suspend_connection(c);
     return MHD_YES;
   }
 
@@ -326,7 +433,11 @@ class Endpoint {
           items[i].previous =
               reqs[i]->stream.previous ? reqs[i]->stream.previous : reqs[i]->stream.current - 1;
       }
-      auto last = store_.AcceptTransfer(stream, items, 0);
+      std::string receipts_to;
+      for (const Request* r : reqs)
+        if (!r->stream.send_receipts_to.empty()) receipts_to = r->stream.send_receipts_to;
+      auto last = store_.AcceptTransfer(stream, items, 0, receipts_to);
+      if (last.ok() && !stream.empty()) ScheduleReceipt(stream, *last, receipts_to, reqs);
       for (size_t i = 0; i < reqs.size(); ++i) {
         Request* r = reqs[i];
         if (!last.ok()) {
@@ -356,7 +467,7 @@ class Endpoint {
           stats_.refused++;
           if (o_.note) o_.note(fmt::format("{} {}: {}", r->status, r->queue, r->reason));
         }
-        MHD_resume_connection(r->connection);
+        Api().MHD_resume_connection(r->connection);
         resumed_ = true;
       }
       if (!last.ok() && last.status().code() != Code::kInsufficientResources) {
@@ -368,6 +479,130 @@ class Endpoint {
     return {};
   }
 
+  // Stream receipts ([MC-MQSRM] 3.1.2.3, 3.1.6.3): one per stream, posted to its
+  // <sendReceiptsTo> 500 ms after the last message of the stream stored or replayed here (a
+  // replay means the sender lacks a receipt), at most 10 s after the first one not yet
+  // receipted; cumulative (<lastOrdinal>: the stream's last stored ordinal). One failed is
+  // posted again 30 s later, unless a message of the stream makes it due sooner.
+  static constexpr int64_t kReceiptDelayMs = 500;
+  static constexpr int64_t kReceiptMaxDelayMs = 10'000;
+  static constexpr int64_t kReceiptRetryMs = 30'000;
+  struct StreamState {
+    std::string to;   // <sendReceiptsTo>
+    std::string via;  // where its messages are posted
+    uint64_t last = 0;
+    int64_t due = 0;    // monotonic ms; 0: none due
+    int64_t first = 0;  // the first message not yet receipted came then
+    bool in_flight = false;
+    bool told_nowhere = false;
+  };
+  struct Transfer {
+    std::string stream;
+    curl_slist* headers = nullptr;
+    uint64_t last = 0;
+  };
+
+  void ScheduleReceipt(const std::string& stream, uint64_t last, const std::string& to,
+                       const std::vector<Request*>& reqs) {
+    StreamState& st = streams_[stream];
+    if (!to.empty()) st.to = to;
+    if (st.to.empty()) {
+      // Not given in this turn: kept in the store with the stream's position (a restart).
+      auto kept = store_.StreamReceiptsTo(stream);
+      if (kept.ok()) st.to = *kept;
+    }
+    if (st.via.empty()) st.via = reqs.front()->via;
+    st.last = last;
+    int64_t now = MonotonicMs();
+    if (!st.first) st.first = now;
+    st.due = std::min(now + kReceiptDelayMs, st.first + kReceiptMaxDelayMs);
+  }
+
+  void PostDueReceipts() {
+    int64_t now = MonotonicMs();
+    for (auto& [id, st] : streams_) {
+      if (!st.due || st.due > now || st.in_flight) continue;
+      st.due = 0;
+      st.first = 0;
+      if (st.to.empty()) {
+        if (!st.told_nowhere && o_.note)
+          o_.note(fmt::format("stream {}: no <sendReceiptsTo> is known (its first message "
+                              "never came here): its receipts cannot be sent",
+                              id));
+        st.told_nowhere = true;
+        continue;
+      }
+      SrmpStreamReceipt r;
+      r.to = st.to;
+      r.via = st.via;
+      r.stream_id = id;
+      r.last_ordinal = st.last;
+      r.qm_guid = store_.guid();
+      r.counter = ++receipt_counter_;
+      r.sent_time = NowMs();
+      std::string doc = EncodeStreamReceipt(r);
+      CURL* easy = Api().curl_easy_init();
+      if (!easy) {
+        st.due = now + kReceiptRetryMs;
+        continue;
+      }
+      Transfer t;
+      t.stream = id;
+      t.last = st.last;
+      for (const char* h : {"Content-Type: text/xml; charset=UTF-8", "SOAPAction: \"MSMQMessage\"",
+                            "Proxy-Accept: NonInteractiveClient", "Expect:"})
+        t.headers = Api().curl_slist_append(t.headers, h);
+      Api().curl_easy_setopt(easy, CURLOPT_URL, st.to.c_str());
+      Api().curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+      Api().curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE, static_cast<long>(doc.size()));
+      Api().curl_easy_setopt(easy, CURLOPT_COPYPOSTFIELDS, doc.c_str());
+      Api().curl_easy_setopt(easy, CURLOPT_HTTPHEADER, t.headers);
+      Api().curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+      Api().curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, 30'000L);
+      Api().curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &Endpoint::Discard);
+      Api().curl_easy_setopt(easy, CURLOPT_USERAGENT, "mq-admin serve");
+      Api().curl_multi_add_handle(multi_, easy);
+      transfers_.emplace(easy, std::move(t));
+      st.in_flight = true;
+    }
+  }
+
+  static size_t Discard(char*, size_t size, size_t n, void*) { return size * n; }
+
+  void FinishReceipts() {
+    int running = 0;
+    Api().curl_multi_perform(multi_, &running);
+    int left = 0;
+    while (CURLMsg* m = Api().curl_multi_info_read(multi_, &left)) {
+      if (m->msg != CURLMSG_DONE) continue;
+      CURL* easy = m->easy_handle;
+      long code = 0;
+      Api().curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &code);
+      auto found = transfers_.find(easy);
+      if (found != transfers_.end()) {
+        StreamState& st = streams_[found->second.stream];
+        st.in_flight = false;
+        bool ok = m->data.result == CURLE_OK && code >= 200 && code < 300;
+        if (ok) {
+          stats_.receipts_sent++;
+        } else {
+          std::string why = m->data.result != CURLE_OK ? Api().curl_easy_strerror(m->data.result)
+                                                       : fmt::format("HTTP {}", code);
+          if (o_.note)
+            o_.note(fmt::format("stream {}: the receipt of ordinal {} to {} failed: {} (again "
+                                "in {}s)",
+                                found->second.stream, found->second.last, st.to, why,
+                                kReceiptRetryMs / 1000));
+          if (!st.due) st.due = MonotonicMs() + kReceiptRetryMs;
+        }
+        Api().curl_slist_free_all(found->second.headers);
+        transfers_.erase(found);
+      }
+      Api().curl_multi_remove_handle(multi_, easy);
+      Api().curl_easy_cleanup(easy);
+    }
+  }
+
   Store& store_;
   const HttpServeOptions& o_;
   HttpServeStats& stats_;
@@ -375,6 +610,10 @@ class Endpoint {
   std::vector<Request*> pending_;
   std::string last_log_;
   bool resumed_ = false;
+  CURLM* multi_ = nullptr;
+  std::map<CURL*, Transfer> transfers_;
+  std::map<std::string, StreamState> streams_;
+  uint64_t receipt_counter_ = 0;
 };
 
 }  // namespace

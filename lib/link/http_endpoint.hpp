@@ -22,8 +22,11 @@
 //    stream and its <previous> (the ordinal before it when absent) at or below it. A replay
 //    is answered 200 and not stored again; an ordinal after a gap is ignored (200) and stored
 //    when it comes again in order. The stream's position is recorded in the transaction that
-//    stores the message, so it holds across restarts. Stream receipts are not posted yet:
-//    the sender sends again what none covers, and each replay is answered 200 and dropped.
+//    stores the message, so it holds across restarts, with the stream's <sendReceiptsTo>.
+//  - Stream receipts (<streamReceipt>, "MSMQ:QM Ordering Ack", class 255) are posted with
+//    libcurl to the stream's <sendReceiptsTo>, 500 ms after the last message of the stream
+//    stored or replayed (coalesced, at most 10 s late; a failed one again 30 s later), while
+//    requests go on being served.
 //  - A message without a <Stream> is stored as it comes (express or recoverable, not
 //    transactional); one whose id is in the store already, from the same source machine, is a
 //    replay (its POST was answered but the answer lost) and is not stored twice.
@@ -65,7 +68,8 @@ struct HttpServeStats {
   uint64_t requests = 0;
   uint64_t stored = 0;
   uint64_t duplicates = 0;
-  uint64_t receipts = 0;
+  uint64_t receipts = 0;       // received
+  uint64_t receipts_sent = 0;  // stream receipts posted and answered with success
   uint64_t gaps = 0;     // stream messages ignored: an ordinal after a gap
   uint64_t refused = 0;  // answered with an error status
 };

@@ -60,7 +60,8 @@
 //   machines"), in meta so that stores made before them open unchanged:
 //   "link:" NAME      -> link record (LinkRecord below)
 //   "stream:" STREAM-ID  -> u64 last accepted TxSequenceNumber of that incoming stream, then
-//                     u64 ms of the last accept on it (stores made before: no time)
+//                     u64 ms of the last accept on it (stores made before: no time), then
+//                     for an SRMP stream (mq-admin serve) the URL its receipts go to
 //                     (written in the transaction that stores the message)
 //   "snack:" STREAM-ID "\0" u64 seq  -> u16 class: a message of the stream refused here (its
 //                     NACK is answered again when the message is replayed), forgotten once the

@@ -707,10 +707,14 @@ class Store {
   // accepted sequence number. An empty `stream`: messages of no stream (SRMP's express and
   // recoverable ones): nothing recorded, sequence numbers ignored, a refusal not remembered;
   // a message whose id is stored already from the same source is still a replay.
+  // `receipts_to`, when not empty, is kept with the stream's position: where its receipts go
+  // (SRMP's <sendReceiptsTo>, sent on a stream's first message only).
   Result<uint64_t> AcceptTransfer(const std::string& stream, std::vector<TransferItem>& items,
-                                  uint64_t forget_below);
+                                  uint64_t forget_below, std::string_view receipts_to = {});
   // The last sequence number accepted from `stream` (0: none).
   Result<uint64_t> StreamPosition(const std::string& stream);
+  // Where the receipts of `stream` go (AcceptTransfer's receipts_to); empty if nowhere.
+  Result<std::string> StreamReceiptsTo(const std::string& stream);
 
   struct Impl;
 

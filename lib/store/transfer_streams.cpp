@@ -514,7 +514,7 @@ Status Store::FinishForwarded(const std::vector<Lease*>& leases,
 }
 
 Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<TransferItem>& items,
-                                       uint64_t forget_below) {
+                                       uint64_t forget_below, std::string_view receipts_to) {
   // The bodies are checked against their message types before the write transaction (a
   // peer's bodies must not hold the store's write lock while libxml2 reads them; Append does
   // the same): per item, the validation checked against and whether the body passed.
@@ -533,6 +533,9 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
     const bool streamed = !stream.empty();
     auto v = streamed ? impl_->GetMeta(txn, StreamKey(stream)) : std::nullopt;
     last = v && v->size() >= 8 ? GetU64BE(*v, 0) : 0;
+    // After the position and its time: where the stream's receipts go, kept until another
+    // place is given.
+    std::string receipts(receipts_to.empty() && v && v->size() > 16 ? v->substr(16) : receipts_to);
     // Refusals the sender has moved past are answered already: forget them.
     if (forget_below && streamed) {
       std::vector<std::string> old;
@@ -680,6 +683,7 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
     std::string pos;
     PutU64BE(pos, last);
     PutU64BE(pos, static_cast<uint64_t>(now));  // when the sender was last heard (Sweep)
+    pos += receipts;
     return impl_->PutMeta(txn, StreamKey(stream), pos);
   });
   if (!s.ok()) return s;
@@ -691,6 +695,13 @@ Result<uint64_t> Store::StreamPosition(const std::string& stream) {
   if (!txn.ok()) return txn.status();
   auto v = impl_->GetMeta(*txn, StreamKey(stream));
   return v && v->size() >= 8 ? GetU64BE(*v, 0) : 0;
+}
+
+Result<std::string> Store::StreamReceiptsTo(const std::string& stream) {
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  auto v = impl_->GetMeta(*txn, StreamKey(stream));
+  return v && v->size() > 16 ? std::string(v->substr(16)) : std::string();
 }
 
 Result<StreamStats> Store::AcceptedStreams() {

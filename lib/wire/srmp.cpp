@@ -158,6 +158,12 @@ class XmlOut {
   void Deadline(const char* name, int64_t ms) { Plain(name, FormatSrmpTime(ms, true)); }
   void TimeMs(const char* name, int64_t ms) { Plain(name, FormatSrmpTimeMs(ms)); }
   void GuidText(const char* name, const Guid& g) { Plain(name, FormatGuid(g)); }
+  // Text with nothing to escape.
+  void Plain(const char* name, std::string_view text) {
+    Start(name);
+    Raw(text);
+    End();
+  }
 
   // The document written since Begin.
   std::string_view Finish() {
@@ -175,11 +181,6 @@ class XmlOut {
     if (!text.empty())
       Check(xmlTextWriterWriteRawLen(w_, reinterpret_cast<const xmlChar*>(text.data()),
                                      static_cast<int>(text.size())));
-  }
-  void Plain(const char* name, std::string_view text) {
-    Start(name);
-    Raw(text);
-    End();
   }
   xmlBufferPtr buf_;
   xmlTextWriterPtr w_;
@@ -470,6 +471,50 @@ void AppendSrmp(std::string& out, const Message& m, const SrmpStream* stream,
   out += "--";
   out += boundary;
   out += "--\r\n";
+}
+
+std::string EncodeStreamReceipt(const SrmpStreamReceipt& r) {
+  XmlOut& x = XmlOut::Begin();
+  x.StartNs("se:Envelope", "xmlns:se", kSeNs);
+  x.Attr("xmlns", kSrmpNs);
+  x.Start("se:Header");
+  x.StartNs("path", "xmlns", kRpNs);
+  x.MustUnderstand();
+  x.Text("action", "MSMQ:QM Ordering Ack");
+  x.Text("to", r.to);
+  if (!r.via.empty()) {
+    x.Start("rev");
+    x.Text("via", r.via);
+    x.End();
+  }
+  x.Text("id", fmt::format("uuid:{}@{}", r.counter, FormatGuid(r.qm_guid)));
+  x.End();
+  x.Start("properties");
+  x.MustUnderstand();
+  x.Time("expiresAt", kInfiniteMs);
+  x.Time("sentAt", r.sent_time);
+  x.End();
+  x.Start("streamReceipt");
+  x.Text("streamId", r.stream_id);
+  x.Number("lastOrdinal", r.last_ordinal);
+  x.End();
+  // [MC-MQSRM] 3.1.5.1.5: MSMQ takes a stream receipt for one only with <Msmq> and
+  // MQMSG_CLASS_ORDER_ACK.
+  x.StartNs("Msmq", "xmlns", kMsmqNs);
+  x.Number("Class", 255);  // MQMSG_CLASS_ORDER_ACK, internal to MSMQ
+  x.Number("Priority", 0);
+  x.Plain("Correlation", "AAAAAAAAAAAAAAAAAAAAAAAAAAA=");
+  x.Number("App", 0);
+  x.Number("BodyType", 0);
+  x.Number("HashAlgorithm", 0);
+  x.GuidText("SourceQmGuid", r.qm_guid);
+  x.Time("TTrq", r.sent_time + 4LL * 86'400'000);  // LONG_LIVED, MSMQ's default
+  x.End();
+  x.End();  // se:Header
+  x.Start("se:Body");
+  x.FullEnd();
+  x.End();  // se:Envelope
+  return std::string(x.Finish());
 }
 
 std::string SrmpHttpRequest(std::string_view doc, std::string_view queue) {

@@ -113,6 +113,19 @@ void AppendSrmp(std::string& out, const Message& m, const SrmpStream* stream = n
 Status DecodeSrmp(std::string_view doc, Message& m, SrmpStream* stream = nullptr,
                   SrmpReceipt* receipt = nullptr);
 
+// A stream receipt ([MC-MQSRM] 2.2.5.6, 3.1.5.1.5, sample 4.4): what a receiver posts, as
+// text/xml with no MIME parts, to the <sendReceiptsTo> of a stream it stored messages of.
+struct SrmpStreamReceipt {
+  std::string to;   // the stream's <sendReceiptsTo>
+  std::string via;  // the URL the stream's messages were posted to
+  std::string stream_id;
+  uint64_t last_ordinal = 0;
+  Guid qm_guid{};         // the receiver's (this store's) GUID
+  uint64_t counter = 0;   // of its <id>, uuid:COUNTER@QM-GUID
+  int64_t sent_time = 0;  // ms
+};
+std::string EncodeStreamReceipt(const SrmpStreamReceipt& r);
+
 // The document as an HTTP/1.1 request, as MSMQ posts it: POST /msmq/PATH (PATH: `queue` with
 // private$/ in front), Host, SOAPAction "MSMQMessage", Content-Length, then the document's
 // own Content-Type and body.

@@ -132,12 +132,14 @@ done <<'EOF2'
 4.1-simple|First Message
 4.3-receipt-requests|Both delivery and commitment receipt requests
 4.5-pgm|a.r.d.e.n.w.h.i.t.e.
-4.3-delivery-receipt|
-4.3-commitment-receipt|
-4.4-stream-receipt-1|
-4.4-stream-receipt-2|
-4.4-stream-receipt-3|
 EOF2
+# Its receipts are MSMQ's answers to messages, not messages (issue 27): skipped and counted.
+for f in 4.3-delivery-receipt 4.3-commitment-receipt 4.4-stream-receipt-1 \
+  4.4-stream-receipt-2 4.4-stream-receipt-3; do
+  expect_rc 0 mq-admin import --format srmp --create --new-ids receipts <"$FIX/$f.txt"
+  expect_err_match '1 receipts skipped'
+done
+[ "$(count stat receipts)" = 0 ] || fail "a receipt was imported as a message"
 expect_rc 0 mq-admin import --format srmp --create --new-ids sample42 <"$FIX/4.2-msmq-element.txt"
 mq-receive sample42 >"$T/got"
 [ "$(wc -c <"$T/got")" = 223 ] && tail -c 8 "$T/got" | grep -q '^</Order>$' || fail "4.2's body: $(cat "$T/got")"

@@ -85,17 +85,65 @@ grep -q 'truncated\|MIME' "$T/resp" || fail "1.3.12's refusal does not say why: 
 # A stream: 1 and 2, a replay of 1, serve restarted, 2 again and 3; each stored once, in order.
 # The samples' <expiresAt> (the time to be received, with <Msmq>) is in 2007: they would expire
 # as soon as stored. The same documents, thirty years later.
+# Their <sendReceiptsTo> names a small capture server of this test, which keeps each POST.
+mkdir "$T/receipts"
+start python3 -c '
+import http.server, os, sys
+class H(http.server.BaseHTTPRequestHandler):
+    n = 0
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        H.n += 1
+        with open(os.path.join(sys.argv[1], "%03d" % H.n), "wb") as f:
+            f.write(self.path.encode() + b"\n" + self.headers["Content-Type"].encode() + b"\n" + body)
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()' "$T/receipts"
+CAPTURE=$PID
+until_true 10 test -s "$T/bg.$CAPTURE.out" || fail "the capture server did not start"
+CPORT=$(cat "$T/bg.$CAPTURE.out")
 for n in 1 2 3; do
-  sed 's/>2007/>2037/g' "$FIX/4.4-stream-$n.txt" >"$T/stream-$n.txt"
+  sed "s/>2007/>2037/g; s|http://machine1/MSMQ/private\$/receipts<b>SenderStream=XRntV</b>|http://127.0.0.1:$CPORT/msmq/private\$/order_queue\$|" \
+    "$FIX/4.4-stream-$n.txt" >"$T/stream-$n.txt"
 done
+grep -q "127.0.0.1:$CPORT" "$T/stream-1.txt" || fail "the stream's <sendReceiptsTo> was not replaced"
+# last_receipt: the <lastOrdinal> of the newest receipt the capture server holds.
+last_receipt() {
+  local f
+  f=$(ls "$T/receipts" | tail -1)
+  [ -n "$f" ] && sed -n 's/.*<lastOrdinal>\([0-9]*\)<\/lastOrdinal>.*/\1/p' "$T/receipts/$f"
+}
 expect_post 200 "$T/stream-1.txt"
 expect_post 200 "$T/stream-2.txt"
 expect_post 200 "$T/stream-1.txt"
+# The stream receipt: half a second after the last of them, covering ordinal 2.
+receipt_is() { [ "$(last_receipt)" = "$1" ]; }
+until_true 10 receipt_is 2 || fail "no stream receipt for ordinal 2: $(last_receipt)"
+f=$T/receipts/$(ls "$T/receipts" | tail -1)
+grep -q '^/msmq/private\$/order_queue\$$' "$f" || fail "the receipt went to $(head -1 "$f")"
+grep -q '^text/xml' "$f" || fail "the receipt is not text/xml: $(sed -n 2p "$f")"
+for want in '<action>MSMQ:QM Ordering Ack</action>' '<Class>255</Class>' \
+  '<streamId>uid:2744e4e1-2b48-43e8-b441-42745f280d53\\4839986701558349830</streamId>' \
+  "<to>http://127.0.0.1:$CPORT/msmq/private\\\$/order_queue\\\$</to>" '<via>http://127.0.0.1:'; do
+  grep -q "$want" "$f" || fail "the receipt lacks $want: $(cat "$f")"
+done
+# It is an SRMP document mq reads back as a receipt.
+(printf 'Content-Type: text/xml\r\n\r\n'; tail -n +3 "$f") >"$T/receipt.xml"
+expect_rc 0 mq-admin import simpleq --format srmp <"$T/receipt.xml"
+expect_err_match '1 receipts skipped'
+[ "$(count simpleq)" = 2 ] || fail "a receipt imported as a message"
 stop_serve
 serve
 expect_post 200 "$T/stream-2.txt"
 expect_post 200 "$T/stream-3.txt"
 expect_post 200 "$T/stream-3.txt"
+# After the restart the receipt goes where the first message said (kept in the store).
+until_true 10 receipt_is 3 || fail "no stream receipt for ordinal 3 after a restart"
 expect_rc 0 mq-peek tsimpleq --all -l
 expect_out $'First Message\nMessage 0\nLast Message\n'
 # A gap: ordinal 5 after 3 (4 never came) is ignored, answered 200, and not stored.
