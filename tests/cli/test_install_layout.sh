@@ -17,7 +17,8 @@ for f in bin/mq-watch bin/mq-admin \
          share/zsh/site-functions/_mq-send share/zsh/site-functions/_mq-watch \
          share/bash-completion/completions/mq-send \
          lib/systemd/system/mq-watch@.service lib/systemd/system/mq-sweep.service \
-         lib/systemd/system/mq-sweep.timer lib/sysusers.d/mq.conf; do
+         lib/systemd/system/mq-sweep.timer lib/systemd/system/mq-serve.socket \
+         lib/systemd/system/mq-serve.service lib/sysusers.d/mq.conf; do
   [ -e "$L/$f" ] || fail "no /usr/local/$f"
 done
 [ -e "$L/share/zsh/vendor-completions" ] && fail "zsh completions in vendor-completions under /usr/local"
@@ -71,14 +72,15 @@ command -v systemd-analyze >/dev/null || skip "systemd-analyze is not installed 
 mkdir -p "$root/lib/systemd"
 cp -a /lib/systemd/system "$root/lib/systemd/"
 units=(/usr/local/lib/systemd/system/mq-sweep.service /usr/local/lib/systemd/system/mq-sweep.timer
-       /usr/local/lib/systemd/system/mq-watch@jobs.service)
+       /usr/local/lib/systemd/system/mq-watch@jobs.service
+       /usr/local/lib/systemd/system/mq-serve.socket /usr/local/lib/systemd/system/mq-serve.service)
 expect_rc 0 systemd-analyze verify --man=no --root="$root" "${units[@]}"
 [ -s "$T/out" ] || [ -s "$T/err" ] && fail "systemd-analyze verify said: $(cat "$T/out" "$T/err")"
 grep -q '^User=mq$' "$L/lib/systemd/system/mq-watch@.service" || fail "mq-watch@.service has no User=mq"
 grep -q '^StateDirectory=mq$' "$L/lib/systemd/system/mq-watch@.service" || fail "no StateDirectory=mq"
 grep -q '^EnvironmentFile=/etc/mq/watch-%i.env$' "$L/lib/systemd/system/mq-watch@.service" ||
   fail "mq-watch@.service reads no environment file per queue"
-for u in mq-watch@.service mq-sweep.service; do
+for u in mq-watch@.service mq-sweep.service mq-serve.service; do
   for d in User=mq Group=mq StateDirectory=mq NoNewPrivileges=yes ProtectSystem=strict \
            PrivateTmp=yes PrivateDevices=yes 'ProtectHome=(yes|read-only)' CapabilityBoundingSet=; do
     grep -Eqx "$d" "$L/lib/systemd/system/$u" || fail "$u has no $d"

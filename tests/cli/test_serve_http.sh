@@ -19,7 +19,7 @@ serve() {
   start mq-admin serve --http 127.0.0.1:0 --request-timeout 2s "$@"
   SERVE=$PID
   PORT=
-  until_true 10 grep -q "listening on" "$T/bg.$SERVE.err" || fail "serve did not start"
+  until_true 10 grep -qs "listening on" "$T/bg.$SERVE.err" || fail "serve did not start"
   PORT=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/bg.$SERVE.err")
 }
 stop_serve() {
@@ -226,6 +226,21 @@ grep -q 'does not serve' "$T/resp" || fail "a queue not served is not said: $(ca
 expect_post 200 "$FIX/4.1-simple.txt" /msmq/other
 [ "$(count other)" = 1 ] || fail "/msmq/other (a public queue's path) was not stored"
 stop_serve
+
+# Socket activation (mq-serve.socket): the listening socket from systemd (LISTEN_FDS), no
+# --http; both at once is refused.
+if command -v systemd-socket-activate >/dev/null; then
+  sport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  start systemd-socket-activate -E MQ_STORE -E PATH -l "127.0.0.1:$sport" mq-admin serve
+  ACT=$PID
+  PORT=$sport
+  until_true 10 grep -qs "Listening on" "$T/bg.$ACT.err" || fail "systemd-socket-activate did not listen"
+  expect_post 200 "$FIX/4.1-simple.txt" /msmq/other
+  [ "$(count other)" = 2 ] || fail "a socket-activated serve did not store the message"
+  grep -q "listening on 127.0.0.1:$sport" "$T/bg.$ACT.err" || fail "serve did not name the socket it was given"
+  kill -TERM "$(tool_pid "$ACT")" 2>/dev/null
+  LISTEN_PID=$$ LISTEN_FDS=1 expect_rc 2 mq-admin serve --http 127.0.0.1:0 3</dev/null
+fi
 
 # Options: --http and a bad address.
 expect_rc 2 mq-admin serve
