@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# serve_http.sh: how fast mq-admin serve takes MSMQ's HTTP transport (issue 27): N SRMP
+# documents of 1 KiB bodies (exported from a queue, as MSMQ would POST them) POSTed on
+# loopback
+#
+#   (a) by curl --parallel (16 at once, kept-alive connections): what serve takes when the
+#       sender keeps many POSTs in flight, as MSMQ does
+#   (b) by a shell loop of curl, one process and one connection per message (the first
+#       LOOP_N of them): what a script posting to an HTTP endpoint does today
+#   (c) mq-admin forward over a pipe, the same messages, store to store (mq's own transport)
+#
+#   bench/serve_http.sh [N]     default N=20000; LOOP_N (default 500)
+#
+# Prints messages per second and the ratios: serve through (a) against (c), the issue's "at
+# least 50% of the pipe forward", and (a) against (b), "at least 20x the curl loop".
+# Needs curl and built mq tools (MQ_BIN, default build/).
+set -euo pipefail
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+MQ_BIN=${MQ_BIN:-$SRC/build}
+PATH=$MQ_BIN:$PATH
+N=${1:-20000}
+LOOP_N=${LOOP_N:-500}
+T=$(mktemp -d "${BENCH_DIR:-/var/tmp}/mq-bench-serve.XXXXXX")
+SERVE_PID=
+trap '[ -n "$SERVE_PID" ] && kill "$SERVE_PID" 2>/dev/null; rm -rf "$T"' EXIT
+
+now() { date +%s.%N; }
+rate() { awk -v n="$1" -v a="$2" -v b="$3" 'BEGIN { printf "%.0f", n / (b - a) }'; }
+
+# The documents: N messages of 1 KiB, recoverable, exported as SRMP.
+export MQ_STORE=$T/src
+mq-admin create q
+head -c 1024 /dev/urandom | base64 -w 0 | head -c 1024 >"$T/body"
+for ((i = 0; i < N; i++)); do cat "$T/body"; echo; done >"$T/lines"
+mq-send -l q <"$T/lines"
+mq-admin export q --format srmp >"$T/docs" 2>/dev/null
+mkdir "$T/d"
+python3 - "$T/docs" "$T/d" <<'EOF'
+import sys
+data = open(sys.argv[1], "rb").read()
+docs = [b"POST " + d for d in data.split(b"POST ")[1:]]
+with open(sys.argv[2] + "/curl.cfg", "w") as cfg:
+    for i, d in enumerate(docs):
+        head, _, body = d.partition(b"\r\n\r\n")
+        ctype = [l.split(b": ", 1)[1] for l in head.split(b"\r\n")
+                 if l.lower().startswith(b"content-type:")][0].decode()
+        open("%s/%d" % (sys.argv[2], i), "wb").write(body)
+        cfg.write('url = "http://127.0.0.1:PORT/msmq/private$/q"\n')
+        cfg.write('data-binary = "@%s/%d"\n' % (sys.argv[2], i))
+        cfg.write('header = "Content-Type: %s"\n' % ctype.replace('"', '\\"'))
+        cfg.write('output = "/dev/null"\n')
+        if i + 1 < len(docs):
+            cfg.write("next\n")
+    open(sys.argv[2] + "/ctype", "w").write(ctype)
+EOF
+
+# The receiving store and its endpoint.
+export MQ_STORE=$T/dst
+mq-admin create q
+mq-admin serve --http 127.0.0.1:0 2>"$T/serve.err" &
+SERVE_PID=$!
+for ((i = 0; i < 200; i++)); do grep -qs "listening on" "$T/serve.err" && break; sleep 0.02; done
+PORT=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/serve.err")
+sed -i "s/PORT/$PORT/" "$T/d/curl.cfg"
+
+echo "mq serve benchmark: $N SRMP documents of 1 KiB bodies on loopback ($(nproc) CPUs)"
+a0=$(now)
+curl -s --no-progress-meter --parallel --parallel-max ${PARALLEL:-16} -K "$T/d/curl.cfg"
+a1=$(now)
+got=$(mq-admin stat q --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["messages"])')
+[ "$got" = "$N" ] || echo "WARNING: serve stored $got of $N messages"
+ra=$(rate "$N" "$a0" "$a1")
+
+ctype=$(cat "$T/d/ctype")
+b0=$(now)
+for ((i = 0; i < LOOP_N; i++)); do
+  curl -s -o /dev/null -H "Content-Type: $ctype" --data-binary @"$T/d/$i" \
+    "http://127.0.0.1:$PORT/msmq/private\$/q"
+done
+b1=$(now)
+rb=$(rate "$LOOP_N" "$b0" "$b1")
+kill "$SERVE_PID"
+wait "$SERVE_PID" 2>/dev/null || true
+SERVE_PID=
+
+# (c) mq's own transfer over a pipe, the same messages.
+export MQ_STORE=$T/src
+mq-admin link add b --via "mq-admin --store '$T/pipe' accept" >/dev/null
+MQ_STORE=$T/pipe mq-admin create q
+mq-send -l 'b:q' <"$T/lines"
+c0=$(now)
+mq-admin forward b --once 2>/dev/null
+c1=$(now)
+rc=$(rate "$N" "$c0" "$c1")
+
+printf '  %-58s %10s msg/s\n' "(a) curl --parallel ${PARALLEL:-16} -> serve (kept-alive)" "$ra"
+printf '  %-58s %10s msg/s\n' "(b) shell loop of curl, one per message ($LOOP_N)" "$rb"
+printf '  %-58s %10s msg/s\n' "(c) mq-admin forward over a pipe (store to store)" "$rc"
+awk -v a="$ra" -v b="$rb" -v c="$rc" 'BEGIN {
+  printf "  ratio (a)/(c)  %.2fx   target >= 0.5x: %s\n", a / c, ((a / c >= 0.5) ? "ok" : "MISS")
+  printf "  ratio (a)/(b)  %.1fx   target >= 20x:  %s\n", a / b, ((a / b >= 20) ? "ok" : "MISS")
+}'
