@@ -9,6 +9,8 @@
 
 #include <cerrno>
 
+#include <fmt/format.h>
+
 #include "admin.hpp"
 #include "base/units.hpp"
 #include "link/http_endpoint.hpp"
@@ -67,10 +69,11 @@ int RunServe(Context& ctx, const ServeArgs& a) {
   for (int fd : o.listen_fds) cli::Note("serve", "listening on " + link::SocketName(fd));
   link::HttpServeStats stats;
   Status s = link::ServeHttp(**store, o, &stats);
-  cli::Note("serve", fmt::format("{} requests: {} messages stored, {} replays, {} receipts, "
+  cli::Note("serve", fmt::format("{} requests: {} messages stored, {} replays, {} ignored "
+                                 "after a gap, {} receipts received, {} stream receipts sent, "
                                  "{} refused",
-                                 stats.requests, stats.stored, stats.duplicates, stats.receipts,
-                                 stats.refused));
+                                 stats.requests, stats.stored, stats.duplicates, stats.gaps,
+                                 stats.receipts, stats.receipts_sent, stats.refused));
   if (activated->empty())
     for (int fd : o.listen_fds) ::close(fd);
   return s.ok() ? 0 : cli::Fail(s);
