@@ -64,7 +64,8 @@ function __mq_admin_words
                     --max-retries --poison --dedup-window --retry-delay --retry-backoff --retry-delay-max \
                     --retry-jitter --delay --id --ttbr --to \
                     --journal-quota --max-store-size --retention --receive --rate --burst --validation \
-                    --error --description
+                    --error --description \
+                    --http --queue --max-connections --request-timeout --idle-timeout
                 set -e tokens[1]
             case '-*'
             case '*'
@@ -216,7 +217,7 @@ complete -c mq-admin -n '__mq_admin_using message-type' -l format -x -a 'text js
 complete -c mq-admin -n '__mq_admin_using import' -l format -x -a json -d 'Input format'
 complete -c mq-admin -n __mq_admin_needs_command -a bridge -d 'Move messages to and from RabbitMQ, exactly once'
 complete -c mq-admin -n __mq_admin_needs_command -a help -d "Print the overview, or a command's options"
-complete -c mq-admin -n '__mq_admin_using help; and test (count (__mq_admin_words)) -eq 1' -a 'init create set delete list stat top purge check backup compact export import cursors delete-cursor sweep ack nack touch locks requeue move message-type end-conversation conversations bridge link forward accept' -d 'Command'
+complete -c mq-admin -n '__mq_admin_using help; and test (count (__mq_admin_words)) -eq 1' -a 'init create set delete list stat top purge check backup compact export import cursors delete-cursor sweep ack nack touch locks requeue move message-type end-conversation conversations bridge link forward accept serve' -d 'Command'
 complete -c mq-admin -n '__mq_admin_help_of bridge' -a 'out in' -d 'Direction'
 complete -c mq-admin -n '__mq_admin_help_of link' -a 'add set delete list stat' -d 'Action'
 complete -c mq-admin -n '__mq_admin_help_of message-type' -a 'create delete list' -d 'Action'
@@ -225,6 +226,12 @@ complete -c mq-admin -n __mq_admin_needs_command -a link -d 'Links to other stor
 complete -c mq-admin -n __mq_admin_needs_command -a forward -d 'Move messages waiting for a link to its far store'
 complete -c mq-admin -n __mq_admin_needs_command -a accept -d 'The far end of a link'
 complete -c mq-admin -n '__mq_admin_using accept' -l idle-timeout -x -d 'End the session after the sender is silent this long (default 5m)'
+complete -c mq-admin -n __mq_admin_needs_command -a serve -d 'Take the messages MSMQ sends over HTTP and store them'
+complete -c mq-admin -n '__mq_admin_using serve' -l http -x -d 'Listen on ADDR:PORT (:PORT for every address; port 0: a free one)'
+complete -c mq-admin -n '__mq_admin_using serve' -l queue -x -a '(__mq_queues)' -d 'Take messages for QUEUE only (repeatable)'
+complete -c mq-admin -n '__mq_admin_using serve' -l max-connections -x -d 'Connections served at once (default 64)'
+complete -c mq-admin -n '__mq_admin_using serve' -l request-timeout -x -d 'Answer 408 to a request not read whole within DURATION (default 60s)'
+complete -c mq-admin -n '__mq_admin_using serve' -l idle-timeout -x -d 'Close a connection silent this long (default 2m)'
 complete -c mq-admin -n '__mq_admin_using link' -f -a 'add set delete list stat' -d 'Action'
 complete -c mq-admin -n '__mq_admin_using link' -l via -x -d 'Command that reaches mq-admin accept'
 complete -c mq-admin -n '__mq_admin_using link' -l return -x -d 'The far store link back'

@@ -239,8 +239,21 @@ if command -v systemd-socket-activate >/dev/null; then
   [ "$(count other)" = 2 ] || fail "a socket-activated serve did not store the message"
   grep -q "listening on 127.0.0.1:$sport" "$T/bg.$ACT.err" || fail "serve did not name the socket it was given"
   kill -TERM "$(tool_pid "$ACT")" 2>/dev/null
-  LISTEN_PID=$$ LISTEN_FDS=1 expect_rc 2 mq-admin serve --http 127.0.0.1:0 3</dev/null
+  wait "$ACT"
+  # Both: refused (systemd-socket-activate starts the tool at the first connection).
+  start systemd-socket-activate -E MQ_STORE -E PATH -l "127.0.0.1:$sport" mq-admin serve \
+    --http 127.0.0.1:0
+  ACT=$PID
+  until_true 10 grep -qs "Listening on" "$T/bg.$ACT.err" || fail "systemd-socket-activate did not listen"
+  curl -s -m 5 -o /dev/null "http://127.0.0.1:$sport/" || true
+  wait "$ACT"
+  rc=$?
+  [ "$rc" = 2 ] || fail "--http under socket activation exited $rc, expected 2"
+  grep -q 'both name sockets' "$T/bg.$ACT.err" || fail "no reason: $(cat "$T/bg.$ACT.err")"
 fi
+# A descriptor passed as systemd's that is no listening socket.
+expect_rc 2 sh -c 'LISTEN_PID=$$ LISTEN_FDS=1 exec mq-admin serve 3</dev/null'
+expect_err_match 'descriptor 3 .* is not a listening stream socket'
 
 # Options: --http and a bad address.
 expect_rc 2 mq-admin serve
