@@ -247,14 +247,19 @@ void WriteMqExtras(XmlOut& x, const Message& m, bool tx_always, bool local_state
 }
 
 // The envelope, valid until the next one is written on this thread.
-std::string_view Envelope(const Message& m, const SrmpStream* stream, bool local_state) {
+// Begins a document: <se:Envelope>, <se:Header> and <path>, up to its <action>.
+XmlOut& BeginPath() {
   XmlOut& x = XmlOut::Begin();
   x.StartNs("se:Envelope", "xmlns:se", kSeNs);
   x.Attr("xmlns", kSrmpNs);
   x.Start("se:Header");
-
   x.StartNs("path", "xmlns", kRpNs);
   x.MustUnderstand();
+  return x;
+}
+
+std::string_view Envelope(const Message& m, const SrmpStream* stream, bool local_state) {
+  XmlOut& x = BeginPath();
   x.Text("action", "MSMQ:", m.label);
   x.Text("to", m.destination_queue);
   x.Text("id", IdText(m));
@@ -474,12 +479,7 @@ void AppendSrmp(std::string& out, const Message& m, const SrmpStream* stream,
 }
 
 std::string EncodeStreamReceipt(const SrmpStreamReceipt& r) {
-  XmlOut& x = XmlOut::Begin();
-  x.StartNs("se:Envelope", "xmlns:se", kSeNs);
-  x.Attr("xmlns", kSrmpNs);
-  x.Start("se:Header");
-  x.StartNs("path", "xmlns", kRpNs);
-  x.MustUnderstand();
+  XmlOut& x = BeginPath();
   x.Text("action", "MSMQ:QM Ordering Ack");
   x.Text("to", r.to);
   if (!r.via.empty()) {

@@ -507,7 +507,7 @@ TEST_CASE("the refusals kept for a sender that went silent are shown, then forgo
   CHECK(replay[0].duplicate);
 }
 
-TEST_CASE("AcceptTransfer with <previous>: a gap is neither stored nor recorded; no stream "
+TEST_CASE("AcceptTransfer with <previous>: a gap is neither stored nor recorded, and no stream "
           "keeps nothing") {
   TempDir d;
   auto st = OpenStore(d.path + "/s");
