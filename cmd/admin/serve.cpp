@@ -1,5 +1,6 @@
 // mq-admin serve --http ADDR:PORT [--queue Q]... [--max-connections N]
 //                [--request-timeout DURATION] [--idle-timeout DURATION]
+//                [--tls-cert FILE --tls-key FILE [--client-ca FILE]]
 //   MSMQ's HTTP transport, the receiving end: takes the SRMP messages a Windows machine's
 //   MSMQ (or anything that speaks [MC-MQSRM]) POSTs to http://HOST:PORT/msmq/private$/QUEUE
 //   and stores them in QUEUE. Runs until SIGTERM or SIGINT. Under systemd socket activation
@@ -8,6 +9,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <fstream>
+#include <iterator>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -19,8 +23,20 @@ namespace mq::admin {
 
 namespace {
 
+// A PEM file, whole (a few KiB); the error names the option and the file.
+Result<std::string> ReadPem(const std::string& path, const char* option) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof())
+    return Status::InvalidArg(fmt::format("{} {}: cannot be read", option, path));
+  if (text.find("-----BEGIN ") == std::string::npos)
+    return Status::InvalidArg(fmt::format("{} {}: no PEM in it", option, path));
+  return text;
+}
+
 struct ServeArgs {
   std::string http;
+  std::string tls_cert, tls_key, client_ca;
   std::vector<std::string> queues;
   unsigned max_connections = 64;
   std::string request_timeout = "60s";
@@ -43,6 +59,18 @@ int RunServe(Context& ctx, const ServeArgs& a) {
     auto name = link::QueueOfSrmpPath("/msmq/" + q);
     if (!name.ok()) return cli::Fail(name.status());
     o.queues.push_back(*name);
+  }
+  if (a.tls_cert.empty() != a.tls_key.empty())
+    return cli::Fail(Status::InvalidArg("--tls-cert and --tls-key go together"));
+  if (!a.client_ca.empty() && a.tls_cert.empty())
+    return cli::Fail(Status::InvalidArg("--client-ca needs --tls-cert and --tls-key (HTTPS)"));
+  for (auto [path, option, out] : {std::tuple{&a.tls_cert, "--tls-cert", &o.tls_cert_pem},
+                                   std::tuple{&a.tls_key, "--tls-key", &o.tls_key_pem},
+                                   std::tuple{&a.client_ca, "--client-ca", &o.client_ca_pem}}) {
+    if (path->empty()) continue;
+    auto pem = ReadPem(*path, option);
+    if (!pem.ok()) return cli::Fail(pem.status());
+    *out = std::move(*pem);
   }
   auto activated = link::SystemdListenFds();
   if (!activated.ok()) return cli::Fail(activated.status());
@@ -89,6 +117,15 @@ Command SetupServe(CLI::App& app, Context&) {
                   "Listen on ADDR:PORT (127.0.0.1:8080, [::1]:8080, :8080 for every "
                   "address; port 0 picks a free one)")
       ->type_name("ADDR:PORT");
+  sub->add_option("--tls-cert", a->tls_cert,
+                  "Serve HTTPS with this certificate (PEM; the chain after it), with --tls-key")
+      ->type_name("FILE");
+  sub->add_option("--tls-key", a->tls_key, "The private key of --tls-cert (PEM)")
+      ->type_name("FILE");
+  sub->add_option("--client-ca", a->client_ca,
+                  "Require a client certificate signed by these CA certificates (PEM); others "
+                  "are answered 403")
+      ->type_name("FILE");
   sub->add_option("--queue", a->queues,
                   "Take messages for QUEUE only (repeatable; default: every queue)")
       ->type_name("QUEUE");

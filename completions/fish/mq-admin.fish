@@ -65,7 +65,8 @@ function __mq_admin_words
                     --retry-jitter --delay --id --ttbr --to \
                     --journal-quota --max-store-size --retention --receive --rate --burst --validation \
                     --error --description \
-                    --http --queue --max-connections --request-timeout --idle-timeout
+                    --http --queue --max-connections --request-timeout --idle-timeout \
+                    --tls-cert --tls-key --client-ca
                 set -e tokens[1]
             case '-*'
             case '*'
@@ -232,6 +233,9 @@ complete -c mq-admin -n '__mq_admin_using serve' -l queue -x -a '(__mq_queues)' 
 complete -c mq-admin -n '__mq_admin_using serve' -l max-connections -x -d 'Connections served at once (default 64)'
 complete -c mq-admin -n '__mq_admin_using serve' -l request-timeout -x -d 'Answer 408 to a request not read whole within DURATION (default 60s)'
 complete -c mq-admin -n '__mq_admin_using serve' -l idle-timeout -x -d 'Close a connection silent this long (default 2m)'
+complete -c mq-admin -n '__mq_admin_using serve' -l tls-cert -r -d 'Serve HTTPS with this certificate (PEM)'
+complete -c mq-admin -n '__mq_admin_using serve' -l tls-key -r -d 'The private key of --tls-cert (PEM)'
+complete -c mq-admin -n '__mq_admin_using serve' -l client-ca -r -d 'Require a client certificate these CAs signed (PEM)'
 complete -c mq-admin -n '__mq_admin_using link' -f -a 'add set delete list stat' -d 'Action'
 complete -c mq-admin -n '__mq_admin_using link' -l via -x -d 'Command that reaches mq-admin accept'
 complete -c mq-admin -n '__mq_admin_using link' -l return -x -d 'The far store link back'

@@ -8,6 +8,7 @@
 #define CURL_DISABLE_TYPECHECK  // curl_easy_setopt is called through a pointer (LoadedApi)
 #include <curl/curl.h>
 #include <dlfcn.h>
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -45,6 +46,8 @@ namespace {
 // used is in these lists.
 constexpr const char* kMhdLibrary = "libmicrohttpd.so.12";
 constexpr const char* kCurlLibrary = "libcurl.so.4";
+// libmicrohttpd's TLS library, loaded with it: for the check of a client's certificate.
+constexpr const char* kGnutlsLibrary = "libgnutls.so.30";
 #define MQ_MHD_FUNCTIONS(X)          \
   X(MHD_start_daemon)                \
   X(MHD_stop_daemon)                 \
@@ -76,10 +79,13 @@ constexpr const char* kCurlLibrary = "libcurl.so.4";
   X(curl_slist_append)        \
   X(curl_slist_free_all)
 
+#define MQ_GNUTLS_FUNCTIONS(X) X(gnutls_certificate_verify_peers2)
+
 struct HttpApi {
 #define MQ_HTTP_MEMBER(f) decltype(&::f) f = nullptr;
   MQ_MHD_FUNCTIONS(MQ_HTTP_MEMBER)
   MQ_CURL_FUNCTIONS(MQ_HTTP_MEMBER)
+  MQ_GNUTLS_FUNCTIONS(MQ_HTTP_MEMBER)
 #undef MQ_HTTP_MEMBER
   Status status;  // why it could not be loaded
 };
@@ -87,33 +93,35 @@ struct HttpApi {
 const HttpApi& LoadedApi() {
   static const HttpApi api = [] {
     HttpApi a;
-    const char* missing = nullptr;
-    const char* in = nullptr;
-    for (auto [name, package] :
-         {std::pair{kMhdLibrary, "libmicrohttpd12"}, std::pair{kCurlLibrary, "libcurl4"}}) {
+    // Opens one library; false (and a.status) when it cannot be.
+    auto open = [&](const char* name, const char* package) -> void* {
       void* lib = ::dlopen(name, RTLD_NOW | RTLD_LOCAL);
       if (!lib) {
         const char* e = ::dlerror();
         a.status = Status::Error(
             fmt::format("cannot load {} (install {}): {}", name, package, e ? e : "dlopen failed"));
-        return a;
       }
-      in = name;
-#define MQ_HTTP_BIND(f)                                                             \
-  if (!a.f) a.f = reinterpret_cast<decltype(a.f)>(::dlsym(lib, #f));                \
-  if (!a.f && !missing &&                                                           \
-      std::string_view(#f).substr(0, 4) == (name == kMhdLibrary ? "MHD_" : "curl")) \
-    missing = #f;
+      return lib;
+    };
+    const char* missing = nullptr;
+#define MQ_HTTP_BIND(f)                                    \
+  a.f = reinterpret_cast<decltype(a.f)>(::dlsym(lib, #f)); \
+  if (!a.f && !missing) missing = #f;
+    if (void* lib = open(kMhdLibrary, "libmicrohttpd12")) {
       MQ_MHD_FUNCTIONS(MQ_HTTP_BIND)
-      MQ_CURL_FUNCTIONS(MQ_HTTP_BIND)
-#undef MQ_HTTP_BIND
-      if (missing) {
-        a.status =
-            Status::Error(fmt::format("{} lacks {}, which mq-admin serve needs", in, missing));
-        return a;
-      }
     }
-    if (a.curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+    if (void* lib = a.status.ok() ? open(kCurlLibrary, "libcurl4") : nullptr) {
+      MQ_CURL_FUNCTIONS(MQ_HTTP_BIND)
+    }
+    if (void* lib = a.status.ok() ? open(kGnutlsLibrary, "libgnutls30") : nullptr) {
+      MQ_GNUTLS_FUNCTIONS(MQ_HTTP_BIND)
+    }
+#undef MQ_HTTP_BIND
+    if (a.status.ok() && missing)
+      a.status = Status::Error(fmt::format("the HTTP libraries lack {}, which mq-admin serve "
+                                           "needs",
+                                           missing));
+    if (a.status.ok() && a.curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
       a.status = Status::Error("libcurl could not be initialised");
     return a;
   }();
@@ -193,13 +201,24 @@ class Endpoint {
     if (!multi_) return Status::InsufficientResources("cannot make a libcurl multi handle");
     for (int fd : o_.listen_fds) {
       unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
-      MHD_Daemon* d = Api().MHD_start_daemon(
-          flags, 0, nullptr, nullptr, &Endpoint::OnRequest, this, MHD_OPTION_LISTEN_SOCKET,
-          static_cast<MHD_socket>(fd), MHD_OPTION_CONNECTION_LIMIT,
-          static_cast<unsigned>(o_.max_connections), MHD_OPTION_CONNECTION_TIMEOUT,
-          static_cast<unsigned>(std::max<int64_t>(1, o_.idle_timeout_ms / 1000)),
-          MHD_OPTION_NOTIFY_COMPLETED, &Endpoint::OnCompleted, this, MHD_OPTION_EXTERNAL_LOGGER,
-          &Endpoint::OnLog, this, MHD_OPTION_END);
+      std::vector<MHD_OptionItem> opts{
+          {MHD_OPTION_LISTEN_SOCKET, static_cast<intptr_t>(fd), nullptr},
+          {MHD_OPTION_CONNECTION_LIMIT, static_cast<intptr_t>(o_.max_connections), nullptr},
+          {MHD_OPTION_CONNECTION_TIMEOUT,
+           static_cast<intptr_t>(std::max<int64_t>(1, o_.idle_timeout_ms / 1000)), nullptr},
+          {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&Endpoint::OnCompleted), this},
+          {MHD_OPTION_EXTERNAL_LOGGER, reinterpret_cast<intptr_t>(&Endpoint::OnLog), this}};
+      if (!o_.tls_cert_pem.empty()) {
+        flags |= MHD_USE_TLS;
+        opts.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(o_.tls_cert_pem.c_str())});
+        opts.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(o_.tls_key_pem.c_str())});
+        if (!o_.client_ca_pem.empty())
+          opts.push_back(
+              {MHD_OPTION_HTTPS_MEM_TRUST, 0, const_cast<char*>(o_.client_ca_pem.c_str())});
+      }
+      opts.push_back({MHD_OPTION_END, 0, nullptr});
+      MHD_Daemon* d = Api().MHD_start_daemon(flags, 0, nullptr, nullptr, &Endpoint::OnRequest, this,
+                                             MHD_OPTION_ARRAY, opts.data(), MHD_OPTION_END);
       if (!d)
         return Status::Error(fmt::format("cannot serve HTTP on descriptor {} (libmicrohttpd "
                                          "refused it{})",
@@ -314,6 +333,19 @@ class Endpoint {
     return Answer(c, r->status, r->reason);
   }
 
+  // Whether the client presented a certificate that --client-ca signed (libmicrohttpd asks
+  // for one, and leaves the check to the application).
+  bool ClientVerified(MHD_Connection* c) {
+    const MHD_ConnectionInfo* info =
+        Api().MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    if (!info || !info->tls_session) return false;
+    unsigned status = 0;
+    int rc =
+        Api().gnutls_certificate_verify_peers2(static_cast<gnutls_session_t>(info->tls_session),
+                                               &status);
+    return rc == GNUTLS_E_SUCCESS && status == 0;
+  }
+
   // A request still coming in after its time: libmicrohttpd sends a response queued in the
   // middle of a body only once the body is whole, which a client that sends a byte now and
   // then never makes. So the 408 is written to the socket here (a plain HTTP connection) and
@@ -325,7 +357,7 @@ class Endpoint {
     r->state = Request::State::kAnswered;
     const MHD_ConnectionInfo* info =
         Api().MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (info) {
+    if (info && o_.tls_cert_pem.empty()) {  // over TLS the connection is just closed
       std::string answer = fmt::format(
           "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: text/plain; "
           "charset=utf-8\r\nContent-Length: {}\r\n\r\n{}\n",
@@ -336,6 +368,9 @@ class Endpoint {
   }
 
   MHD_Result Begin(MHD_Connection* c, Request* r, const char* url, const char* method) {
+    if (!o_.client_ca_pem.empty() && !ClientVerified(c))
+      return Refuse(c, r, MHD_HTTP_FORBIDDEN,
+                    "a client certificate signed by the endpoint's --client-ca is required");
     if (std::string_view(method) != "POST")
       return Refuse(c, r, MHD_HTTP_METHOD_NOT_ALLOWED,
                     fmt::format("{} is not served: MSMQ's HTTP transport POSTs", method));

@@ -60,6 +60,12 @@ struct HttpServeOptions {
   unsigned max_connections = 64;
   int64_t request_timeout_ms = 60'000;
   int64_t idle_timeout_ms = 120'000;  // a kept-alive connection silent this long is closed
+  // HTTPS: the server's certificate (chain) and key, PEM; with `client_ca_pem`, a client must
+  // present a certificate that CA signed, or is answered 403 ([MC-MQSRM] 2.1.1: HTTPS is how
+  // MSMQ secures the transport).
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
+  std::string client_ca_pem;
   const proc::StopSignal* stop = nullptr;
   std::function<void(const std::string&)> note;  // a refused request, in one line
 };
