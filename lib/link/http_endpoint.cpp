@@ -226,7 +226,12 @@ class Endpoint {
       daemons_.push_back(d);
     }
     for (;;) {
-      if (o_.stop && o_.stop->Requested()) return {};
+      if (o_.stop && o_.stop->Requested()) {
+        // The answers of requests stored in the last turn go out before the end.
+        if (resumed_)
+          for (MHD_Daemon* d : daemons_) Api().MHD_run(d);
+        return {};
+      }
       // libcurl's sockets (receipts being posted) and these: libmicrohttpd's epoll
       // descriptors and the stop pipe.
       std::vector<curl_waitfd> fds;
@@ -453,6 +458,7 @@ class Endpoint {
   Status StorePending() {
     if (pending_.empty()) return {};
     std::map<std::string, std::vector<Request*>> by_stream;
+    Status failed;
     for (Request* r : pending_) by_stream[r->streamed ? r->stream.stream_id : ""].push_back(r);
     for (auto& [stream, reqs] : by_stream) {
       std::stable_sort(reqs.begin(), reqs.end(), [](const Request* a, const Request* b) {
@@ -471,7 +477,10 @@ class Endpoint {
       std::string receipts_to;
       for (const Request* r : reqs)
         if (!r->stream.send_receipts_to.empty()) receipts_to = r->stream.send_receipts_to;
-      auto last = store_.AcceptTransfer(stream, items, 0, receipts_to);
+      // After a store error that ends serve, the rest are answered 503, unstored: no request
+      // may stay suspended (libmicrohttpd cannot stop a daemon that has one).
+      Result<uint64_t> last = failed.ok() ? store_.AcceptTransfer(stream, items, 0, receipts_to)
+                                          : Result<uint64_t>(failed);
       if (last.ok() && !stream.empty()) ScheduleReceipt(stream, *last, receipts_to, reqs);
       for (size_t i = 0; i < reqs.size(); ++i) {
         Request* r = reqs[i];
@@ -505,13 +514,11 @@ class Endpoint {
         Api().MHD_resume_connection(r->connection);
         resumed_ = true;
       }
-      if (!last.ok() && last.status().code() != Code::kInsufficientResources) {
-        pending_.clear();
-        return last.status();
-      }
+      if (!last.ok() && last.status().code() != Code::kInsufficientResources && failed.ok())
+        failed = last.status();
     }
     pending_.clear();
-    return {};
+    return failed;
   }
 
   // Stream receipts ([MC-MQSRM] 3.1.2.3, 3.1.6.3): one per stream, posted to its
