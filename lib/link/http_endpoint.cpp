@@ -25,6 +25,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include <fmt/format.h>
@@ -153,7 +154,9 @@ struct Request {
   Message msg;
   SrmpStream stream;
   bool streamed = false;
-  std::string via;  // the URL it was posted to
+  std::string via;      // the URL it was posted to
+  std::string path_id;  // its <path><id>, as the sender wrote it
+  bool own_id = false;  // no id came with it (no <Msmq>): this store made one
 };
 
 }  // namespace
@@ -249,6 +252,8 @@ class Endpoint {
       int64_t now = MonotonicMs();
       for (auto& [id, st] : streams_)
         if (st.due) wait = std::min(wait, std::max<int64_t>(0, st.due - now));
+      for (const Delivery& d : deliveries_)
+        wait = std::min(wait, std::max<int64_t>(0, d.due - now));
       // Connections resumed after a commit have their answers to send: libmicrohttpd, run
       // from this loop, is not woken for them, so the loop runs it again before sleeping.
       if (resumed_) wait = 0;
@@ -446,7 +451,9 @@ class Endpoint {
                             r->msg.source_qm_guid.size());
       PutU32BE(r->msg.xact_id, static_cast<uint32_t>(r->stream.current));
     }
-    if (r->msg.id.empty()) r->msg.id = MakeMessageId(NewGuid(), 1);
+    r->path_id = receipt.path_id;
+    r->own_id = r->msg.id.empty();
+    if (r->own_id) r->msg.id = MakeMessageId(NewGuid(), 1);
     r->state = Request::State::kPending;
     pending_.push_back(r);
     Api().MHD_suspend_connection(c);
@@ -506,6 +513,7 @@ class Endpoint {
           r->status = MHD_HTTP_OK;
           r->reason.clear();
           (items[i].duplicate ? stats_.duplicates : stats_.stored)++;
+          if (!items[i].duplicate) QueueDelivery(items[i].msg, *r);
         }
         if (r->status != MHD_HTTP_OK) {
           stats_.refused++;
@@ -538,10 +546,20 @@ class Endpoint {
     bool in_flight = false;
     bool told_nowhere = false;
   };
+  // A delivery receipt to post: tried kDeliveryTries times, kReceiptRetryMs apart (kept in
+  // memory: a restart of serve forgets the ones not yet posted).
+  static constexpr int kDeliveryTries = 10;
+  struct Delivery {
+    std::string to;
+    std::string doc;
+    int64_t due = 0;
+    int tries = 0;
+  };
   struct Transfer {
-    std::string stream;
+    std::string stream;  // a stream receipt's
     curl_slist* headers = nullptr;
     uint64_t last = 0;
+    std::optional<Delivery> delivery;  // else a delivery receipt
   };
 
   void ScheduleReceipt(const std::string& stream, uint64_t last, const std::string& to,
@@ -574,7 +592,7 @@ class Endpoint {
         st.told_nowhere = true;
         continue;
       }
-      SrmpStreamReceipt r;
+      SrmpReceiptDoc r;
       r.to = st.to;
       r.via = st.via;
       r.stream_id = id;
@@ -582,31 +600,80 @@ class Endpoint {
       r.qm_guid = store_.guid();
       r.counter = ++receipt_counter_;
       r.sent_time = NowMs();
-      std::string doc = EncodeStreamReceipt(r);
-      CURL* easy = Api().curl_easy_init();
-      if (!easy) {
-        st.due = now + kReceiptRetryMs;
-        continue;
-      }
       Transfer t;
       t.stream = id;
       t.last = st.last;
-      for (const char* h : {"Content-Type: text/xml; charset=UTF-8", "SOAPAction: \"MSMQMessage\"",
-                            "Proxy-Accept: NonInteractiveClient", "Expect:"})
-        t.headers = Api().curl_slist_append(t.headers, h);
-      Api().curl_easy_setopt(easy, CURLOPT_URL, st.to.c_str());
-      Api().curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
-      Api().curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE, static_cast<long>(doc.size()));
-      Api().curl_easy_setopt(easy, CURLOPT_COPYPOSTFIELDS, doc.c_str());
-      Api().curl_easy_setopt(easy, CURLOPT_HTTPHEADER, t.headers);
-      Api().curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
-      Api().curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, 30'000L);
-      Api().curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &Endpoint::Discard);
-      Api().curl_easy_setopt(easy, CURLOPT_USERAGENT, "mq-admin serve");
-      Api().curl_multi_add_handle(multi_, easy);
-      transfers_.emplace(easy, std::move(t));
-      st.in_flight = true;
+      if (Post(st.to, EncodeReceipt(r), std::move(t)))
+        st.in_flight = true;
+      else
+        st.due = now + kReceiptRetryMs;
     }
+    // Delivery receipts due (new, or to be tried again).
+    std::vector<Delivery> due;
+    for (size_t i = 0; i < deliveries_.size();) {
+      if (deliveries_[i].due <= now) {
+        due.push_back(std::move(deliveries_[i]));
+        deliveries_.erase(deliveries_.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
+    }
+    for (Delivery& d : due) {
+      Transfer t;
+      t.delivery = d;  // a copy: kept for another try if libcurl cannot take it now
+      if (!Post(d.to, d.doc, std::move(t))) {
+        d.due = now + kReceiptRetryMs;
+        deliveries_.push_back(std::move(d));
+      }
+    }
+  }
+
+  // Starts posting `doc` to `url` (text/xml, as MSMQ posts its receipts); false if libcurl
+  // could not take it.
+  bool Post(const std::string& url, const std::string& doc, Transfer t) {
+    CURL* easy = Api().curl_easy_init();
+    if (!easy) return false;
+    for (const char* h : {"Content-Type: text/xml; charset=UTF-8", "SOAPAction: \"MSMQMessage\"",
+                          "Proxy-Accept: NonInteractiveClient", "Expect:"})
+      t.headers = Api().curl_slist_append(t.headers, h);
+    Api().curl_easy_setopt(easy, CURLOPT_URL, url.c_str());
+    Api().curl_easy_setopt(easy, CURLOPT_PROTOCOLS_STR, "http,https");
+    Api().curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE, static_cast<long>(doc.size()));
+    Api().curl_easy_setopt(easy, CURLOPT_COPYPOSTFIELDS, doc.c_str());
+    Api().curl_easy_setopt(easy, CURLOPT_HTTPHEADER, t.headers);
+    Api().curl_easy_setopt(easy, CURLOPT_NOSIGNAL, 1L);
+    Api().curl_easy_setopt(easy, CURLOPT_TIMEOUT_MS, 30'000L);
+    Api().curl_easy_setopt(easy, CURLOPT_WRITEFUNCTION, &Endpoint::Discard);
+    Api().curl_easy_setopt(easy, CURLOPT_USERAGENT, "mq-admin serve");
+    Api().curl_multi_add_handle(multi_, easy);
+    transfers_.emplace(easy, std::move(t));
+    return true;
+  }
+
+  // A delivery receipt ([MC-MQSRM] 2.2.5.2.2, 2.2.5.4) for `m`, stored from a POST to
+  // `via`, when it asked for one (MQMSG_ACKNOWLEDGMENT_POS_ARRIVAL) to an http(s) <sendTo>.
+  void QueueDelivery(const Message& m, const Request& req) {
+    if (!(m.ack & kAckPosArrival)) return;
+    std::string_view to = m.admin_queue;
+    if (to.size() > 7 && IEquals(to.substr(0, 7), "DIRECT=")) to.remove_prefix(7);
+    if (!(to.size() > 7 && IEquals(to.substr(0, 7), "http://")) &&
+        !(to.size() > 8 && IEquals(to.substr(0, 8), "https://")))
+      return;  // an admin queue of this store, or no URL: nothing to post
+    SrmpReceiptDoc r;
+    r.delivery = true;
+    r.to = std::string(to);
+    r.via = req.via;
+    if (!req.own_id) r.message_id = m.id;
+    r.message_id_text = req.path_id;
+    r.received_time = NowMs();
+    r.qm_guid = store_.guid();
+    r.counter = ++receipt_counter_;
+    r.sent_time = r.received_time;
+    Delivery d;
+    d.to = r.to;
+    d.doc = EncodeReceipt(r);
+    d.due = MonotonicMs();
+    deliveries_.push_back(std::move(d));
   }
 
   static size_t Discard(char*, size_t size, size_t n, void*) { return size * n; }
@@ -621,7 +688,21 @@ class Endpoint {
       long code = 0;
       Api().curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &code);
       auto found = transfers_.find(easy);
-      if (found != transfers_.end()) {
+      if (found != transfers_.end() && found->second.delivery) {
+        Delivery& d = *found->second.delivery;
+        bool ok = m->data.result == CURLE_OK && code >= 200 && code < 300;
+        if (ok) {
+          stats_.receipts_sent++;
+        } else if (++d.tries < kDeliveryTries) {
+          d.due = MonotonicMs() + kReceiptRetryMs;
+          deliveries_.push_back(std::move(d));
+        } else if (o_.note) {
+          o_.note(fmt::format("the delivery receipt to {} failed {} times: dropped", d.to,
+                              kDeliveryTries));
+        }
+        Api().curl_slist_free_all(found->second.headers);
+        transfers_.erase(found);
+      } else if (found != transfers_.end()) {
         StreamState& st = streams_[found->second.stream];
         st.in_flight = false;
         bool ok = m->data.result == CURLE_OK && code >= 200 && code < 300;
@@ -655,6 +736,7 @@ class Endpoint {
   CURLM* multi_ = nullptr;
   std::map<CURL*, Transfer> transfers_;
   std::map<std::string, StreamState> streams_;
+  std::vector<Delivery> deliveries_;
   uint64_t receipt_counter_ = 0;
 };
 

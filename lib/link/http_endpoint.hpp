@@ -26,7 +26,9 @@
 //  - Stream receipts (<streamReceipt>, "MSMQ:QM Ordering Ack", class 255) are posted with
 //    libcurl to the stream's <sendReceiptsTo>, 500 ms after the last message of the stream
 //    stored or replayed (coalesced, at most 10 s late; a failed one again 30 s later), while
-//    requests go on being served.
+//    requests go on being served. A message stored that asks for a delivery receipt
+//    (<deliveryReceiptRequest>) to an http(s) <sendTo> gets one (class ACK_REACH_QUEUE, its
+//    <id> as the sender wrote it), tried 10 times 30 s apart, kept in memory only.
 //  - A message without a <Stream> is stored as it comes (express or recoverable, not
 //    transactional); one whose id is in the store already, from the same source machine, is a
 //    replay (its POST was answered but the answer lost) and is not stored twice.

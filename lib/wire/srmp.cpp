@@ -478,9 +478,9 @@ void AppendSrmp(std::string& out, const Message& m, const SrmpStream* stream,
   out += "--\r\n";
 }
 
-std::string EncodeStreamReceipt(const SrmpStreamReceipt& r) {
+std::string EncodeReceipt(const SrmpReceiptDoc& r) {
   XmlOut& x = BeginPath();
-  x.Text("action", "MSMQ:QM Ordering Ack");
+  x.Text("action", r.delivery ? "MSMQ:" : "MSMQ:QM Ordering Ack");
   x.Text("to", r.to);
   if (!r.via.empty()) {
     x.Start("rev");
@@ -494,16 +494,26 @@ std::string EncodeStreamReceipt(const SrmpStreamReceipt& r) {
   x.Time("expiresAt", kInfiniteMs);
   x.Time("sentAt", r.sent_time);
   x.End();
-  x.Start("streamReceipt");
-  x.Text("streamId", r.stream_id);
-  x.Number("lastOrdinal", r.last_ordinal);
-  x.End();
+  if (r.delivery) {
+    x.Start("deliveryReceipt");
+    x.Time("receivedAt", r.received_time);
+    x.Text("id", r.message_id_text);
+    x.End();
+  } else {
+    x.Start("streamReceipt");
+    x.Text("streamId", r.stream_id);
+    x.Number("lastOrdinal", r.last_ordinal);
+    x.End();
+  }
   // [MC-MQSRM] 3.1.5.1.5: MSMQ takes a stream receipt for one only with <Msmq> and
-  // MQMSG_CLASS_ORDER_ACK.
+  // MQMSG_CLASS_ORDER_ACK; a delivery receipt is MQMSG_CLASS_ACK_REACH_QUEUE, its
+  // <Correlation> the message's id (MS-MQMQ's OBJECTID layout).
   x.StartNs("Msmq", "xmlns", kMsmqNs);
-  x.Number("Class", 255);  // MQMSG_CLASS_ORDER_ACK, internal to MSMQ
+  x.Number("Class", r.delivery ? kClassAckReachQueue : 255);  // 255: MQMSG_CLASS_ORDER_ACK
   x.Number("Priority", 0);
-  x.Plain("Correlation", "AAAAAAAAAAAAAAAAAAAAAAAAAAA=");
+  x.Plain("Correlation", r.delivery && r.message_id.size() == kIdSize
+                             ? Base64Encode(SwapObjectId(r.message_id))
+                             : std::string("AAAAAAAAAAAAAAAAAAAAAAAAAAA="));
   x.Number("App", 0);
   x.Number("BodyType", 0);
   x.Number("HashAlgorithm", 0);

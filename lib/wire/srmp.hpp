@@ -87,6 +87,8 @@ struct SrmpReceipt {
   uint64_t last_ordinal = 0;
   std::string message_id;  // kDelivery, kCommitment: the <id> of the message receipted
   bool positive = true;    // kCommitment: <decision>positive</decision>
+  // Of any document: its <path><id> as written (a receipt to it names the message so).
+  std::string path_id;
 };
 
 // One message as an SRMP document: MIME multipart/related, first part the SOAP 1.1 envelope
@@ -113,18 +115,24 @@ void AppendSrmp(std::string& out, const Message& m, const SrmpStream* stream = n
 Status DecodeSrmp(std::string_view doc, Message& m, SrmpStream* stream = nullptr,
                   SrmpReceipt* receipt = nullptr);
 
-// A stream receipt ([MC-MQSRM] 2.2.5.6, 3.1.5.1.5, sample 4.4): what a receiver posts, as
-// text/xml with no MIME parts, to the <sendReceiptsTo> of a stream it stored messages of.
-struct SrmpStreamReceipt {
-  std::string to;   // the stream's <sendReceiptsTo>
-  std::string via;  // the URL the stream's messages were posted to
-  std::string stream_id;
+// A receipt a receiver posts, as text/xml with no MIME parts: a stream receipt ([MC-MQSRM]
+// 2.2.5.6, 3.1.5.1.5, sample 4.4) to the <sendReceiptsTo> of a stream it stored messages of,
+// or a delivery receipt (2.2.5.4, sample 4.3: class ACK_REACH_QUEUE) to the <sendTo> of a
+// message stored that asked for one.
+struct SrmpReceiptDoc {
+  bool delivery = false;  // a delivery receipt; else a stream receipt
+  std::string to;         // where it is posted
+  std::string via;        // the URL the message(s) were posted to
+  std::string stream_id;  // a stream receipt's stream and last ordinal
   uint64_t last_ordinal = 0;
+  std::string message_id;       // a delivery receipt's message (20 bytes, or none)
+  std::string message_id_text;  // and its <id> as the sender wrote it
+  int64_t received_time = 0;
   Guid qm_guid{};         // the receiver's (this store's) GUID
   uint64_t counter = 0;   // of its <id>, uuid:COUNTER@QM-GUID
   int64_t sent_time = 0;  // ms
 };
-std::string EncodeStreamReceipt(const SrmpStreamReceipt& r);
+std::string EncodeReceipt(const SrmpReceiptDoc& r);
 
 // The document as an HTTP/1.1 request, as MSMQ posts it: POST /msmq/PATH (PATH: `queue` with
 // private$/ in front), Host, SOAPAction "MSMQMessage", Content-Length, then the document's

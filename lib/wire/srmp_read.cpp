@@ -599,6 +599,7 @@ Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream, Srmp
   if (!path.ok()) return path.status();
   std::string id_text, to, via, send_to;
   MQ_RETURN_IF_ERROR(ParsePath(*path, m, id_text, to, via));
+  if (receipt) receipt->path_id = std::string(Trim(id_text));
 
   auto props = h.Need("properties");
   if (!props.ok()) return props.status();

@@ -60,32 +60,7 @@ expect_post() {
 }
 count() { mq-admin stat "$1" --json | jq -r .messages; }
 
-serve
-# The samples, as printed.
-expect_post 200 "$FIX/4.1-simple.txt"
-[ ! -s "$T/resp" ] || fail "a 200 answer has a body: $(cat "$T/resp")"
-expect_post 200 "$FIX/4.2-msmq-element.txt"
-expect_post 200 "$FIX/4.3-receipt-requests.txt"
-[ "$(count simpleq)" = 3 ] || fail "simpleq holds $(count simpleq) messages, expected 3"
-expect_rc 0 mq-receive simpleq --columns label
-expect_out $'mqsender label\n'
-expect_rc 0 mq-admin export simpleq
-jq -se 'map(select(.body | contains("<orderId>3</orderId>"))) | length == 1 and .[0].priority == 3 and .[0].hash_algorithm == 32772' "$T/out" >/dev/null ||
-  fail "4.2's message lost its properties: $(cat "$T/out")"
-# Receipts are not messages.
-for f in 4.3-delivery-receipt 4.3-commitment-receipt; do
-  expect_post 200 "$FIX/$f.txt" /msmq/private\$/simpleq
-done
-[ "$(count simpleq)" = 2 ] || fail "a receipt was stored as a message"
-# A cut-short sample (1.3.12's body is not printed): 400, nothing stored.
-expect_post 400 "$FIX/1.3.12-example.txt"
-grep -q 'truncated\|MIME' "$T/resp" || fail "1.3.12's refusal does not say why: $(cat "$T/resp")"
-[ "$(count simpleq)" = 2 ] || fail "a truncated document was stored"
-
-# A stream: 1 and 2, a replay of 1, serve restarted, 2 again and 3; each stored once, in order.
-# The samples' <expiresAt> (the time to be received, with <Msmq>) is in 2007: they would expire
-# as soon as stored. The same documents, thirty years later.
-# Their <sendReceiptsTo> names a small capture server of this test, which keeps each POST.
+# A small capture server of this test, which keeps each POST: the receipts serve posts.
 mkdir "$T/receipts"
 start python3 -c '
 import http.server, os, sys
@@ -107,6 +82,42 @@ s.serve_forever()' "$T/receipts"
 CAPTURE=$PID
 until_true 10 test -s "$T/bg.$CAPTURE.out" || fail "the capture server did not start"
 CPORT=$(cat "$T/bg.$CAPTURE.out")
+serve
+# The samples, as printed.
+expect_post 200 "$FIX/4.1-simple.txt"
+[ ! -s "$T/resp" ] || fail "a 200 answer has a body: $(cat "$T/resp")"
+expect_post 200 "$FIX/4.2-msmq-element.txt"
+# 4.3 asks for a delivery receipt at http://machine1/...: here the capture server.
+sed "s|http://machine1/MSMQ/private\$/receipts|http://127.0.0.1:$CPORT/msmq/private\$/admin|g" \
+  "$FIX/4.3-receipt-requests.txt" >"$T/4.3.txt"
+expect_post 200 "$T/4.3.txt"
+delivered() { grep -qs '<deliveryReceipt>' "$T/receipts/"*; }
+until_true 10 delivered || fail "no delivery receipt for 4.3"
+f=$(grep -l '<deliveryReceipt>' "$T/receipts/"* | head -1)
+for want in '^/msmq/private\$/admin$' '<Class>2</Class>' '<id>uuid:1@00000000-0000-0000-0000-000000000008</id></deliveryReceipt>' \
+  '<receivedAt>2' "<to>http://127.0.0.1:$CPORT/msmq/private"; do
+  grep -q "$want" "$f" || fail "the delivery receipt lacks $want: $(cat "$f")"
+done
+rm -f "$T/receipts/"*
+[ "$(count simpleq)" = 3 ] || fail "simpleq holds $(count simpleq) messages, expected 3"
+expect_rc 0 mq-receive simpleq --columns label
+expect_out $'mqsender label\n'
+expect_rc 0 mq-admin export simpleq
+jq -se 'map(select(.body | contains("<orderId>3</orderId>"))) | length == 1 and .[0].priority == 3 and .[0].hash_algorithm == 32772' "$T/out" >/dev/null ||
+  fail "4.2's message lost its properties: $(cat "$T/out")"
+# Receipts are not messages.
+for f in 4.3-delivery-receipt 4.3-commitment-receipt; do
+  expect_post 200 "$FIX/$f.txt" /msmq/private\$/simpleq
+done
+[ "$(count simpleq)" = 2 ] || fail "a receipt was stored as a message"
+# A cut-short sample (1.3.12's body is not printed): 400, nothing stored.
+expect_post 400 "$FIX/1.3.12-example.txt"
+grep -q 'truncated\|MIME' "$T/resp" || fail "1.3.12's refusal does not say why: $(cat "$T/resp")"
+[ "$(count simpleq)" = 2 ] || fail "a truncated document was stored"
+
+# A stream: 1 and 2, a replay of 1, serve restarted, 2 again and 3; each stored once, in order.
+# The samples' <expiresAt> (the time to be received, with <Msmq>) is in 2007: they would expire
+# as soon as stored. The same documents, thirty years later.
 for n in 1 2 3; do
   sed "s/>2007/>2037/g; s|http://machine1/MSMQ/private\$/receipts<b>SenderStream=XRntV</b>|http://127.0.0.1:$CPORT/msmq/private\$/order_queue\$|" \
     "$FIX/4.4-stream-$n.txt" >"$T/stream-$n.txt"
