@@ -144,7 +144,11 @@ bool IEquals(std::string_view a, std::string_view b) {
 struct Request {
   std::string queue;
   std::string content_type;
-  std::string body;
+  // The document as DecodeSrmp reads it: its Content-Type line (the boundary is in it), then
+  // the body, appended as it comes; `head` bytes of it are that line.
+  std::string doc;
+  size_t head = 0;
+  uint64_t reserve = 0;  // its Content-Length, at most the limit
   uint64_t limit = 0;
   int64_t deadline = 0;  // monotonic ms
   enum class State { kReading, kPending, kAnswered } state = State::kReading;
@@ -329,11 +333,11 @@ class Endpoint {
     }
     if (*upload_size) {
       if (MonotonicMs() > r->deadline) return TooSlow(c, r);
-      if (r->body.size() + *upload_size > r->limit)
+      if (r->doc.size() - r->head + *upload_size > r->limit)
         return Refuse(c, r, MHD_HTTP_CONTENT_TOO_LARGE,
                       fmt::format("the document is larger than {} bytes, the most {} takes",
                                   r->limit, r->queue));
-      r->body.append(upload, *upload_size);
+      r->doc.append(upload, *upload_size);
       *upload_size = 0;
       return MHD_YES;
     }
@@ -422,18 +426,19 @@ class Endpoint {
                       fmt::format("the document ({} bytes) is larger than {} bytes, the most "
                                   "{} takes",
                                   n, r->limit, r->queue));
+      r->reserve = n;
     }
+    r->doc = fmt::format("Content-Type: {}\r\n\r\n", r->content_type);
+    r->head = r->doc.size();
+    r->doc.reserve(r->head + r->reserve);
     return MHD_YES;
   }
 
   // The whole body is here: read it; a message waits for the next commit, suspended.
   MHD_Result Complete(MHD_Connection* c, Request* r) {
-    std::string doc = fmt::format("Content-Type: {}\r\n\r\n", r->content_type);
-    doc += r->body;
-    r->body.clear();
-    r->body.shrink_to_fit();
     SrmpReceipt receipt;
-    Status s = DecodeSrmp(doc, r->msg, &r->stream, &receipt);
+    Status s = DecodeSrmp(r->doc, r->msg, &r->stream, &receipt);
+    std::string().swap(r->doc);  // the message holds what it needs
     if (!s.ok()) return Refuse(c, r, MHD_HTTP_BAD_REQUEST, s.text());
     if (receipt.kind != SrmpReceipt::Kind::kNone) {
       // A receipt for a message sent from here: this store sends none over HTTP yet, so it

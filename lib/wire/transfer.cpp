@@ -448,10 +448,7 @@ Status DecodeAck(std::string_view payload, Ack& a) {
 void AppendMessage(std::string& out, const MessageHeader& h, const Message& m,
                    const std::string& stream) {
   AppendMessageHeader(out, h);
-  SrmpStream st;
-  st.stream_id = stream;
-  st.current = h.seq;
-  st.previous = h.prev;
+  SrmpStream st{stream, h.seq, h.prev};
   AppendSrmp(out, m, &st, false);
 }
 

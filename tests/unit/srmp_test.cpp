@@ -215,10 +215,7 @@ TEST_CASE("srmp: the document is MSMQ's shape", "[srmp]") {
 TEST_CASE("srmp: a link's stream travels in <Stream> and leaves the message's own fields",
           "[srmp]") {
   Message m = Full();
-  SrmpStream link;
-  link.stream_id = "uid:" + FormatGuid(NewGuid()) + "\\42";
-  link.current = 1ULL << 40;
-  link.previous = (1ULL << 40) - 3;
+  SrmpStream link{"uid:" + FormatGuid(NewGuid()) + "\\42", 1ULL << 40, (1ULL << 40) - 3};
   std::string doc = EncodeSrmp(m, &link);
   SrmpStream got;
   REQUIRE(Decoded(doc, &got) == m);
@@ -263,10 +260,7 @@ TEST_CASE("srmp: text is escaped as libxml2 escapes it, whichever way it is writ
 TEST_CASE("srmp: without local state, what the receiving store sets anew is left out",
           "[srmp]") {
   Message m = Full();
-  SrmpStream link;
-  link.stream_id = "uid:" + FormatGuid(NewGuid()) + "\\42";
-  link.current = 7;
-  link.previous = 6;
+  SrmpStream link{"uid:" + FormatGuid(NewGuid()) + "\\42", 7, 6};
   std::string doc = EncodeSrmp(m, &link, false);
   for (const char* gone : {"<ArrivedTime>", "<AwaitingArrival", "<AbortCount>", "<Status>",
                            "<QueuingOrder>", "<MessageEnqueueTime>", "<DeliveryCount>"}) {
