@@ -237,7 +237,8 @@ int Run(int argc, char** argv) {
   auto dests = ParseDestinations(a.queue);
   if (!dests.ok()) return cli::Fail(dests.status());
   // What errors name when no queue of the list is to blame.
-  std::string subject = dests->size() == 1 ? dests->front().ref.Full() : a.queue;
+  std::string subject =
+      dests->size() == 1 && dests->front().url.empty() ? dests->front().ref.Full() : a.queue;
   if (!a.dedup.empty() && (a.lines || a.null) && !a.tx)
     return cli::Fail(
         Status::InvalidArg("--dedup with -l or -0 needs --tx (the key names the whole send)"));
@@ -256,6 +257,8 @@ int Run(int argc, char** argv) {
   auto store =
       opened ? Result<std::unique_ptr<Store>>(std::move(opened)) : cli::OpenStore(a.store);
   if (!store.ok()) return cli::Fail(store.status());
+  // DIRECT=HTTP://HOST/msmq/private$/Q: through the link with that --url.
+  if (Status s = (*store)->ResolveLinkUrls(*dests); !s.ok()) return cli::Fail(s);
   if (a.msg.express) {
     Status s = (*store)->SetExpress(true);
     if (!s.ok()) return cli::Fail(s);

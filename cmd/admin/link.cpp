@@ -1,12 +1,17 @@
 // mq-admin link add NAME --via 'COMMAND [ARG...]' [--return LINK]
-// mq-admin link set NAME [--via 'COMMAND [ARG...]'] [--return LINK]
+// mq-admin link add NAME --url http[s]://HOST[:PORT]/msmq [--receipts-url URL]
+// mq-admin link set NAME [--via 'COMMAND [ARG...]' | --url URL] [--receipts-url URL]
+//                        [--return LINK]
 // mq-admin link delete NAME [--force]
 // mq-admin link list [--json | --format text|json|prometheus]
 // mq-admin link stat NAME [--json]
 //   Links to other stores (mq(7) "Transfer between machines"). A link is a command whose
 //   stdin and stdout reach `mq-admin accept` on the other store, e.g.
 //   `ssh host mq-admin --store /srv/mq accept`; mq-send LINK:QUEUE stores messages in the
-//   link's outgoing queue out;LINK and mq-admin forward LINK moves them.
+//   link's outgoing queue out;LINK and mq-admin forward LINK moves them. An HTTP link
+//   (--url) reaches MSMQ's HTTP transport instead (mq(7) "MSMQ over HTTP"): forward posts
+//   SRMP documents to the URL, and the far side's stream receipts come back to --receipts-url,
+//   a mq-admin serve of this store.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -22,6 +27,8 @@ struct LinkArgs {
   std::string name;
   std::string via;
   std::string return_link;
+  std::string url;
+  std::string receipts_url;
   bool force = false;
   bool json = false;
   std::string format;
@@ -34,9 +41,13 @@ nlohmann::ordered_json ToJson(const LinkInfo& l) {
     return ms ? nlohmann::ordered_json(FormatTime(ms)) : nlohmann::ordered_json(nullptr);
   };
   return {{"link", l.name},
-          {"via", l.via},
-          {"via_uid", l.via_uid >= 0 ? nlohmann::ordered_json(l.via_uid)
-                                     : nlohmann::ordered_json(nullptr)},
+          {"via", l.via.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(l.via)},
+          {"url", l.url.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(l.url)},
+          {"receipts_url", l.receipts_url.empty() ? nlohmann::ordered_json(nullptr)
+                                                  : nlohmann::ordered_json(l.receipts_url)},
+          {"receipted", l.receipted},
+          {"via_uid",
+           l.via_uid >= 0 ? nlohmann::ordered_json(l.via_uid) : nlohmann::ordered_json(nullptr)},
           {"return", l.return_link},
           {"outgoing_queue", "out;" + l.name},
           {"backlog", l.backlog},
@@ -94,8 +105,16 @@ int Print(Store& store, const std::vector<LinkInfo>& links, const std::string& f
   } else if (one) {
     for (const LinkInfo& l : links) {
       out.Append(fmt::format("link:            {}\n", l.name));
-      out.Append(fmt::format("via:             {}\n", l.via));
-      if (l.via_uid >= 0) out.Append(fmt::format("via set by:      uid {}\n", l.via_uid));
+      if (!l.via.empty()) out.Append(fmt::format("via:             {}\n", l.via));
+      if (!l.url.empty()) {
+        out.Append(fmt::format("url:             {}\n", l.url));
+        out.Append(
+            fmt::format("receipts url:    {}\n", l.receipts_url.empty() ? "-" : l.receipts_url));
+        out.Append(fmt::format("receipted:       {}\n", l.receipted));
+      }
+      if (l.via_uid >= 0)
+        out.Append(
+            fmt::format("{} set by:      uid {}\n", l.url.empty() ? "via" : "url", l.via_uid));
       if (!l.return_link.empty()) out.Append(fmt::format("return:          {}\n", l.return_link));
       out.Append(fmt::format("outgoing queue:  out;{}\n", l.name));
       out.Append(fmt::format("backlog:         {} messages, {} bytes\n", l.backlog,
@@ -138,8 +157,15 @@ Command SetupLink(CLI::App& app, Context&) {
   add->add_option("--via", a->via,
                   "The command (run with /bin/sh -c) whose stdin and stdout reach mq-admin "
                   "accept at the far store")
-      ->type_name("COMMAND")
-      ->required();
+      ->type_name("COMMAND");
+  add->add_option("--url", a->url,
+                  "An HTTP link: the far machine's MSMQ HTTP endpoint, http[s]://HOST[:PORT]/msmq "
+                  "(an MSMQ, or an mq-admin serve)")
+      ->type_name("URL");
+  add->add_option("--receipts-url", a->receipts_url,
+                  "Where the far side posts its stream receipts: a queue URL of this store's "
+                  "mq-admin serve, e.g. http://THIS-HOST:8080/msmq/private$/order_queue$")
+      ->type_name("URL");
   add->add_option("--return", a->return_link,
                   "The far store's link back here: response and admin queues travel as "
                   "LINK:QUEUE")
@@ -147,6 +173,11 @@ Command SetupLink(CLI::App& app, Context&) {
   auto* set = sub->add_subcommand("set", "Change a link's command or return link");
   set->add_option("NAME", a->name, "The link")->required();
   auto* set_via = set->add_option("--via", a->via, "The command")->type_name("COMMAND");
+  auto* set_url = set->add_option("--url", a->url, "The far MSMQ HTTP endpoint (an HTTP link's)")
+                      ->type_name("URL");
+  auto* set_receipts = set->add_option("--receipts-url", a->receipts_url,
+                                       "Where the far side posts stream receipts ('' for none)")
+                           ->type_name("URL");
   auto* set_ret =
       set->add_option("--return", a->return_link, "The far store's link back ('' for none)")
           ->type_name("LINK");
@@ -164,7 +195,8 @@ Command SetupLink(CLI::App& app, Context&) {
         ->check(CLI::IsMember({"json", "prometheus", "text"}))
         ->excludes(json);
   }
-  return {sub, [a, add, set, set_via, set_ret, del, list, stat](Context& ctx) {
+  return {sub,
+          [a, add, set, set_via, set_url, set_receipts, set_ret, del, list, stat](Context& ctx) {
             if (!a->return_link.empty() && !IsValidQueueName(a->return_link))
               return cli::Fail(Status::InvalidArg("invalid --return link name", a->return_link));
             bool reading = list->parsed() || stat->parsed();
@@ -173,7 +205,9 @@ Command SetupLink(CLI::App& app, Context&) {
             Store& st = **store;
             if (add->parsed()) {
               LinkSettings s;
-              s.via = a->via;
+              if (!a->via.empty()) s.via = a->via;
+              if (!a->url.empty()) s.url = a->url;
+              if (!a->receipts_url.empty()) s.receipts_url = a->receipts_url;
               if (!a->return_link.empty()) s.return_link = a->return_link;
               Status r = st.AddLink(a->name, s);
               return r.ok() ? 0 : cli::Fail(r);
@@ -182,9 +216,11 @@ Command SetupLink(CLI::App& app, Context&) {
               LinkSettings s;
               if (set_via->count()) s.via = a->via;
               if (set_ret->count()) s.return_link = a->return_link;
-              if (!s.via && !s.return_link)
-                return cli::Fail(Status::InvalidArg("nothing to change: pass --via or "
-                                                    "--return"));
+              if (set_url->count()) s.url = a->url;
+              if (set_receipts->count()) s.receipts_url = a->receipts_url;
+              if (!s.via && !s.return_link && !s.url && !s.receipts_url)
+                return cli::Fail(Status::InvalidArg("nothing to change: pass --via, --url, "
+                                                    "--receipts-url or --return"));
               Status r = st.SetLink(a->name, s);
               return r.ok() ? 0 : cli::Fail(r);
             }

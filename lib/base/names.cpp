@@ -1,9 +1,10 @@
 // names.cpp: parsing of queue references; see names.hpp for the grammar.
 #include "base/names.hpp"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cctype>
-#include <fmt/format.h>
+#include <cstring>
 
 namespace mq {
 
@@ -103,6 +104,76 @@ Result<QueueRef> ParseQueueRef(std::string_view text) {
   return ref;
 }
 
+Result<std::string> MsmqBaseUrl(std::string_view url) {
+  auto bad = [&](const std::string& why) {
+    return Status::IllegalFormatname(
+        fmt::format("'{}' is not an MSMQ HTTP address (http[s]://HOST[:PORT]/msmq): {}", url, why));
+  };
+  std::string_view s = url;
+  std::string scheme;
+  if (IStartsWith(s, "http://")) {
+    scheme = "http";
+  } else if (IStartsWith(s, "https://")) {
+    scheme = "https";
+  } else {
+    return bad("it begins with neither http:// nor https://");
+  }
+  s.remove_prefix(scheme.size() + 3);
+  size_t slash = s.find('/');
+  std::string_view authority = s.substr(0, slash);
+  std::string_view path = slash == std::string_view::npos ? "" : s.substr(slash);
+  if (authority.empty()) return bad("no host");
+  for (char c : authority)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && !std::strchr(".-_:[]", c))
+      return bad("the host may hold letters, digits and . - _ : [ ] only");
+  std::string host;
+  for (char c : authority) host += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  size_t colon = host.rfind(':');
+  if (colon != std::string::npos && host.find(']', colon) == std::string::npos) {
+    std::string_view port = std::string_view(host).substr(colon + 1);
+    if (port.empty() || port.size() > 5 ||
+        !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+        std::stoul(std::string(port)) == 0 || std::stoul(std::string(port)) > 65535)
+      return bad("the port is not a number from 1 to 65535");
+    if ((scheme == "http" && port == "80") || (scheme == "https" && port == "443"))
+      host.resize(colon);
+  }
+  while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  if (!IEquals(path, "/msmq")) return bad("the path is not /msmq");
+  return fmt::format("{}://{}/msmq", scheme, host);
+}
+
+namespace {
+
+// DIRECT=HTTP://HOST[:PORT]/msmq/private$/QUEUE (HTTPS too, any case): null if `element` is
+// no HTTP format name.
+Result<std::optional<Destination>> ParseHttpFormatName(std::string_view element) {
+  std::string_view s = element;
+  if (!IStartsWith(s, "DIRECT=HTTP://") && !IStartsWith(s, "DIRECT=HTTPS://"))
+    return std::optional<Destination>();
+  s.remove_prefix(7);
+  size_t host_end = s.find('/', s.find("//") + 2);
+  size_t queue_at = std::string_view::npos;
+  if (host_end != std::string_view::npos) {
+    std::string_view rest = s.substr(host_end);
+    if (rest.size() > 15 && IStartsWith(rest, "/msmq/private$/")) queue_at = host_end + 15;
+  }
+  if (queue_at == std::string_view::npos)
+    return Bad(element, "an HTTP format name is DIRECT=HTTP://HOST[:PORT]/msmq/private$/QUEUE "
+                        "(mq sends to private queues only)");
+  auto base = MsmqBaseUrl(s.substr(0, host_end + 5));
+  if (!base.ok()) return Bad(element, base.status().text());
+  Destination d;
+  d.ref = QueueRef{std::string(kOutgoingBase), ""};
+  d.remote_queue = std::string(s.substr(queue_at));
+  d.url = std::move(*base);
+  if (!IsValidQueueName(d.remote_queue))
+    return Bad(element, "the queue after private$/ is a plain queue name");
+  return std::optional<Destination>(std::move(d));
+}
+
+}  // namespace
+
 Result<std::vector<Destination>> ParseDestinations(std::string_view text) {
   std::string_view s = text;
   if (IStartsWith(s, "FormatName:")) s.remove_prefix(11);
@@ -112,9 +183,14 @@ Result<std::vector<Destination>> ParseDestinations(std::string_view text) {
     std::string_view element = s.substr(0, comma);
     if (element.empty()) return Bad(text, "an empty element in a list of queues (a,b,LINK:c)");
     Destination d;
-    auto remote = ParseRemoteRef(element);
+    auto http = ParseHttpFormatName(element);
+    if (!http.ok()) return http.status();
+    auto remote = *http ? Result<std::optional<RemoteRef>>(std::optional<RemoteRef>())
+                        : ParseRemoteRef(element);
     if (!remote.ok()) return remote.status();
-    if (*remote) {
+    if (*http) {
+      d = std::move(**http);
+    } else if (*remote) {
       d.ref = QueueRef{std::string(kOutgoingBase), (*remote)->link};
       d.remote_queue = std::move((*remote)->queue);
     } else {
@@ -123,7 +199,7 @@ Result<std::vector<Destination>> ParseDestinations(std::string_view text) {
       d.ref = std::move(*ref);
     }
     for (const Destination& e : out)
-      if (e.ref.Full() == d.ref.Full() && e.remote_queue == d.remote_queue)
+      if (e.ref.Full() == d.ref.Full() && e.remote_queue == d.remote_queue && e.url == d.url)
         return Bad(text, fmt::format("{} is named twice", element));
     out.push_back(std::move(d));
     if (comma == std::string_view::npos) break;

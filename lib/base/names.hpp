@@ -7,6 +7,9 @@
 //   out;LINK          the outgoing queue of link LINK (mq-admin link): 'out' is reserved, so
 //                     that no queue of the user's (and no subqueue of one) is ever out;LINK
 //   .\private$\NAME  DIRECT=OS:.\private$\NAME         MSMQ format names of a local queue
+//   DIRECT=HTTP://HOST[:PORT]/msmq/private$/NAME (or HTTPS): a queue of a machine reached over
+//                     HTTP (MSMQ's HTTP transport), through the link whose --url is
+//                     http://HOST[:PORT]/msmq (mq-send only: Store::ResolveLinkUrls)
 //
 // A send may name several destinations (ParseDestinations): MSMQ's multiple-element format
 // name, elements joined by ',' (no queue name holds one), optionally after "FormatName:".
@@ -56,10 +59,18 @@ Result<std::optional<RemoteRef>> ParseRemoteRef(std::string_view text);
 struct Destination {
   QueueRef ref;
   std::string remote_queue;
+  // An HTTP format name's machine, as MsmqBaseUrl writes it: the link is the one with that
+  // --url (Store::ResolveLinkUrls sets ref.sub); ref.sub is empty until then.
+  std::string url{};
 };
+// The base URL of a machine's MSMQ HTTP endpoint, http[s]://HOST[:PORT]/msmq, in one form:
+// scheme and host in lower case, the default port (80, 443) left out, no trailing '/'.
+// E_INVALIDARG (MQ_ERROR_ILLEGAL_FORMATNAME) for anything else.
+Result<std::string> MsmqBaseUrl(std::string_view url);
 // The destinations of `text`: one queue reference, local or remote, or a list of them joined
 // by ',' ("a,b,LINK:c", "FormatName:DIRECT=OS:.\private$\a,DIRECT=OS:.\private$\b"), each
-// named once.
+// named once. An HTTP format name (DIRECT=HTTP://HOST/msmq/private$/QUEUE) leaves its link to
+// be found by its url.
 Result<std::vector<Destination>> ParseDestinations(std::string_view text);
 // True if `name` is a valid plain queue name (the NAME rule).
 bool IsValidQueueName(std::string_view name);

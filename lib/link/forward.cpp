@@ -16,6 +16,7 @@
 
 #include "base/codec.hpp"
 #include "base/units.hpp"
+#include "link/http_forward.hpp"
 #include "link/outgoing.hpp"
 #include "proc/backoff.hpp"
 #include "store/filelock.hpp"
@@ -84,6 +85,7 @@ class Forwarder::Impl {
     auto lock = store_.LockLink(opts_.link);
     if (!lock.ok()) return lock.status();
     lock_ = std::move(*lock);
+    if (!link_.url.empty()) return ForwardHttp(store_, link_, opts_, stop_, note_);
     if (!connector_) {
       MQ_RETURN_IF_ERROR(MayRunCommand());
       own_connector_ = std::make_unique<CommandConnector>(link_.via);

@@ -70,6 +70,10 @@ struct ForwardOptions {
   // the far side's accept, which ends a session silent for its --idle-timeout (5 minutes by
   // default), knows the link is alive.
   int64_t keepalive_ms = 30000;
+  // An HTTP link's (link/http_forward.hpp): POSTs in flight at once, and the CA certificates
+  // (PEM file) an https:// far side's certificate is checked against (empty: the system's).
+  unsigned connections = 16;
+  std::string ca_file{};
 };
 
 // Something the tool may tell its user; Run() goes on.

@@ -5,11 +5,6 @@
 #include "link/http_endpoint.hpp"
 
 #include <fcntl.h>
-#define CURL_DISABLE_TYPECHECK  // curl_easy_setopt is called through a pointer (LoadedApi)
-#include <curl/curl.h>
-#include <dlfcn.h>
-#include <gnutls/gnutls.h>
-#include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -34,102 +29,12 @@
 #include "base/ids.hpp"
 #include "base/names.hpp"
 #include "base/units.hpp"
+#include "link/http_api.hpp"
 #include "wire/srmp.hpp"
 
 namespace mq::link {
 
 namespace {
-
-// libmicrohttpd and libcurl are loaded when serve starts (LoadedApi), not linked: with GnuTLS
-// and OpenSSL behind them they would cost every other mq-admin subcommand start-up time (as
-// rabbitmq-c would: lib/bridge/amqp_link.cpp). The headers come from libmicrohttpd-dev and
-// libcurl4-openssl-dev; the ABIs are libmicrohttpd.so.12's and libcurl.so.4's. Every function
-// used is in these lists.
-constexpr const char* kMhdLibrary = "libmicrohttpd.so.12";
-constexpr const char* kCurlLibrary = "libcurl.so.4";
-// libmicrohttpd's TLS library, loaded with it: for the check of a client's certificate.
-constexpr const char* kGnutlsLibrary = "libgnutls.so.30";
-#define MQ_MHD_FUNCTIONS(X)          \
-  X(MHD_start_daemon)                \
-  X(MHD_stop_daemon)                 \
-  X(MHD_get_daemon_info)             \
-  X(MHD_get_timeout)                 \
-  X(MHD_run)                         \
-  X(MHD_create_response_from_buffer) \
-  X(MHD_add_response_header)         \
-  X(MHD_queue_response)              \
-  X(MHD_destroy_response)            \
-  X(MHD_lookup_connection_value)     \
-  X(MHD_suspend_connection)          \
-  X(MHD_resume_connection)           \
-  X(MHD_get_connection_info)
-#define MQ_CURL_FUNCTIONS(X)  \
-  X(curl_global_init)         \
-  X(curl_multi_init)          \
-  X(curl_multi_cleanup)       \
-  X(curl_multi_add_handle)    \
-  X(curl_multi_remove_handle) \
-  X(curl_multi_perform)       \
-  X(curl_multi_poll)          \
-  X(curl_multi_info_read)     \
-  X(curl_easy_init)           \
-  X(curl_easy_cleanup)        \
-  X(curl_easy_setopt)         \
-  X(curl_easy_getinfo)        \
-  X(curl_easy_strerror)       \
-  X(curl_slist_append)        \
-  X(curl_slist_free_all)
-
-#define MQ_GNUTLS_FUNCTIONS(X) X(gnutls_certificate_verify_peers2)
-
-struct HttpApi {
-#define MQ_HTTP_MEMBER(f) decltype(&::f) f = nullptr;
-  MQ_MHD_FUNCTIONS(MQ_HTTP_MEMBER)
-  MQ_CURL_FUNCTIONS(MQ_HTTP_MEMBER)
-  MQ_GNUTLS_FUNCTIONS(MQ_HTTP_MEMBER)
-#undef MQ_HTTP_MEMBER
-  Status status;  // why it could not be loaded
-};
-
-const HttpApi& LoadedApi() {
-  static const HttpApi api = [] {
-    HttpApi a;
-    // Opens one library; false (and a.status) when it cannot be.
-    auto open = [&](const char* name, const char* package) -> void* {
-      void* lib = ::dlopen(name, RTLD_NOW | RTLD_LOCAL);
-      if (!lib) {
-        const char* e = ::dlerror();
-        a.status = Status::Error(
-            fmt::format("cannot load {} (install {}): {}", name, package, e ? e : "dlopen failed"));
-      }
-      return lib;
-    };
-    const char* missing = nullptr;
-#define MQ_HTTP_BIND(f)                                    \
-  a.f = reinterpret_cast<decltype(a.f)>(::dlsym(lib, #f)); \
-  if (!a.f && !missing) missing = #f;
-    if (void* lib = open(kMhdLibrary, "libmicrohttpd12")) {
-      MQ_MHD_FUNCTIONS(MQ_HTTP_BIND)
-    }
-    if (void* lib = a.status.ok() ? open(kCurlLibrary, "libcurl4") : nullptr) {
-      MQ_CURL_FUNCTIONS(MQ_HTTP_BIND)
-    }
-    if (void* lib = a.status.ok() ? open(kGnutlsLibrary, "libgnutls30") : nullptr) {
-      MQ_GNUTLS_FUNCTIONS(MQ_HTTP_BIND)
-    }
-#undef MQ_HTTP_BIND
-    if (a.status.ok() && missing)
-      a.status = Status::Error(fmt::format("the HTTP libraries lack {}, which mq-admin serve "
-                                           "needs",
-                                           missing));
-    if (a.status.ok() && a.curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-      a.status = Status::Error("libcurl could not be initialised");
-    return a;
-  }();
-  return api;
-}
-
-const HttpApi& Api() { return LoadedApi(); }
 
 bool IEquals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -161,6 +66,11 @@ struct Request {
   std::string via;      // the URL it was posted to
   std::string path_id;  // its <path><id>, as the sender wrote it
   bool own_id = false;  // no id came with it (no <Msmq>): this store made one
+  // Posted to a path that names no queue of this store, as text/xml: taken only if it is a
+  // receipt (MSMQ posts them to the sender's order queue, /msmq/private$/order_queue$), else
+  // refused with this reason.
+  std::string receipt_only;
+  int64_t hold_until = 0;  // a stream's message after a gap waits until then for the gap
 };
 
 }  // namespace
@@ -234,7 +144,9 @@ class Endpoint {
     }
     for (;;) {
       if (o_.stop && o_.stop->Requested()) {
-        // The answers of requests stored in the last turn go out before the end.
+        // Messages held after a gap are answered (as gaps: they come again), and the answers
+        // of requests stored in the last turn go out before the end.
+        MQ_RETURN_IF_ERROR(StorePending(true));
         if (resumed_)
           for (MHD_Daemon* d : daemons_) Api().MHD_run(d);
         return {};
@@ -258,6 +170,8 @@ class Endpoint {
         if (st.due) wait = std::min(wait, std::max<int64_t>(0, st.due - now));
       for (const Delivery& d : deliveries_)
         wait = std::min(wait, std::max<int64_t>(0, d.due - now));
+      for (const Request* r : held_)
+        wait = std::min(wait, std::max<int64_t>(0, r->hold_until - now));
       // Connections resumed after a commit have their answers to send: libmicrohttpd, run
       // from this loop, is not woken for them, so the loop runs it again before sleeping.
       if (resumed_) wait = 0;
@@ -388,37 +302,57 @@ class Endpoint {
     if (std::string_view(method) != "POST")
       return Refuse(c, r, MHD_HTTP_METHOD_NOT_ALLOWED,
                     fmt::format("{} is not served: MSMQ's HTTP transport POSTs", method));
-    auto q = QueueOfSrmpPath(url);
-    if (!q.ok())  // no MSMQ path: 404; a path that names no queue that takes messages: 400
-      return Refuse(c, r,
-                    q.status().code() == Code::kIllegalFormatname ? MHD_HTTP_BAD_REQUEST
-                                                                  : MHD_HTTP_NOT_FOUND,
-                    q.status().text());
-    r->queue = *q;
-    const char* host = Api().MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
-    r->via = fmt::format("http://{}{}", host ? host : "localhost", url);
-    if (!o_.queues.empty() &&
-        std::find(o_.queues.begin(), o_.queues.end(), r->queue) == o_.queues.end())
-      return Refuse(c, r, MHD_HTTP_BAD_REQUEST, "this endpoint does not serve that queue");
-    auto ref = ParseQueueRef(r->queue);
-    if (!ref.ok()) return Refuse(c, r, MHD_HTTP_NOT_FOUND, ref.status().text());
-    auto st = store_.StatQueue(*ref);
-    if (!st.ok()) {
-      if (st.status().code() == Code::kQueueNotFound)  // 400: [MC-MQSRM] 3.1.5.1.3
-        return Refuse(c, r, MHD_HTTP_BAD_REQUEST, "no such queue");
-      return Refuse(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, st.status().text());
-    }
-    r->limit = st->info.max_message_size + kEnvelopeRoom;
     const char* ct = Api().MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
     r->content_type = ct ? ct : "";
     std::string_view type = r->content_type;
     type = type.substr(0, type.find(';'));
     while (!type.empty() && type.back() == ' ') type.remove_suffix(1);
-    if (!IEquals(type, "multipart/related") && !IEquals(type, "text/xml"))
+    const bool xml = IEquals(type, "text/xml");
+    const char* host = Api().MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Host");
+    r->via = fmt::format("http://{}{}", host ? host : "localhost", url);
+    Status no_queue;
+    // No MSMQ path: 404; a path that names no queue that takes messages: 400.
+    unsigned no_queue_status = MHD_HTTP_BAD_REQUEST;
+    auto q = QueueOfSrmpPath(url);
+    if (!q.ok()) {
+      no_queue = q.status();
+      if (no_queue.code() != Code::kIllegalFormatname) no_queue_status = MHD_HTTP_NOT_FOUND;
+    } else {
+      r->queue = *q;
+      if (!o_.queues.empty() &&
+          std::find(o_.queues.begin(), o_.queues.end(), r->queue) == o_.queues.end())
+        no_queue = Status::InvalidArg("this endpoint does not serve that queue");
+    }
+    std::optional<QueueStat> st;
+    if (no_queue.ok()) {
+      auto ref = ParseQueueRef(r->queue);
+      if (!ref.ok()) return Refuse(c, r, MHD_HTTP_NOT_FOUND, ref.status().text());
+      auto got = store_.StatQueue(*ref);
+      if (!got.ok() && got.status().code() != Code::kQueueNotFound)
+        return Refuse(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, got.status().text());
+      if (got.ok())
+        st = std::move(*got);
+      else
+        no_queue = Status::QueueNotFound("no such queue");  // 400: [MC-MQSRM] 3.1.5.1.3
+    }
+    if (!no_queue.ok()) {
+      std::string_view path = url;
+      bool msmq = path.size() > 6 && IEquals(path.substr(0, 6), "/msmq/");
+      if (xml && msmq) {
+        // Perhaps a receipt to the order queue: known once it is read.
+        r->receipt_only = no_queue.text();
+        if (r->queue.empty()) r->queue = std::string(path.substr(path.rfind('/') + 1));
+        r->limit = kEnvelopeRoom;
+      } else {
+        return Refuse(c, r, no_queue_status, no_queue.text());
+      }
+    }
+    if (!IEquals(type, "multipart/related") && !xml)
       return Refuse(c, r, MHD_HTTP_BAD_REQUEST,
                     fmt::format("Content-Type '{}' is not an SRMP document (multipart/related, "
                                 "or text/xml for a receipt)",
                                 r->content_type));
+    if (st) r->limit = st->info.max_message_size + kEnvelopeRoom;
     if (const char* len = Api().MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length")) {
       uint64_t n = std::strtoull(len, nullptr, 10);
       if (n > r->limit)
@@ -441,12 +375,24 @@ class Endpoint {
     std::string().swap(r->doc);  // the message holds what it needs
     if (!s.ok()) return Refuse(c, r, MHD_HTTP_BAD_REQUEST, s.text());
     if (receipt.kind != SrmpReceipt::Kind::kNone) {
-      // A receipt for a message sent from here: this store sends none over HTTP yet, so it
-      // has nothing to end; it is understood, and not stored as a message.
+      // A receipt, never stored as a message. A stream receipt for the stream of one of this
+      // store's HTTP links ends the messages it covers: recorded here, the link's forward
+      // ends them (link/http_forward.hpp). A delivery receipt says what the POST's answer
+      // said already (the message is ended by then); a commitment receipt is understood and
+      // dropped (mq(7) "MSMQ over HTTP").
       stats_.receipts++;
+      if (receipt.kind == SrmpReceipt::Kind::kStream) {
+        auto link = store_.NoteStreamReceipt(receipt.stream_id, receipt.last_ordinal);
+        if (!link.ok()) return Refuse(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, link.status().text());
+        if (link->empty() && o_.note)
+          o_.note(fmt::format("a stream receipt for {}, no stream of this store's links: "
+                              "ignored",
+                              receipt.stream_id));
+      }
       r->state = Request::State::kAnswered;
       return Answer(c, MHD_HTTP_OK, "");
     }
+    if (!r->receipt_only.empty()) return Refuse(c, r, MHD_HTTP_BAD_REQUEST, r->receipt_only);
     r->streamed = !r->stream.stream_id.empty();
     r->msg.destination_queue = r->queue;
     if (r->streamed && r->msg.xact_id.empty()) {
@@ -467,11 +413,21 @@ class Endpoint {
 
   // Stores the messages read in this turn: those of no stream together, each stream's in
   // ordinal order; then answers each.
-  Status StorePending() {
-    if (pending_.empty()) return {};
+  Status StorePending(bool stopping = false) {
+    int64_t now = stopping ? INT64_MAX : MonotonicMs();
+    // The messages held after a gap go again with the new ones: when their turn has come,
+    // stored; when their time is up, answered as a gap.
+    bool due = false;
+    for (Request* r : held_) due = due || r->hold_until <= now;
+    if (pending_.empty() && !due) return {};
     std::map<std::string, std::vector<Request*>> by_stream;
     Status failed;
-    for (Request* r : pending_) by_stream[r->streamed ? r->stream.stream_id : ""].push_back(r);
+    for (Request* r : held_) pending_.push_back(r);
+    held_.clear();
+    for (Request* r : pending_) {
+      if (r->streamed && !r->hold_until && !stopping) r->hold_until = now + kGapHoldMs;
+      by_stream[r->streamed ? r->stream.stream_id : ""].push_back(r);
+    }
     for (auto& [stream, reqs] : by_stream) {
       std::stable_sort(reqs.begin(), reqs.end(), [](const Request* a, const Request* b) {
         return a->stream.current < b->stream.current;
@@ -483,8 +439,9 @@ class Endpoint {
         items[i].keep_late = true;
         items[i].new_id_if_taken = !stream.empty();
         if (!stream.empty())
-          items[i].previous =
-              reqs[i]->stream.previous ? reqs[i]->stream.previous : reqs[i]->stream.current - 1;
+          items[i].previous = reqs[i]->stream.previous || reqs[i]->stream.previous_given
+                                  ? reqs[i]->stream.previous
+                                  : reqs[i]->stream.current - 1;
       }
       std::string receipts_to;
       for (const Request* r : reqs)
@@ -499,6 +456,12 @@ class Endpoint {
         if (!last.ok()) {
           r->status = MHD_HTTP_SERVICE_UNAVAILABLE;
           r->reason = last.status().text();
+        } else if (items[i].gap && now < r->hold_until) {
+          // The ordinals before it are perhaps on their way on other connections (a sender
+          // posts several at once): it waits for them, suspended, a while.
+          r->msg = std::move(items[i].msg);
+          held_.push_back(r);
+          continue;
         } else if (items[i].gap) {
           // [MC-MQSRM] 3.1.5.1.6.3: ignored, and answered 200 (a 4xx would make MSMQ
           // dead-letter it); it comes again, in order, as no stream receipt covers it.
@@ -540,12 +503,18 @@ class Endpoint {
   // receipted; cumulative (<lastOrdinal>: the stream's last stored ordinal). One failed is
   // posted again 30 s later, unless a message of the stream makes it due sooner.
   static constexpr int64_t kReceiptDelayMs = 500;
+  // A stream receipt goes at once when this many ordinals wait for one (a sender that posts
+  // fast need not wait the coalescing out with its window full).
+  static constexpr uint64_t kReceiptOrdinals = 1000;
+  // How long a stream's message after a gap waits for the ordinals before it.
+  static constexpr int64_t kGapHoldMs = 2000;
   static constexpr int64_t kReceiptMaxDelayMs = 10'000;
   static constexpr int64_t kReceiptRetryMs = 30'000;
   struct StreamState {
     std::string to;   // <sendReceiptsTo>
     std::string via;  // where its messages are posted
     uint64_t last = 0;
+    uint64_t posted = 0;  // the last ordinal of the last receipt posted
     int64_t due = 0;    // monotonic ms; 0: none due
     int64_t first = 0;  // the first message not yet receipted came then
     bool in_flight = false;
@@ -581,6 +550,7 @@ class Endpoint {
     int64_t now = MonotonicMs();
     if (!st.first) st.first = now;
     st.due = std::min(now + kReceiptDelayMs, st.first + kReceiptMaxDelayMs);
+    if (last >= st.posted + kReceiptOrdinals) st.due = now;
   }
 
   void PostDueReceipts() {
@@ -608,6 +578,7 @@ class Endpoint {
       Transfer t;
       t.stream = id;
       t.last = st.last;
+      st.posted = st.last;
       if (Post(st.to, EncodeReceipt(r), std::move(t)))
         st.in_flight = true;
       else
@@ -736,6 +707,7 @@ class Endpoint {
   HttpServeStats& stats_;
   std::vector<MHD_Daemon*> daemons_;
   std::vector<Request*> pending_;
+  std::vector<Request*> held_;  // stream messages after a gap, waiting for it (kGapHoldMs)
   std::string last_log_;
   bool resumed_ = false;
   CURLM* multi_ = nullptr;

@@ -289,6 +289,13 @@ struct LinkRecord {
   std::string peer;             // the far store's GUID, as last seen
   int64_t forward_pid = 0;      // the forward connected now (with connected_since)
   int64_t via_uid = -1;         // who last set `via` (-1: set before mq recorded it)
+  // An HTTP link (MSMQ's HTTP transport) has a url instead of a command:
+  std::string url;           // http[s]://HOST[:PORT]/msmq (MsmqBaseUrl's form)
+  std::string receipts_url;  // where the far side posts stream receipts (this store's serve)
+  // The last ordinal of the link's stream that a stream receipt covers (mq-admin serve
+  // records it; forward ends the messages it covers), and the stream it is of.
+  uint64_t receipted = 0;
+  std::string receipted_stream;
 };
 
 inline std::string EncodeLink(const LinkRecord& r) {
@@ -306,6 +313,10 @@ inline std::string EncodeLink(const LinkRecord& r) {
   w.BytesIfNotEmpty(10, r.peer);
   w.UintIfNot(11, static_cast<uint64_t>(r.forward_pid), 0);
   if (r.via_uid >= 0) w.Uint(12, static_cast<uint64_t>(r.via_uid));
+  w.BytesIfNotEmpty(13, r.url);
+  w.BytesIfNotEmpty(14, r.receipts_url);
+  w.UintIfNot(15, r.receipted, 0);
+  w.BytesIfNotEmpty(16, r.receipted_stream);
   return out;
 }
 
@@ -326,6 +337,10 @@ inline bool DecodeLink(std::string_view v, LinkRecord& r) {
       case 10: r.peer = rd.bytes(); break;
       case 11: r.forward_pid = static_cast<int64_t>(rd.uint()); break;
       case 12: r.via_uid = static_cast<int64_t>(rd.uint()); break;
+      case 13: r.url = rd.bytes(); break;
+      case 14: r.receipts_url = rd.bytes(); break;
+      case 15: r.receipted = rd.uint(); break;
+      case 16: r.receipted_stream = rd.bytes(); break;
       default: break;
     }
   }

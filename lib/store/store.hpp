@@ -356,6 +356,11 @@ struct LinkInfo {
   int64_t last_error_time = 0;
   std::string peer;             // the far store's GUID, as last seen
   int64_t via_uid = -1;         // who last set `via` (-1: not recorded, an older store)
+  // An HTTP link (MSMQ's HTTP transport, mq(7) "MSMQ over HTTP") has these and no `via`:
+  std::string url;               // http[s]://HOST[:PORT]/msmq
+  std::string receipts_url;      // where the far side posts stream receipts (a serve of this store)
+  uint64_t receipted = 0;        // the last ordinal of its stream a stream receipt covers
+  std::string receipted_stream;  // that stream
   // From the outgoing queue out;NAME:
   uint64_t backlog = 0;    // messages waiting (in flight included)
   uint64_t backlog_bytes = 0;
@@ -366,6 +371,8 @@ struct LinkInfo {
 struct LinkSettings {
   std::optional<std::string> via;
   std::optional<std::string> return_link;
+  std::optional<std::string> url{};  // an HTTP link's; a link has a url or a via, not both
+  std::optional<std::string> receipts_url{};
 };
 
 // What a forward reports about its connection (Store::NoteLink).
@@ -688,6 +695,16 @@ class Store {
   Result<std::unique_ptr<HeldLock>> LockLink(const std::string& name);
   // mq-admin forward's record of its connection, shown by link list/stat.
   Status NoteLink(const std::string& name, const LinkEvent& event);
+  // mq-send DIRECT=HTTP://HOST/msmq/private$/Q: sets each destination's link (ref.sub) from
+  // its url, the link added with that --url; MQ_ERROR_QUEUE_NOT_FOUND naming the command that
+  // adds one when there is none.
+  Status ResolveLinkUrls(std::vector<Destination>& dests);
+  // A stream receipt posted to this store (mq-admin serve): when `stream` is the stream of a
+  // link's outgoing queue (uid:THIS-STORE-GUID\QUEUE-ID), records that the far side holds its
+  // messages up to `last_ordinal` (kept the highest seen) and returns the link's name; empty
+  // when the stream is no link's of this store (a receipt for another store, or a link
+  // deleted since).
+  Result<std::string> NoteStreamReceipt(std::string_view stream, uint64_t last_ordinal);
   // Ends a forward's leases of out;LINK messages the far side has answered (what one
   // acknowledgement covers; leases of one queue, outcomes[l] for leases[l]): each message
   // with outcome 0 (stored there) gets its ACK_REACH_QUEUE and source journal copy and is

@@ -324,6 +324,8 @@ struct Store::Impl {
   // The outgoing queue out;LINK of the link `link`, made if it is not there (a link's queue
   // is made with it, and again if it was deleted); null if there is no such link.
   Result<std::optional<QueueInfo>> LoadOutgoing(lmdb::Txn& txn, const std::string& link);
+  // No other link has `url` (one link per machine reached over HTTP).
+  Status CheckUrlFree(lmdb::Txn& txn, const std::string& url, const std::string& name);
   // The sending end of a conversation through a link (mq-send LINK:QUEUE --conversation):
   // begins it (`may_create`) or finds it, and gives `m` its sequence number. E_INVALIDARG-class
   // and conversation errors as ConvPrepare's.

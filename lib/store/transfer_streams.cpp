@@ -254,18 +254,60 @@ Status MaySetCommand(uid_t owner, const std::string& link) {
 
 }  // namespace
 
+namespace {
+
+// A link has a command (--via) or a URL (--url, an HTTP link), never both; a receipts URL
+// belongs to an HTTP link.
+Status CheckLinkKind(const LinkRecord& r, const std::string& name) {
+  if (r.via.empty() == r.url.empty())
+    return Status::InvalidArg(r.via.empty() ? "a link needs --via COMMAND or --url URL"
+                                            : "a link has --via or --url, not both",
+                              name);
+  if (!r.receipts_url.empty() && r.url.empty())
+    return Status::InvalidArg("--receipts-url belongs to an HTTP link (--url)", name);
+  return {};
+}
+
+// Applies `s` to `r`, checking the URLs.
+Status ApplyLinkSettings(const LinkSettings& s, LinkRecord& r, const std::string& name) {
+  if (s.via) {
+    r.via = *s.via;
+    r.via_uid = ::geteuid();
+  }
+  if (s.return_link) r.return_link = *s.return_link;
+  if (s.url) {
+    r.url.clear();
+    if (!s.url->empty()) {
+      auto base = MsmqBaseUrl(*s.url);
+      if (!base.ok()) return base.status().WithSubject(name);
+      r.url = std::move(*base);
+      r.via_uid = ::geteuid();
+    }
+  }
+  if (s.receipts_url) {
+    r.receipts_url = *s.receipts_url;
+    std::string_view u = r.receipts_url;
+    if (!u.empty() && u.substr(0, 7) != "http://" && u.substr(0, 8) != "https://")
+      return Status::InvalidArg(fmt::format("--receipts-url '{}' is not an http:// or https:// URL",
+                                            u),
+                                name);
+  }
+  return CheckLinkKind(r, name);
+}
+
+}  // namespace
+
 Status Store::AddLink(const std::string& name, const LinkSettings& settings) {
   MQ_RETURN_IF_ERROR(CheckLinkName(name));
-  if (!settings.via || settings.via->empty())
-    return Status::InvalidArg("a link needs --via COMMAND", name);
+  if ((!settings.via || settings.via->empty()) && (!settings.url || settings.url->empty()))
+    return Status::InvalidArg("a link needs --via COMMAND or --url URL", name);
   MQ_RETURN_IF_ERROR(MaySetCommand(impl_->owner_uid, name));
+  LinkRecord r;
+  MQ_RETURN_IF_ERROR(ApplyLinkSettings(settings, r, name));
   return impl_->Write([&](lmdb::Txn& txn) -> Status {
     if (impl_->GetMeta(txn, LinkKey(name)))
       return Status::QueueExists("the link exists (mq-admin link set changes it)", name);
-    LinkRecord r;
-    r.via = *settings.via;
-    r.via_uid = ::geteuid();
-    if (settings.return_link) r.return_link = *settings.return_link;
+    if (!r.url.empty()) MQ_RETURN_IF_ERROR(impl_->CheckUrlFree(txn, r.url, name));
     r.created = NowMs();
     MQ_RETURN_IF_ERROR(impl_->PutMeta(txn, LinkKey(name), EncodeLink(r)));
     // An out;LINK kept from an earlier link of that name is its again: its stream goes on.
@@ -275,20 +317,100 @@ Status Store::AddLink(const std::string& name, const LinkSettings& settings) {
 }
 
 Status Store::SetLink(const std::string& name, const LinkSettings& settings) {
-  if (settings.via) MQ_RETURN_IF_ERROR(MaySetCommand(impl_->owner_uid, name));
+  if (settings.via || settings.url || settings.receipts_url)
+    MQ_RETURN_IF_ERROR(MaySetCommand(impl_->owner_uid, name));
+  if (settings.via && settings.via->empty())
+    return Status::InvalidArg("--via cannot be empty", name);
   return impl_->Write([&](lmdb::Txn& txn) -> Status {
     auto v = impl_->GetMeta(txn, LinkKey(name));
     if (!v) return NoLink(name);
     LinkRecord r;
     if (!DecodeLink(*v, r)) return Status::Corrupted("malformed link record", name);
-    if (settings.via) {
-      if (settings.via->empty()) return Status::InvalidArg("--via cannot be empty", name);
-      r.via = *settings.via;
-      r.via_uid = ::geteuid();
-    }
-    if (settings.return_link) r.return_link = *settings.return_link;
+    LinkSettings s = settings;
+    // --via makes it a command's link again, --url an HTTP link.
+    if (s.via && !s.url) s.url = "";
+    if (s.url && !s.url->empty() && !s.via) r.via.clear();
+    if (s.url && s.url->empty() && !s.receipts_url) s.receipts_url = "";
+    MQ_RETURN_IF_ERROR(ApplyLinkSettings(s, r, name));
+    if (!r.url.empty()) MQ_RETURN_IF_ERROR(impl_->CheckUrlFree(txn, r.url, name));
     return impl_->PutMeta(txn, LinkKey(name), EncodeLink(r));
   });
+}
+
+Status Store::Impl::CheckUrlFree(lmdb::Txn& txn, const std::string& url, const std::string& name) {
+  std::string other;
+  ScanMeta(txn, LinkKey(""), [&](std::string_view key, std::string_view value) {
+    LinkRecord r;
+    if (key.substr(5) != name && DecodeLink(value, r) && r.url == url) other = key.substr(5);
+    return other.empty();
+  });
+  if (other.empty()) return {};
+  return Status::QueueExists(fmt::format("link {} has that --url already: one link per machine",
+                                         other),
+                             name);
+}
+
+Status Store::ResolveLinkUrls(std::vector<Destination>& dests) {
+  bool any = std::any_of(dests.begin(), dests.end(), [](auto& d) { return !d.url.empty(); });
+  if (!any) return {};
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  for (Destination& d : dests) {
+    if (d.url.empty()) continue;
+    impl_->ScanMeta(*txn, LinkKey(""), [&](std::string_view key, std::string_view value) {
+      LinkRecord r;
+      if (DecodeLink(value, r) && r.url == d.url) d.ref.sub = key.substr(5);
+      return d.ref.sub.empty();
+    });
+    if (d.ref.sub.empty())
+      return Status::QueueNotFound(
+          fmt::format("no link reaches {}: add one with mq-admin link add NAME --url {} "
+                      "--receipts-url URL-OF-THIS-STORE'S-SERVE",
+                      d.url, d.url),
+          fmt::format("DIRECT={}/private$/{}", d.url, d.remote_queue));
+  }
+  return {};
+}
+
+Result<std::string> Store::NoteStreamReceipt(std::string_view stream, uint64_t last_ordinal) {
+  // uid:GUID\QUEUE-ID, GUID this store's (forward.cpp names its streams so).
+  std::string own = "uid:" + FormatGuid(impl_->guid) + "\\";
+  if (stream.size() <= own.size() || stream.substr(0, own.size()) != own) return std::string();
+  uint64_t qid = 0;
+  for (char c : stream.substr(own.size())) {
+    if (c < '0' || c > '9' || qid > (UINT32_MAX - 9) / 10) return std::string();
+    qid = qid * 10 + static_cast<uint64_t>(c - '0');
+  }
+  std::string name;
+  Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
+    name.clear();
+    std::string found;
+    LinkRecord r;
+    impl_->ScanMeta(txn, LinkKey(""), [&](std::string_view key, std::string_view value) {
+      LinkRecord l;
+      if (!DecodeLink(value, l) || l.url.empty()) return true;
+      auto q = impl_->LoadQueue(txn, std::string(kOutgoingBase) + ";" + std::string(key.substr(5)));
+      if (q.ok() && *q && (*q)->id == qid) {
+        found = key.substr(5);
+        r = std::move(l);
+      }
+      return found.empty();
+    });
+    if (found.empty()) return {};
+    if (r.receipted_stream != stream) {
+      r.receipted_stream = stream;
+      r.receipted = 0;
+    }
+    if (last_ordinal <= r.receipted) {
+      name = found;
+      return {};
+    }
+    r.receipted = last_ordinal;
+    name = found;
+    return impl_->PutMeta(txn, LinkKey(found), EncodeLink(r));
+  });
+  if (!s.ok()) return s;
+  return name;
 }
 
 Status Store::DeleteLink(const std::string& name, bool force) {
@@ -350,6 +472,10 @@ LinkInfo ToInfo(const std::string& name, const LinkRecord& r) {
   i.last_error_time = r.last_error_time;
   i.peer = r.peer;
   i.via_uid = r.via_uid;
+  i.url = r.url;
+  i.receipts_url = r.receipts_url;
+  i.receipted = r.receipted;
+  i.receipted_stream = r.receipted_stream;
   return i;
 }
 

@@ -258,14 +258,28 @@ XmlOut& BeginPath() {
   return x;
 }
 
+std::string UrlOf(std::string_view name) { return SrmpUrlOf(name); }
+
+std::string SrmpUrlOfImpl(std::string_view name) {
+  auto starts = [&](std::string_view p) {
+    if (name.size() < p.size()) return false;
+    for (size_t i = 0; i < p.size(); ++i)
+      if (std::tolower(static_cast<unsigned char>(name[i])) != p[i]) return false;
+    return true;
+  };
+  if (starts("direct=http://")) return "http" + std::string(name.substr(11));
+  if (starts("direct=https://")) return "https" + std::string(name.substr(12));
+  return std::string(name);
+}
+
 std::string_view Envelope(const Message& m, const SrmpStream* stream, bool local_state) {
   XmlOut& x = BeginPath();
   x.Text("action", "MSMQ:", m.label);
-  x.Text("to", m.destination_queue);
+  x.Text("to", UrlOf(m.destination_queue));
   x.Text("id", IdText(m));
   if (!m.response_queue.empty()) {
     x.Start("rev");
-    x.Text("via", m.response_queue);
+    x.Text("via", UrlOf(m.response_queue));
     x.End();
   }
   x.End();
@@ -284,12 +298,12 @@ std::string_view Envelope(const Message& m, const SrmpStream* stream, bool local
     if (!m.express) x.Empty("durable");
     if (delivery_receipt) {
       x.Start("deliveryReceiptRequest");
-      x.Text("sendTo", m.admin_queue);
+      x.Text("sendTo", UrlOf(m.admin_queue));
       x.End();
     }
     if (commitment_receipt) {
       x.Start("commitmentReceiptRequest");
-      x.Text("sendTo", m.admin_queue);
+      x.Text("sendTo", UrlOf(m.admin_queue));
       if (m.ack & kAckPosReceive) x.Empty("positiveOnly");
       if (m.ack & kAckNegReceive) x.Empty("negativeOnly");
       x.End();
@@ -310,7 +324,14 @@ std::string_view Envelope(const Message& m, const SrmpStream* stream, bool local
     x.MustUnderstand();
     x.Text("streamId", stream->stream_id);
     x.Number("current", stream->current);
-    if (stream->previous) x.Number("previous", stream->previous);
+    if (link_stream ? stream->previous + 1 != stream->current : stream->previous != 0)
+      x.Number("previous", stream->previous);
+    if (!stream->send_receipts_to.empty()) {
+      x.Start("start");
+      x.Text("sendReceiptsTo", stream->send_receipts_to);
+      x.End();
+    }
+    if (stream->receipt_request) x.Empty("streamReceiptRequest");
     x.End();
   }
 
@@ -557,5 +578,7 @@ size_t SrmpDocumentEnd(std::string_view input) {
   if (!Frame(input, f).ok()) return input.size();
   return f.end;
 }
+
+std::string SrmpUrlOf(std::string_view name) { return SrmpUrlOfImpl(name); }
 
 }  // namespace mq

@@ -72,8 +72,12 @@ struct SrmpStream {
   std::string stream_id;
   uint64_t current = 0;
   uint64_t previous = 0;
-  // Read, not written: <start><sendReceiptsTo> (where the receiver posts its stream receipts,
-  // on the stream's first message) and <streamReceiptRequest/>.
+  // Whether <previous> was there (absent, it is current - 1: [MC-MQSRM] <Stream>); a link's
+  // stream writes it whenever it is not current - 1, 0 included.
+  bool previous_given = false;
+  // <start><sendReceiptsTo> (where the receiver posts its stream receipts; a sender writes it
+  // on the stream's first message, mq's forward on the first of each session too) and
+  // <streamReceiptRequest/>.
   std::string send_receipts_to{};
   bool receipt_request = false;
 };
@@ -144,6 +148,11 @@ std::string SrmpHttpRequest(std::string_view doc, std::string_view queue);
 // "POST " or at the end. Leading blank lines belong to the document. 0 if input holds only
 // white space. A document that has no closing boundary extends to the end of the input.
 size_t SrmpDocumentEnd(std::string_view input);
+
+// The address SRMP's <to>, <via> and <sendTo> hold for a queue's format name: a URL for an HTTP
+// format name (DIRECT=HTTP://HOST/msmq/private$/Q: http://HOST/msmq/private$/Q, as MSMQ writes
+// it, the scheme in lower case); any other name as it is.
+std::string SrmpUrlOf(std::string_view name);
 
 // SRMP date strings (ISO 8601 basic, UTC). FormatSrmpTime writes MSMQ's form,
 // YYYYMMDDTHHMMSS ([MC-MQSRM] 2.2.5.1.1: whole seconds; the milliseconds are dropped, or with

@@ -366,6 +366,7 @@ Status ParseStream(const XmlNode* node, Message& m, SrmpStream* stream) {
   s.stream_id = std::string(sid);
   MQ_RETURN_IF_ERROR(c.Number("current", s.current, UINT64_MAX, true));
   MQ_RETURN_IF_ERROR(c.Number("previous", s.previous, UINT64_MAX, false));
+  s.previous_given = c.Get("previous") != nullptr;
   s.receipt_request = c.Get("streamReceiptRequest") != nullptr;
   if (const XmlNode* start = c.Get("start")) {
     Children st;

@@ -1,0 +1,497 @@
+// http_forward.cpp: the forward engine of an HTTP link (http_forward.hpp has the rules).
+#include "link/http_forward.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "base/codec.hpp"
+#include "base/units.hpp"
+#include "link/http_api.hpp"
+#include "proc/backoff.hpp"
+#include "wire/srmp.hpp"
+
+namespace mq::link {
+
+namespace {
+
+// "http://host:8080/msmq" of a receipts URL "http://host:8080/msmq/private$/order_queue$":
+// the machine that this store's queues are reached at. Empty if it has no /msmq.
+std::string MsmqBaseOf(std::string_view url) {
+  std::string lower;
+  for (char c : url) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  size_t scheme = lower.find("://");
+  size_t at = lower.find("/msmq", scheme == std::string::npos ? 0 : scheme + 3);
+  if (at == std::string::npos) return {};
+  size_t end = at + 5;
+  if (end < url.size() && url[end] != '/') return {};
+  return std::string(url.substr(0, end));
+}
+
+class HttpForward {
+ public:
+  HttpForward(Store& store, const LinkInfo& link, const ForwardOptions& o,
+              const proc::StopSignal& stop, const NoteFn& note)
+      : store_(store),
+        link_(link),
+        o_(o),
+        stop_(stop),
+        note_(note),
+        backoff_(o.follow ? proc::Backoff::kNever : o.retry_ms) {}
+
+  ~HttpForward() {
+    for (auto& t : transfers_) {
+      if (!t.easy) continue;
+      if (t.active) Api().curl_multi_remove_handle(multi_, t.easy);
+      Api().curl_easy_cleanup(t.easy);
+      Api().curl_slist_free_all(t.headers);
+    }
+    if (multi_) Api().curl_multi_cleanup(multi_);
+    ReleaseAll();
+  }
+
+  Status Run() {
+    MQ_RETURN_IF_ERROR(Api().status);
+    out_ref_ = QueueRef{std::string(kOutgoingBase), link_.name};
+    auto st = store_.StatQueue(out_ref_);
+    if (!st.ok()) return st.status();
+    stream_ = fmt::format("uid:{}\\{}", FormatGuid(store_.guid()), st->info.id);
+    receipts_base_ = MsmqBaseOf(link_.receipts_url);
+    multi_ = Api().curl_multi_init();
+    if (!multi_) return Status::InsufficientResources("cannot make a libcurl multi handle");
+    unsigned conns = std::max(1u, o_.connections);
+    Api().curl_multi_setopt(multi_, CURLMOPT_MAX_HOST_CONNECTIONS, static_cast<long>(conns));
+    Api().curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, static_cast<long>(conns));
+    transfers_.resize(conns);
+    (void)store_.NoteLink(link_.name, LinkEvent{LinkEvent::kConnected, link_.url, ""});
+    MQ_RETURN_IF_ERROR(ReadReceipted());
+    std::unique_ptr<Doorbell> bell;
+    if (o_.follow) {
+      auto b = store_.ArmDoorbell(out_ref_);
+      if (!b.ok()) return b.status();
+      bell = std::move(*b);
+    }
+    bool drained = false;  // the queue had nothing more to Lock
+    int64_t last_receipt_check = MonotonicMs();
+    for (;;) {
+      bool stopping = stop_.Requested();
+      int64_t now = MonotonicMs();
+      // Lock more while the window has room.
+      if (!stopping && now >= pause_until_) {
+        for (;;) {
+          auto more = LockMore();
+          if (!more.ok()) return Fail(more.status());
+          if (!*more) break;
+        }
+        drained = !locked_more_;
+      }
+      if (!stopping && now >= pause_until_) MQ_RETURN_IF_ERROR(StartPosts(now));
+      int running = 0;
+      Api().curl_multi_perform(multi_, &running);
+      Status done = TakeAnswers();
+      if (!done.ok()) return Fail(done);
+      if (awaiting_ > 0 && MonotonicMs() - last_receipt_check >= kReceiptPollMs) {
+        last_receipt_check = MonotonicMs();
+        MQ_RETURN_IF_ERROR(ReadReceipted());
+      }
+      Status fin = FinishDone();
+      if (!fin.ok()) return Fail(fin);
+      if (!failure_.ok() && !o_.follow && backoff_.Failed(MonotonicMs()))
+        return Fail(Status(failure_.code(),
+                           fmt::format("{} (gave up after {})", failure_.text(),
+                                       FormatDuration(o_.retry_ms)),
+                           link_.name));
+      bool idle = batches_.empty() && active_ == 0;
+      if (stopping && active_ == 0) {
+        ReleaseAll();
+        (void)store_.NoteLink(link_.name, LinkEvent{LinkEvent::kDisconnected, "", ""});
+        return {};
+      }
+      if (idle && drained && !o_.follow) {
+        (void)store_.NoteLink(link_.name, LinkEvent{LinkEvent::kDisconnected, "", ""});
+        return {};
+      }
+      if (idle && o_.follow) {
+        auto deadline = store_.NextDeadline(out_ref_);
+        auto wake = bell->Wait(deadline.ok() ? *deadline : 0, MonotonicMs() + 1000, stop_.fd());
+        if (!wake.ok()) return Fail(wake.status());
+        continue;
+      }
+      // Wait for answers, a stop, the next receipt poll or resend, or the end of a pause.
+      int64_t wait = 1000;
+      if (awaiting_ > 0) wait = std::min<int64_t>(wait, kReceiptPollMs);
+      if (pause_until_ > MonotonicMs()) wait = std::min(wait, pause_until_ - MonotonicMs());
+      if (active_ < transfers_.size() && HasWork() && MonotonicMs() >= pause_until_) wait = 0;
+      curl_waitfd w{stopping ? -1 : stop_.fd(), CURL_WAIT_POLLIN, 0};
+      Api().curl_multi_poll(multi_, stopping ? nullptr : &w, stopping ? 0 : 1,
+                            static_cast<int>(std::max<int64_t>(0, wait)), nullptr);
+    }
+  }
+
+ private:
+  static constexpr int64_t kReceiptPollMs = 100;
+  static constexpr size_t kBatch = 1000;
+
+  enum class State { kNew, kPosting, kPosted, kDone };
+  struct Item {
+    State state = State::kNew;
+    uint16_t outcome = 0;  // kDone: 0 stored there, else the NACK class
+    bool tx = false;
+    uint64_t previous = 0;  // a transactional message's <previous>, fixed at its first POST
+    int64_t posted_at = 0;  // kPosted: when its POST was answered
+  };
+  struct Batch {
+    std::unique_ptr<Lease> lease;
+    std::vector<Item> items;
+    size_t done = 0;
+  };
+  struct Transfer {
+    CURL* easy = nullptr;
+    curl_slist* headers = nullptr;
+    bool active = false;
+    std::string doc;     // what it posts (the document after its Content-Type line)
+    std::string answer;  // the first bytes of the answer's body (a refusal's reason)
+    Batch* batch = nullptr;
+    size_t index = 0;
+  };
+
+  void Note(ForwardNote::Kind kind, std::string text) {
+    if (note_) note_(ForwardNote{kind, std::move(text)});
+  }
+
+  Status Fail(Status s) {
+    s = s.WithSubject(link_.name);
+    (void)store_.NoteLink(link_.name, LinkEvent{LinkEvent::kError, "", s.text()});
+    return s;
+  }
+
+  void ReleaseAll() {
+    while (!batches_.empty()) {
+      Status s = store_.Release(*batches_.back()->lease);
+      if (!s.ok())
+        Note(ForwardNote::kReleaseFailed,
+             "could not return a batch: " + s.text() + " (the next forward takes it back)");
+      batches_.pop_back();
+    }
+    inflight_ = 0;
+    todo_.clear();
+  }
+
+  Status ReadReceipted() {
+    auto l = store_.GetLink(link_.name);
+    if (!l.ok()) return l.status();
+    if (l->receipted_stream == stream_) receipted_ = std::max(receipted_, l->receipted);
+    return {};
+  }
+
+  // Locks the next batch if the window has room: false when it has none or the queue has no
+  // more (locked_more_ says which).
+  Result<bool> LockMore() {
+    locked_more_ = true;
+    if (inflight_ >= o_.window) return false;
+    Selection sel;
+    sel.limit = std::max<uint64_t>(1, std::min<uint64_t>(kBatch, o_.window - inflight_));
+    LockOptions lo;
+    lo.count_delivery = false;  // a mover is not a reader
+    auto lease = store_.Lock(out_ref_, sel, ReadOptions{}, lo, nullptr);
+    if (!lease.ok()) {
+      if (lease.status().code() == Code::kMessageNotFound) {
+        locked_more_ = false;
+        return false;
+      }
+      return lease.status();
+    }
+    Batch& b = *batches_.emplace_back(std::make_unique<Batch>());
+    b.lease = std::move(*lease);
+    b.items.resize(b.lease->messages().size());
+    for (size_t i = 0; i < b.items.size(); ++i) {
+      const Message& m = b.lease->messages()[i];
+      b.items[i].tx = !m.xact_id.empty();
+      // Covered by a receipt already (posted by an earlier session): ends without a POST.
+      if (b.items[i].tx && m.lookup_id <= receipted_) {
+        b.items[i].state = State::kDone;
+        b.done++;
+      } else {
+        todo_.emplace_back(&b, i);
+      }
+    }
+    inflight_ += b.items.size();
+    return true;
+  }
+
+  // Whether a message waits for a POST.
+  bool HasWork() const { return !todo_.empty(); }
+
+  // Transactional messages posted `timeout_ms` ago that no receipt covers yet: posted again.
+  void QueueResends(int64_t now) {
+    if (awaiting_ == 0 || now < next_resend_scan_) return;
+    next_resend_scan_ = now + std::min<int64_t>(1000, std::max<int64_t>(1, o_.timeout_ms / 4));
+    for (auto& b : batches_)
+      for (size_t i = 0; i < b->items.size(); ++i) {
+        Item& it = b->items[i];
+        if (it.state == State::kPosted && now - it.posted_at >= o_.timeout_ms) {
+          it.state = State::kNew;
+          awaiting_--;
+          todo_.emplace_back(b.get(), i);
+        }
+      }
+  }
+
+  // The ordinal a transactional message at (batch, index) follows: the one before it in
+  // out;LINK that was not refused, else the last receipted.
+  uint64_t PreviousOf(const Batch* at, size_t index) const {
+    size_t bi = 0;
+    while (bi < batches_.size() && batches_[bi].get() != at) ++bi;
+    for (size_t b = bi + 1; b-- > 0;) {
+      const Batch& batch = *batches_[b];
+      for (size_t i = (b == bi ? index : batch.items.size()); i-- > 0;) {
+        const Item& it = batch.items[i];
+        if (it.tx && !(it.state == State::kDone && it.outcome))
+          return batch.lease->messages()[i].lookup_id;
+      }
+    }
+    return receipted_;
+  }
+
+  Status StartPosts(int64_t now) {
+    QueueResends(now);
+    size_t free_slot = 0;
+    while (!todo_.empty()) {
+      auto [b, i] = todo_.front();
+      Item& it = b->items[i];
+      if (it.state != State::kNew) {
+        todo_.pop_front();
+        continue;
+      }
+      while (free_slot < transfers_.size() && transfers_[free_slot].active) ++free_slot;
+      if (free_slot == transfers_.size()) return {};
+      todo_.pop_front();
+      if (it.tx) {
+        uint64_t prev = PreviousOf(b, i);
+        if (!it.posted_at || prev < it.previous) it.previous = prev;
+      }
+      MQ_RETURN_IF_ERROR(Post(transfers_[free_slot], *b, i));
+      it.state = State::kPosting;
+    }
+    return {};
+  }
+
+  static size_t Collect(char* data, size_t size, size_t n, void* user) {
+    auto* s = static_cast<std::string*>(user);
+    if (s->size() < 300) s->append(data, std::min(size * n, 300 - s->size()));
+    return size * n;
+  }
+
+  Status Post(Transfer& t, Batch& b, size_t index) {
+    const Message& m = b.lease->messages()[index];
+    const Item& it = b.items[index];
+    Message copy = m;
+    copy.destination_queue = fmt::format("DIRECT={}/private$/{}", link_.url, m.destination_queue);
+    auto local = [](const std::string& q) {
+      return !q.empty() && q.find(':') == std::string::npos && q.find('=') == std::string::npos;
+    };
+    if (!receipts_base_.empty())
+      for (std::string* q : {&copy.response_queue, &copy.admin_queue})
+        if (local(*q)) *q = fmt::format("DIRECT={}/private$/{}", receipts_base_, *q);
+    std::string url = SrmpUrlOf(copy.destination_queue);
+    t.doc.clear();
+    if (it.tx) {
+      SrmpStream s;
+      s.stream_id = stream_;
+      s.current = m.lookup_id;
+      s.previous = it.previous;
+      s.receipt_request = true;
+      if (!started_ || it.previous == 0) s.send_receipts_to = link_.receipts_url;
+      started_ = true;
+      AppendSrmp(t.doc, copy, &s, false);
+    } else {
+      copy.tx_sequence_number = 0;  // no <Stream> of its own either
+      AppendSrmp(t.doc, copy, nullptr, false);
+    }
+    // The document's first line is its Content-Type header; the rest is the body.
+    size_t eol = t.doc.find("\r\n");
+    std::string content_type = t.doc.substr(0, eol);
+    size_t body = t.doc.find("\r\n\r\n");
+    body = body == std::string::npos ? t.doc.size() : body + 4;
+    if (!t.easy) {
+      t.easy = Api().curl_easy_init();
+      if (!t.easy) return Status::InsufficientResources("cannot make a libcurl handle");
+    }
+    if (t.headers) Api().curl_slist_free_all(t.headers);
+    t.headers = nullptr;
+    for (const std::string& h :
+         {content_type, std::string("SOAPAction: \"MSMQMessage\""),
+          std::string("Proxy-Accept: NonInteractiveClient"), std::string("Expect:")})
+      t.headers = Api().curl_slist_append(t.headers, h.c_str());
+    CURL* e = t.easy;
+    Api().curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+    Api().curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    Api().curl_easy_setopt(e, CURLOPT_POST, 1L);
+    Api().curl_easy_setopt(e, CURLOPT_POSTFIELDS, t.doc.data() + body);
+    Api().curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
+                           static_cast<curl_off_t>(t.doc.size() - body));
+    Api().curl_easy_setopt(e, CURLOPT_HTTPHEADER, t.headers);
+    Api().curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    Api().curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(o_.timeout_ms));
+    Api().curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o_.timeout_ms));
+    Api().curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &HttpForward::Collect);
+    Api().curl_easy_setopt(e, CURLOPT_WRITEDATA, &t.answer);
+    Api().curl_easy_setopt(e, CURLOPT_USERAGENT, "mq-admin forward");
+    if (!o_.ca_file.empty()) Api().curl_easy_setopt(e, CURLOPT_CAINFO, o_.ca_file.c_str());
+    t.answer.clear();
+    t.batch = &b;
+    t.index = index;
+    t.active = true;
+    active_++;
+    if (Api().curl_multi_add_handle(multi_, e) != CURLM_OK)
+      return Status::InsufficientResources("libcurl could not take a POST");
+    return {};
+  }
+
+  // The answers of POSTs that ended.
+  Status TakeAnswers() {
+    int left = 0;
+    while (CURLMsg* msg = Api().curl_multi_info_read(multi_, &left)) {
+      if (msg->msg != CURLMSG_DONE) continue;
+      auto t = std::find_if(transfers_.begin(), transfers_.end(),
+                            [&](const Transfer& x) { return x.easy == msg->easy_handle; });
+      if (t == transfers_.end()) continue;
+      CURLcode rc = msg->data.result;
+      Api().curl_multi_remove_handle(multi_, t->easy);
+      t->active = false;
+      active_--;
+      Item& it = t->batch->items[t->index];
+      const Message& m = t->batch->lease->messages()[t->index];
+      long code = 0;
+      if (rc == CURLE_OK) Api().curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &code);
+      std::string reason = t->answer;
+      while (!reason.empty() && std::isspace(static_cast<unsigned char>(reason.back())))
+        reason.pop_back();
+      if (rc == CURLE_OK && code >= 200 && code < 300) {
+        if (it.tx) {
+          it.state = State::kPosted;
+          it.posted_at = MonotonicMs();
+          awaiting_++;
+          if (m.lookup_id <= receipted_) Done(*t->batch, it, 0);
+        } else {
+          Done(*t->batch, it, 0);
+        }
+        Progress();
+      } else if (rc == CURLE_OK && code == 400) {
+        // The far side refuses it for good: MSMQ's sender dead-letters it.
+        Note(ForwardNote::kRetrying,
+             fmt::format("the far side refused message {} (HTTP 400{}): NACK_BAD_DST_Q",
+                         FormatMessageId(m.id), reason.empty() ? "" : ": " + PeerText(reason)));
+        Done(*t->batch, it, kClassNackBadDstQ);
+        Progress();
+      } else {
+        it.state = State::kNew;
+        todo_.emplace_front(t->batch, t->index);
+        std::string why =
+            rc != CURLE_OK
+                ? fmt::format("cannot post to {}: {}", link_.url, Api().curl_easy_strerror(rc))
+                : fmt::format("{} answered HTTP {}{}", link_.url, code,
+                              reason.empty() ? "" : ": " + PeerText(reason));
+        Failure(Status::LinkFailed(why, link_.name));
+      }
+    }
+    return {};
+  }
+
+  void Done(Batch& b, Item& it, uint16_t outcome) {
+    if (it.state == State::kPosted) awaiting_--;
+    it.state = State::kDone;
+    it.outcome = outcome;
+    b.done++;
+  }
+
+  void Progress() {
+    if (!failure_.ok()) {
+      failure_ = Status();
+      last_noted_.clear();
+    }
+    backoff_.Progress();
+  }
+
+  // A POST failed: the next wait a backoff's delay (posting pauses), said once per new text.
+  void Failure(Status s) {
+    failure_ = s;
+    (void)backoff_.Failed(MonotonicMs());
+    int64_t delay = backoff_.Next();
+    pause_until_ = MonotonicMs() + delay;
+    (void)store_.NoteLink(link_.name, LinkEvent{LinkEvent::kError, "", s.text()});
+    if (s.text() != last_noted_)
+      Note(ForwardNote::kRetrying,
+           fmt::format("{}; retrying in {}", s.text(), FormatDuration(delay)));
+    last_noted_ = s.text();
+  }
+
+  // Ends the batches all of whose messages are done, or covered by a receipt.
+  Status FinishDone() {
+    std::vector<Lease*> done;
+    std::vector<std::vector<uint16_t>> outcomes;
+    for (auto& bp : batches_) {
+      Batch& b = *bp;
+      for (size_t i = 0; i < b.items.size() && awaiting_ > 0; ++i) {
+        Item& it = b.items[i];
+        if (it.state == State::kPosted && b.lease->messages()[i].lookup_id <= receipted_)
+          Done(b, it, 0);
+      }
+      if (b.done < b.items.size()) continue;
+      done.push_back(b.lease.get());
+      std::vector<uint16_t>& o = outcomes.emplace_back();
+      for (const Item& it : b.items) o.push_back(it.outcome);
+    }
+    if (done.empty()) return {};
+    MQ_RETURN_IF_ERROR(store_.FinishForwarded(done, outcomes, link_.name));
+    std::erase_if(todo_, [&](const std::pair<Batch*, size_t>& t) {
+      return std::find(done.begin(), done.end(), t.first->lease.get()) != done.end();
+    });
+    std::erase_if(batches_, [&](const std::unique_ptr<Batch>& b) {
+      bool gone = std::find(done.begin(), done.end(), b->lease.get()) != done.end();
+      if (gone) inflight_ -= b->items.size();
+      return gone;
+    });
+    return {};
+  }
+
+  Store& store_;
+  const LinkInfo& link_;
+  const ForwardOptions& o_;
+  const proc::StopSignal& stop_;
+  const NoteFn& note_;
+  proc::Backoff backoff_;
+  QueueRef out_ref_;
+  std::string stream_;
+  std::string receipts_base_;
+  CURLM* multi_ = nullptr;
+  std::vector<Transfer> transfers_;
+  size_t active_ = 0;
+  std::vector<std::unique_ptr<Batch>> batches_;
+  std::deque<std::pair<Batch*, size_t>> todo_;  // messages to post, in this order
+  int64_t next_resend_scan_ = 0;
+  uint64_t inflight_ = 0;
+  uint64_t awaiting_ = 0;  // transactional messages posted, waiting for a receipt
+  uint64_t receipted_ = 0;
+  bool started_ = false;  // a stream message was posted in this session
+  bool locked_more_ = true;
+  Status failure_;  // the last POST's failure, until one succeeds
+  int64_t pause_until_ = 0;
+  std::string last_noted_;
+};
+
+}  // namespace
+
+Status ForwardHttp(Store& store, const LinkInfo& link, const ForwardOptions& options,
+                   const proc::StopSignal& stop, const NoteFn& note) {
+  HttpForward f(store, link, options, stop, note);
+  return f.Run();
+}
+
+}  // namespace mq::link
