@@ -1,5 +1,5 @@
 // mq-admin forward LINK [--once|--follow] [--window N] [--compress WHEN] [--retry DURATION]
-//                       [--timeout DURATION]
+//                       [--timeout DURATION] [--connections N] [--cacert FILE]
 //   Moves the messages of the link's outgoing queue out;LINK to the store at its far end,
 //   exactly once and in order. The engine, and the session it runs: lib/link/forward.hpp.
 #include <signal.h>
@@ -18,12 +18,16 @@ struct ForwardArgs : MoverArgs {
   std::string link;
   uint32_t window = 10000;
   std::string compress = "auto";  // auto, always, never
+  unsigned connections = 16;
+  std::string cacert;
 };
 
 int RunForward(Store& store, const ForwardArgs& a) {
   link::ForwardOptions o;
   o.link = a.link;
   o.window = a.window;
+  o.connections = a.connections;
+  o.ca_file = a.cacert;
   o.compress = a.compress == "always"  ? link::Compress::kAlways
                : a.compress == "never" ? link::Compress::kNever
                                        : link::Compress::kAuto;
@@ -59,6 +63,16 @@ Command SetupForward(CLI::App& app, Context&) {
                   "(while that is faster, the default), always, or never")
       ->type_name("WHEN")
       ->check(CLI::IsMember({"auto", "always", "never"}));
+  sub->add_option("--connections", a->connections,
+                  "An HTTP link's POSTs in flight at once, each on its own kept-alive "
+                  "connection (default 16)")
+      ->type_name("N")
+      ->check(cli::WholeNumber(1, 256));
+  sub->add_option("--cacert", a->cacert,
+                  "An https:// link's far certificate is checked against these CA certificates "
+                  "(PEM) instead of the system's")
+      ->type_name("FILE")
+      ->check(CLI::ExistingFile);
   return {sub, [a](Context& ctx) {
             auto store = ctx.Open();
             if (!store.ok()) return cli::Fail(store.status());

@@ -301,11 +301,20 @@ class HttpForward {
         if (local(*q)) *q = fmt::format("DIRECT={}/private$/{}", receipts_base_, *q);
     std::string url = SrmpUrlOf(copy.destination_queue);
     t.doc.clear();
+    if (it.tx && link_.receipts_url.empty())
+      return Status::LinkFailed(
+          fmt::format("a transactional message ends only when the far side's stream receipt "
+                      "comes back, and the link has no --receipts-url to say where: mq-admin "
+                      "link set {} --receipts-url http://THIS-HOST:PORT/msmq/private$/"
+                      "order_queue$ (with mq-admin serve --http there)",
+                      link_.name),
+          link_.name);
     if (it.tx) {
       SrmpStream s;
       s.stream_id = stream_;
       s.current = m.lookup_id;
       s.previous = it.previous;
+      s.previous_given = it.previous + 1 != m.lookup_id;
       s.receipt_request = true;
       if (!started_ || it.previous == 0) s.send_receipts_to = link_.receipts_url;
       started_ = true;

@@ -324,8 +324,7 @@ std::string_view Envelope(const Message& m, const SrmpStream* stream, bool local
     x.MustUnderstand();
     x.Text("streamId", stream->stream_id);
     x.Number("current", stream->current);
-    if (link_stream ? stream->previous + 1 != stream->current : stream->previous != 0)
-      x.Number("previous", stream->previous);
+    if (stream->previous || stream->previous_given) x.Number("previous", stream->previous);
     if (!stream->send_receipts_to.empty()) {
       x.Start("start");
       x.Text("sendReceiptsTo", stream->send_receipts_to);

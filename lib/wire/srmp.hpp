@@ -72,8 +72,8 @@ struct SrmpStream {
   std::string stream_id;
   uint64_t current = 0;
   uint64_t previous = 0;
-  // Whether <previous> was there (absent, it is current - 1: [MC-MQSRM] <Stream>); a link's
-  // stream writes it whenever it is not current - 1, 0 included.
+  // Whether <previous> was there (absent, it is current - 1: [MC-MQSRM] <Stream>); when set,
+  // it is written even when 0 (an HTTP link's first ordinal after non-transactional ones).
   bool previous_given = false;
   // <start><sendReceiptsTo> (where the receiver posts its stream receipts; a sender writes it
   // on the stream's first message, mq's forward on the first of each session too) and
