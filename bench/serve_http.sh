@@ -8,11 +8,16 @@
 #   (b) by a shell loop of curl, one process and one connection per message (the first
 #       LOOP_N of them): what a script posting to an HTTP endpoint does today
 #   (c) mq-admin forward over a pipe, the same messages, store to store (mq's own transport)
+#   (d) mq-admin forward of an HTTP link (link add --url) to another store's serve: plain
+#       messages, each ended by its POST's 200
+#   (e) the same, transactional: one <Stream>, each message ended by a stream receipt
+#       (CONNECTIONS, default 16: POSTs in flight at once)
 #
 #   bench/serve_http.sh [N]     default N=20000; LOOP_N (default 500)
 #
 # Prints messages per second and the ratios: serve through (a) against (c), the issue's "at
-# least 50% of the pipe forward", and (a) against (b), "at least 20x the curl loop".
+# least 50% of the pipe forward", and (a) against (b), "at least 20x the curl loop"; the same
+# for (d) and (e), the issue's benchmark of forward over HTTP.
 # Needs curl and built mq tools (MQ_BIN, default build/).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,7 +27,9 @@ N=${1:-20000}
 LOOP_N=${LOOP_N:-500}
 T=$(mktemp -d "${BENCH_DIR:-/var/tmp}/mq-bench-serve.XXXXXX")
 SERVE_PID=
-trap '[ -n "$SERVE_PID" ] && kill "$SERVE_PID" 2>/dev/null; rm -rf "$T"' EXIT
+HERE_PID=
+THERE_PID=
+trap 'kill $SERVE_PID $HERE_PID $THERE_PID 2>/dev/null; rm -rf "$T"' EXIT
 
 now() { date +%s.%N; }
 rate() { awk -v n="$1" -v a="$2" -v b="$3" 'BEGIN { printf "%.0f", n / (b - a) }'; }
@@ -93,10 +100,52 @@ mq-admin forward b --once 2>/dev/null
 c1=$(now)
 rc=$(rate "$N" "$c0" "$c1")
 
+# (d) mq-admin forward of an HTTP link to another store's serve, the same messages: plain
+# (each ends at its 200), then transactional (each ends when a stream receipt covers it).
+export MQ_STORE=$T/hsrc
+MQ_STORE=$T/hdst mq-admin create q
+MQ_STORE=$T/hdst mq-admin create tq --transactional
+mq-admin serve --http 127.0.0.1:0 2>"$T/here.err" &
+HERE_PID=$!
+MQ_STORE=$T/hdst mq-admin serve --http 127.0.0.1:0 2>"$T/there.err" &
+THERE_PID=$!
+for ((i = 0; i < 200; i++)); do
+  grep -qs "listening on" "$T/here.err" && grep -qs "listening on" "$T/there.err" && break
+  sleep 0.02
+done
+HPORT=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/here.err")
+TPORT=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/there.err")
+mq-admin link add h --url "http://127.0.0.1:$TPORT/msmq" \
+  --receipts-url "http://127.0.0.1:$HPORT/msmq/private\$/order_queue\$" >/dev/null
+mq-send -l h:q <"$T/lines"
+d0=$(now)
+mq-admin forward h --once --connections ${CONNECTIONS:-16}
+d1=$(now)
+split -l 5000 "$T/lines" "$T/tx."
+for f in "$T"/tx.*; do mq-send --tx -l h:tq <"$f"; done
+e0=$(now)
+mq-admin forward h --once --connections ${CONNECTIONS:-16}
+e1=$(now)
+got=$(MQ_STORE=$T/hdst mq-admin stat q --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["messages"])')
+[ "$got" = "$N" ] || echo "WARNING: forward over HTTP stored $got of $N plain messages"
+got=$(MQ_STORE=$T/hdst mq-admin stat tq --json | python3 -c 'import json, sys; print(json.load(sys.stdin)["messages"])')
+[ "$got" = "$N" ] || echo "WARNING: forward over HTTP stored $got of $N transactional messages"
+kill "$HERE_PID" "$THERE_PID"
+wait "$HERE_PID" "$THERE_PID" 2>/dev/null || true
+HERE_PID= THERE_PID=
+rd=$(rate "$N" "$d0" "$d1")
+re=$(rate "$N" "$e0" "$e1")
+
 printf '  %-58s %10s msg/s\n' "(a) curl --parallel ${PARALLEL:-16} -> serve (kept-alive)" "$ra"
 printf '  %-58s %10s msg/s\n' "(b) shell loop of curl, one per message ($LOOP_N)" "$rb"
 printf '  %-58s %10s msg/s\n' "(c) mq-admin forward over a pipe (store to store)" "$rc"
-awk -v a="$ra" -v b="$rb" -v c="$rc" 'BEGIN {
+printf '  %-58s %10s msg/s\n' "(d) mq-admin forward over HTTP, plain (${CONNECTIONS:-16} connections)" "$rd"
+printf '  %-58s %10s msg/s\n' "(e) mq-admin forward over HTTP, transactional stream" "$re"
+awk -v a="$ra" -v b="$rb" -v c="$rc" -v d="$rd" -v e="$re" 'BEGIN {
   printf "  ratio (a)/(c)  %.2fx   target >= 0.5x: %s\n", a / c, ((a / c >= 0.5) ? "ok" : "MISS")
   printf "  ratio (a)/(b)  %.1fx   target >= 20x:  %s\n", a / b, ((a / b >= 20) ? "ok" : "MISS")
+  printf "  ratio (d)/(c)  %.2fx   target >= 0.5x: %s\n", d / c, ((d / c >= 0.5) ? "ok" : "MISS")
+  printf "  ratio (e)/(c)  %.2fx   target >= 0.5x: %s\n", e / c, ((e / c >= 0.5) ? "ok" : "MISS")
+  printf "  ratio (d)/(b)  %.1fx   target >= 20x:  %s\n", d / b, ((d / b >= 20) ? "ok" : "MISS")
+  printf "  ratio (e)/(b)  %.1fx   target >= 20x:  %s\n", e / b, ((e / b >= 20) ? "ok" : "MISS")
 }'

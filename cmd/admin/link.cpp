@@ -199,6 +199,9 @@ Command SetupLink(CLI::App& app, Context&) {
           [a, add, set, set_via, set_url, set_receipts, set_ret, del, list, stat](Context& ctx) {
             if (!a->return_link.empty() && !IsValidQueueName(a->return_link))
               return cli::Fail(Status::InvalidArg("invalid --return link name", a->return_link));
+            if (add->parsed() && a->via.empty() && a->url.empty())
+              return cli::Fail(
+                  Status::InvalidArg("--via or --url is required (see mq-admin link add --help)"));
             bool reading = list->parsed() || stat->parsed();
             auto store = reading ? ctx.OpenForReading() : ctx.Open();
             if (!store.ok()) return cli::Fail(store.status());

@@ -7,7 +7,7 @@
 expect_rc 2 mq-admin link add
 expect_err_match '^mq-admin: NAME is required \(see mq-admin link add --help\) \(E_INVALIDARG 0x80070057\)$'
 expect_rc 2 mq-admin link add far
-expect_err_match '^mq-admin: --via is required \(see mq-admin link add --help\)'
+expect_err_match '^mq-admin: --via or --url is required \(see mq-admin link add --help\)'
 expect_rc 2 mq-admin message-type create
 expect_err_match '\(see mq-admin message-type create --help\)'
 expect_rc 2 mq-admin create q --no-such-option

@@ -70,3 +70,30 @@ TEST_CASE("a list of destinations: a,b,LINK:c and MSMQ multiple-element format n
     CHECK(ParseDestinations(bad).status().code() == Code::kIllegalQueuePathname);
   }
 }
+
+TEST_CASE("an MSMQ HTTP machine's base URL, in one form", "[names]") {
+  CHECK(*MsmqBaseUrl("HTTP://Win.Example:80/MSMQ/") == "http://win.example/msmq");
+  CHECK(*MsmqBaseUrl("https://h:443/msmq") == "https://h/msmq");
+  CHECK(*MsmqBaseUrl("http://127.0.0.1:8080/msmq") == "http://127.0.0.1:8080/msmq");
+  CHECK(*MsmqBaseUrl("http://[::1]:8080/msmq") == "http://[::1]:8080/msmq");
+  for (const char* bad : {"ftp://h/msmq", "http:///msmq", "http://h/other", "http://h:0/msmq",
+                          "http://h:70000/msmq", "http://h/msmq/private$/q", "http://a b/msmq"}) {
+    INFO(bad);
+    CHECK(MsmqBaseUrl(bad).status().code() == Code::kIllegalFormatname);
+  }
+}
+
+TEST_CASE("HTTP format names leave their link to be found by its url", "[names]") {
+  auto d = ParseDestinations("FormatName:DIRECT=HTTPS://Host:8443/Msmq/PRIVATE$/orders,a");
+  REQUIRE(d.ok());
+  REQUIRE(d->size() == 2);
+  CHECK((*d)[0].url == "https://host:8443/msmq");
+  CHECK((*d)[0].remote_queue == "orders");
+  CHECK((*d)[0].ref.Full() == "out");  // the link's name comes from the store
+  CHECK((*d)[1].url.empty());
+  for (const char* bad : {"DIRECT=HTTP://h/msmq/orders", "DIRECT=HTTP://h/msmq/private$/",
+                          "DIRECT=HTTP://h/msmq/private$/a;b", "DIRECT=HTTP://h/x/private$/q"}) {
+    INFO(bad);
+    CHECK(ParseDestinations(bad).status().code() == Code::kIllegalQueuePathname);
+  }
+}

@@ -633,3 +633,38 @@ TEST_CASE("srmp: receipts and a stream's start are read", "[srmp]") {
   CHECK(s.current == 2);
   CHECK(s.send_receipts_to.empty());
 }
+
+TEST_CASE("srmp: an HTTP link's stream and addresses are written as MSMQ reads them", "[srmp]") {
+  Message m;
+  m.id = MakeMessageId(NewGuid(), 3);
+  m.destination_queue = "DIRECT=http://win:8080/msmq/private$/orders";
+  m.response_queue = "DIRECT=HTTP://me/msmq/private$/replies";
+  m.xact_id = std::string(20, 'x');
+  SrmpStream s;
+  s.stream_id = "uid:2744e4e1-2b48-43e8-b441-42745f280d53\\7";
+  s.current = 3;
+  s.previous = 0;
+  s.previous_given = true;  // the stream's first ordinal, after two that were not in it
+  s.send_receipts_to = "http://me/msmq/private$/order_queue$";
+  s.receipt_request = true;
+  std::string doc = EncodeSrmp(m, &s, false);
+  CHECK(doc.find("<to>http://win:8080/msmq/private$/orders</to>") != std::string::npos);
+  CHECK(doc.find("<rev><via>http://me/msmq/private$/replies</via></rev>") != std::string::npos);
+  CHECK(doc.find("<DestinationMqf>DIRECT=http://win:8080/msmq/private$/orders</DestinationMqf>") !=
+        std::string::npos);
+  Message back;
+  SrmpStream got;
+  REQUIRE(DecodeSrmp(doc, back, &got).ok());
+  CHECK(got.current == 3);
+  CHECK(got.previous == 0);
+  CHECK(got.previous_given);  // not current - 1
+  CHECK(got.send_receipts_to == s.send_receipts_to);
+  CHECK(got.receipt_request);
+  // Without previous_given, a previous of 0 is left out: absent, it reads as current - 1.
+  s.previous_given = false;
+  s.send_receipts_to.clear();
+  REQUIRE(DecodeSrmp(EncodeSrmp(m, &s, false), back, &got).ok());
+  CHECK_FALSE(got.previous_given);
+  CHECK(SrmpUrlOf("DIRECT=HTTPS://h/msmq/private$/q") == "https://h/msmq/private$/q");
+  CHECK(SrmpUrlOf("orders") == "orders");
+}

@@ -1091,3 +1091,43 @@ TEST_CASE("a rollback keeps its failure in the message, and nack and expiry say 
   CHECK(c.got.at(0).last_failure == "lease expired");
   CHECK(c.got.at(0).abort_count == 3);
 }
+
+TEST_CASE("store: HTTP links, their urls, and stream receipts for their streams", "[store][link]") {
+  TempDir t;
+  auto st = OpenNew(t.path);
+  LinkSettings http;
+  http.url = "HTTP://Win:80/msmq";
+  http.receipts_url = "http://me:8080/msmq/private$/order_queue$";
+  REQUIRE(st->AddLink("w", http).ok());
+  CHECK(st->AddLink("w2", http).code() == Code::kQueueExists);  // one link per machine
+  LinkSettings both = http;
+  both.via = "cat";
+  CHECK(st->AddLink("w3", both).code() == Code::kInvalidArg);
+  LinkSettings orphan;
+  orphan.via = "cat";
+  orphan.receipts_url = "http://me/msmq/private$/order_queue$";
+  CHECK(st->AddLink("w4", orphan).code() == Code::kInvalidArg);
+  CHECK(st->GetLink("w")->url == "http://win/msmq");
+
+  // mq-send DIRECT=HTTP://win/msmq/private$/q: through w; an unknown machine says how.
+  auto d = ParseDestinations("DIRECT=http://WIN/msmq/private$/q");
+  REQUIRE(d.ok());
+  REQUIRE(st->ResolveLinkUrls(*d).ok());
+  CHECK((*d)[0].ref.Full() == "out;w");
+  auto none = ParseDestinations("DIRECT=http://other/msmq/private$/q");
+  Status s = st->ResolveLinkUrls(*none);
+  CHECK(s.code() == Code::kQueueNotFound);
+  CHECK(s.text().find("mq-admin link add NAME --url http://other/msmq") != std::string::npos);
+
+  // A stream receipt for w's stream (uid:STORE\QUEUE-ID of out;w) is recorded, the highest
+  // kept; one for a stream of another store is no link's.
+  auto out = st->StatQueue(Q("out;w"));
+  REQUIRE(out.ok());
+  std::string stream = "uid:" + FormatGuid(st->guid()) + "\\" + std::to_string(out->info.id);
+  CHECK(*st->NoteStreamReceipt(stream, 7) == "w");
+  CHECK(*st->NoteStreamReceipt(stream, 5) == "w");
+  CHECK(st->GetLink("w")->receipted == 7);
+  CHECK(st->GetLink("w")->receipted_stream == stream);
+  CHECK(st->NoteStreamReceipt("uid:2744e4e1-2b48-43e8-b441-42745f280d53\\1", 9)->empty());
+  CHECK(st->NoteStreamReceipt(stream + "0", 9)->empty());
+}
