@@ -2,6 +2,10 @@
 // made safe to print.
 #include "base/codec.hpp"
 
+#include <iconv.h>
+
+#include <cerrno>
+
 namespace mq {
 
 void PutU16BE(std::string& out, uint16_t v) {
@@ -213,6 +217,47 @@ bool IsValidUtf8(std::string_view s) {
     i += n;
   }
   return true;
+}
+
+namespace {
+
+// glibc's iconv, from one encoding to another: null if `s` is not valid in `from`.
+std::optional<std::string> Iconv(const char* to, const char* from, std::string_view s) {
+  iconv_t cd = ::iconv_open(to, from);
+  if (cd == reinterpret_cast<iconv_t>(-1)) return std::nullopt;
+  std::string out(s.size() * 2 + 16, '\0');
+  char* in = const_cast<char*>(s.data());
+  size_t in_left = s.size();
+  char* o = out.data();
+  size_t o_left = out.size();
+  bool ok = true;
+  while (in_left > 0) {
+    if (::iconv(cd, &in, &in_left, &o, &o_left) != static_cast<size_t>(-1)) continue;
+    if (errno != E2BIG) {
+      ok = false;  // EILSEQ, EINVAL: not valid, or cut short
+      break;
+    }
+    size_t used = out.size() - o_left;
+    out.resize(out.size() * 2);
+    o = out.data() + used;
+    o_left = out.size() - used;
+  }
+  ::iconv_close(cd);
+  if (!ok) return std::nullopt;
+  out.resize(out.size() - o_left);
+  return out;
+}
+
+}  // namespace
+
+std::string Utf8ToUtf16Le(std::string_view s) {
+  auto r = Iconv("UTF-16LE", "UTF-8", s);
+  return r ? std::move(*r) : std::string();
+}
+
+std::optional<std::string> Utf16LeToUtf8(std::string_view s) {
+  if (s.size() % 2) return std::nullopt;
+  return Iconv("UTF-8", "UTF-16LE", s);
 }
 
 std::string ToValidUtf8(std::string_view s) {

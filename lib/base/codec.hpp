@@ -66,6 +66,10 @@ class TlvReader {
 std::string Base64Encode(std::string_view in);
 std::optional<std::string> Base64Decode(std::string_view in);
 bool IsValidUtf8(std::string_view s);
+// UTF-8 (valid) to UTF-16LE, and back: null when `s` is no valid UTF-16LE (an odd length, an
+// unpaired surrogate).
+std::string Utf8ToUtf16Le(std::string_view s);
+std::optional<std::string> Utf16LeToUtf8(std::string_view s);
 // `s` with each byte that is not part of a UTF-8 sequence replaced by U+FFFD.
 std::string ToValidUtf8(std::string_view s);
 // Lower-case hex digits, and the value of one digit of either case (-1: not a hex digit).

@@ -68,6 +68,7 @@ bool AckWanted(uint8_t level, uint16_t cls);
 // VARTYPE-style body types. json and xml have no VARTYPE; they use values above 0xFFFF.
 inline constexpr uint32_t kBodyEmpty = 0;        // VT_EMPTY: the sender did not say
 inline constexpr uint32_t kBodyText = 8;         // VT_BSTR
+inline constexpr uint32_t kBodyLpwstr = 31;      // VT_LPWSTR (.NET's string), read as text
 inline constexpr uint32_t kBodyBytes = 0x1011;   // VT_VECTOR | VT_UI1
 inline constexpr uint32_t kBodyJson = 0x10001;
 inline constexpr uint32_t kBodyXml = 0x10002;

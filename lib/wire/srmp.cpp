@@ -201,22 +201,23 @@ std::string IdText(const Message& m) {
 // sequence fields are written even when 0, so that the reader does not take the link's.
 // Without `local_state`, what a store sets anew when a message arrives in it is left out
 // (EncodeSrmp).
-void WriteMqExtras(XmlOut& x, const Message& m, bool tx_always, bool local_state) {
+void WriteMqExtras(XmlOut& x, const Message& m, bool tx_always, bool local_state,
+                   uint32_t wire_body_type) {
   static const Message kDefaults;  // for what is left out
   const Message& l = local_state ? m : kDefaults;
-  bool any = tx_always || (m.ack & kAckNegArrival) || l.arrived_time || m.visible_time ||
-             l.awaiting_arrival ||
-             !m.xact_id.empty() || m.tx_sequence_id || m.tx_sequence_number ||
-             m.tx_previous_sequence_number || l.abort_count || m.move_count ||
-             m.last_move_time || !IsNil(m.conversation_handle) ||
+  bool any = tx_always || wire_body_type != m.body_type || (m.ack & kAckNegArrival) ||
+             l.arrived_time || m.visible_time || l.awaiting_arrival || !m.xact_id.empty() ||
+             m.tx_sequence_id || m.tx_sequence_number || m.tx_previous_sequence_number ||
+             l.abort_count || m.move_count || m.last_move_time || !IsNil(m.conversation_handle) ||
              !IsNil(m.conversation_group_id) || m.message_sequence_number ||
              !m.service_name.empty() || !m.service_contract_name.empty() ||
              !m.message_type_name.empty() || m.validation != 'N' || l.status != 1 ||
-             l.queuing_order || l.message_enqueue_time || l.delivery_count ||
-             m.sent_time % 1000 || m.ttbr % 1000 || m.ttrq % 1000;
+             l.queuing_order || l.message_enqueue_time || l.delivery_count || m.sent_time % 1000 ||
+             m.ttbr % 1000 || m.ttrq % 1000;
   if (!any) return;
   x.StartNs("Mq", "xmlns", kMqNs);
   if (m.ack & kAckNegArrival) x.Number("Ack", m.ack);
+  if (wire_body_type != m.body_type) x.Number("BodyType", m.body_type);
   if (l.arrived_time) x.TimeMs("ArrivedTime", l.arrived_time);
   if (m.visible_time) x.TimeMs("VisibleTime", m.visible_time);
   if (l.awaiting_arrival) x.Empty("AwaitingArrival");
@@ -272,7 +273,8 @@ std::string SrmpUrlOfImpl(std::string_view name) {
   return std::string(name);
 }
 
-std::string_view Envelope(const Message& m, const SrmpStream* stream, bool local_state) {
+std::string_view Envelope(const Message& m, const SrmpStream* stream, bool local_state,
+                          uint32_t wire_body_type) {
   XmlOut& x = BeginPath();
   x.Text("action", "MSMQ:", m.label);
   x.Text("to", UrlOf(m.destination_queue));
@@ -343,7 +345,7 @@ std::string_view Envelope(const Message& m, const SrmpStream* stream, bool local
   if (!m.correlation_id.empty())
     x.Text("Correlation", Base64Encode(SwapObjectId(m.correlation_id)));
   x.Number("App", m.app_specific);
-  x.Number("BodyType", m.body_type);
+  x.Number("BodyType", wire_body_type);
   x.Number("HashAlgorithm", m.hash_algorithm);
   if (!IsNil(m.connector_id)) x.GuidText("ConnectorId", m.connector_id);
   if (m.eod_first || m.eod_last) {
@@ -365,7 +367,7 @@ std::string_view Envelope(const Message& m, const SrmpStream* stream, bool local
   x.Deadline("TTrq", m.ttrq ? m.ttrq : kInfiniteMs);
   x.End();
 
-  WriteMqExtras(x, m, link_stream, local_state);
+  WriteMqExtras(x, m, link_stream, local_state, wire_body_type);
 
   x.End();  // se:Header
   x.Start("se:Body");
@@ -473,7 +475,25 @@ std::string EncodeSrmp(const Message& m, const SrmpStream* stream, bool local_st
 
 void AppendSrmp(std::string& out, const Message& m, const SrmpStream* stream,
                 bool local_state) {
-  std::string_view env = Envelope(m, stream, local_state);
+  // The body as MSMQ's formatters read it: text (and json, text too) as VT_BSTR, UTF-16LE
+  // (ActiveXMessageFormatter; sample 4.5); xml as VT_EMPTY (XmlMessageFormatter: the XML as
+  // it is); a json or text body that is no UTF-8 as bytes. mq's own type, when it is not the
+  // wire's, in <Mq><BodyType>.
+  std::string utf16;
+  std::string_view body = m.body;
+  uint32_t wire = m.body_type;
+  if (m.body_type == kBodyText || m.body_type == kBodyJson) {
+    if (IsValidUtf8(m.body)) {
+      utf16 = Utf8ToUtf16Le(m.body);
+      body = utf16;
+      wire = kBodyText;
+    } else {
+      wire = kBodyBytes;
+    }
+  } else if (m.body_type == kBodyXml) {
+    wire = kBodyEmpty;
+  }
+  std::string_view env = Envelope(m, stream, local_state, wire);
   // A boundary that occurs in no part, so that a reader that goes by boundaries alone (RFC
   // 2046) finds the same parts as one that goes by Content-Length.
   std::string boundary;
@@ -481,16 +501,15 @@ void AppendSrmp(std::string& out, const Message& m, const SrmpStream* stream,
     boundary = "MSMQ - SOAP boundary, ";
     boundary += std::to_string(n);
     std::string delim = "--" + boundary;
-    if (!Contains(env, delim) && !Contains(m.body, delim) && !Contains(m.extension, delim))
-      break;
+    if (!Contains(env, delim) && !Contains(body, delim) && !Contains(m.extension, delim)) break;
   }
   std::string guid = FormatGuid(m.source_qm_guid);
-  out.reserve(out.size() + env.size() + m.body.size() + m.extension.size() + 512);
+  out.reserve(out.size() + env.size() + body.size() + m.extension.size() + 512);
   out += "Content-Type: multipart/related; boundary=\"";
   out += boundary;
   out += "\"; type=text/xml\r\n\r\n";
   AppendPart(out, boundary, "text/xml; charset=UTF-8", {}, env);
-  AppendPart(out, boundary, "application/octet-stream", "body@" + guid, m.body);
+  AppendPart(out, boundary, "application/octet-stream", "body@" + guid, body);
   if (!m.extension.empty())
     AppendPart(out, boundary, "application/octet-stream", "extension@" + guid, m.extension);
   out += "--";

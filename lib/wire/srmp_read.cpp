@@ -435,7 +435,7 @@ Status ParseMsmq(const XmlNode* node, Message& m, std::string& dest, std::string
   return {};
 }
 
-Status ParseMqExtras(const XmlNode* node, Message& m) {
+Status ParseMqExtras(const XmlNode* node, Message& m, uint64_t& mq_body_type) {
   Children c;
   MQ_RETURN_IF_ERROR(c.Load(node, "<Mq>"));
   MQ_RETURN_IF_ERROR(c.Number("Ack", m.ack, 0x0F, false));
@@ -450,6 +450,7 @@ Status ParseMqExtras(const XmlNode* node, Message& m) {
       return Bad(fmt::format("{}: '{}' is not 40 hex digits", c.Where("XactId"), **xact));
     m.xact_id = std::move(*raw);
   }
+  MQ_RETURN_IF_ERROR(c.Number("BodyType", mq_body_type, UINT32_MAX, false));
   MQ_RETURN_IF_ERROR(c.Number("TxSequenceId", m.tx_sequence_id, UINT64_MAX, false));
   MQ_RETURN_IF_ERROR(c.Number("TxSequenceNumber", m.tx_sequence_number, UINT32_MAX, false));
   MQ_RETURN_IF_ERROR(c.Number("TxPreviousSequenceNumber", m.tx_previous_sequence_number,
@@ -526,7 +527,8 @@ Status ParseReceipt(const Children& h, SrmpReceipt& r) {
   return {};
 }
 
-Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream, SrmpReceipt* receipt) {
+Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream, SrmpReceipt* receipt,
+                     uint64_t& mq_body_type) {
   if (Trim(text).empty()) return Bad("<se:Envelope>: the first MIME part is empty");
   if (text.size() > INT_MAX) return Bad("<se:Envelope>: too large");
   InitXml();
@@ -634,7 +636,7 @@ Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream, Srmp
   m.admin_queue = have_admin ? admin : FormatNameOf(send_to);
   m.response_queue = have_response ? response : FormatNameOf(via);
   if (const XmlNode* mq = h.Get("Mq"); mq && InNs(mq, kMqNs))
-    MQ_RETURN_IF_ERROR(ParseMqExtras(mq, m));
+    MQ_RETURN_IF_ERROR(ParseMqExtras(mq, m, mq_body_type));
   return {};
 }
 
@@ -647,8 +649,18 @@ Status DecodeSrmp(std::string_view doc, Message& m, SrmpStream* stream, SrmpRece
   if (!Trim(doc.substr(f.end)).empty())
     return Bad("MIME: data after the closing boundary (one document at a time)");
   if (receipt) *receipt = SrmpReceipt{};
-  MQ_RETURN_IF_ERROR(ParseEnvelope(f.envelope, m, stream, receipt));
+  uint64_t mq_body_type = UINT64_MAX;  // <Mq><BodyType>: mq's own, when not the wire's
+  MQ_RETURN_IF_ERROR(ParseEnvelope(f.envelope, m, stream, receipt, mq_body_type));
   m.body = std::string(f.body);
+  // A string body as MSMQ writes it (VT_BSTR, VT_LPWSTR: UTF-16LE) is stored as mq's text,
+  // UTF-8; one that is no valid UTF-16 is kept as it came.
+  if (m.body_type == kBodyText || m.body_type == kBodyLpwstr) {
+    if (auto text = Utf16LeToUtf8(f.body)) {
+      m.body = std::move(*text);
+      m.body_type = kBodyText;
+    }
+  }
+  if (mq_body_type != UINT64_MAX) m.body_type = static_cast<uint32_t>(mq_body_type);
   m.extension = std::string(f.extension);
   return {};
 }

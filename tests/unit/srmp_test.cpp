@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "base/codec.hpp"
 #include "base/ids.hpp"
 #include "wire/srmp.hpp"
@@ -188,13 +190,14 @@ TEST_CASE("srmp: the document is MSMQ's shape", "[srmp]") {
           "\\1234605616436508552</streamId><current>5</current><previous>4</previous></Stream>",
       "<Msmq xmlns=\"msmq.namespace.xml\"><Class>49154</Class><Priority>6</Priority><Journal/>"
       "<DeadLetter/><Correlation>" +
-          Base64Encode(corr_msmq) + "</Correlation><App>4294967295</App>"
-          "<BodyType>65537</BodyType><HashAlgorithm>32772</HashAlgorithm><ConnectorId>",
+          Base64Encode(corr_msmq) +
+          "</Correlation><App>4294967295</App>"
+          "<BodyType>4113</BodyType><HashAlgorithm>32772</HashAlgorithm><ConnectorId>",
       "<Eod><First/><Last/></Eod><Provider><Type>1</Type><Name>Microsoft Base Cryptographic "
       "Provider</Name></Provider><SourceQmGuid>",
       "<DestinationMqf>orders</DestinationMqf><AdminMqf>admin</AdminMqf><ResponseMqf>replies"
       "</ResponseMqf><TTrq>20251130T013320</TTrq></Msmq>",
-      "<Mq xmlns=\"urn:x-mq:srmp\"><Ack>15</Ack>",
+      "<Mq xmlns=\"urn:x-mq:srmp\"><Ack>15</Ack><BodyType>65537</BodyType>",
       "<SentTime>20251130T013259.123</SentTime><Ttbr>20251130T013500.001</Ttbr>"
       "</Mq></se:Header><se:Body></se:Body></se:Envelope>"};
   // No SRMP or MSMQ date has a fraction.
@@ -381,9 +384,15 @@ TEST_CASE("srmp: the samples of [MC-MQSRM] section 4 read as printed", "[srmp]")
     }
   }
   SECTION("4.5: PGM, a multicast address, no blank line after the part headers") {
-    Message m = Decoded(Fixture("4.5-pgm.txt"));
+    // Its VT_BSTR body is UTF-16LE, printed with a dot for each NUL: sent as MSMQ sends it,
+    // it is stored as mq's text, UTF-8.
+    std::string doc = Fixture("4.5-pgm.txt");
+    size_t at = doc.find("a.r.d.e.n.w.h.i.t.e.");
+    REQUIRE(at != std::string::npos);
+    for (size_t i = at + 1; i < at + 20; i += 2) doc[i] = '\0';
+    Message m = Decoded(doc);
     REQUIRE(m.destination_queue == "MULTICAST=234.1.1.1:8001");
-    REQUIRE(m.body == "a.r.d.e.n.w.h.i.t.e.");
+    REQUIRE(m.body == "ardenwhite");
     REQUIRE(m.body_type == kBodyText);
   }
   SECTION("1.3.12 prints no body after its part headers: refused as truncated") {
@@ -453,8 +462,7 @@ TEST_CASE("srmp: each malformed element is named", "[srmp]") {
       {"<commitmentReceiptRequest><sendTo>admin</sendTo>", "<commitmentReceiptRequest>",
        "<services>/<commitmentReceiptRequest>/<sendTo>: missing"},
       {"<streamId>uid:", "<streamId>uuid:", "<Stream>/<streamId>: 'uuid:"},
-      {"<streamId>uid:" + guid + "\\", "<streamId>uid:" + guid + "/",
-       "<Stream>/<streamId>: 'uid:"},
+      {"<streamId>uid:" + guid + "\\", "<streamId>uid:" + guid + "/", "<Stream>/<streamId>: 'uid:"},
       {"<current>5</current>", "", "<Stream>/<current>: missing"},
       {"<current>5</current>", "<current>five</current>",
        "<Stream>/<current>: 'five' is not a number"},
@@ -468,12 +476,11 @@ TEST_CASE("srmp: each malformed element is named", "[srmp]") {
        "<Msmq>/<Priority>: 8 is out of range 0..7"},
       {"<Priority>6</Priority>", "<Priority>6</Priority><Priority>6</Priority>",
        "<Msmq>/<Priority>: appears twice"},
-      {"<Correlation>", "<Correlation>AAAA",
-       "<Msmq>/<Correlation>: 'AAAA"},
+      {"<Correlation>", "<Correlation>AAAA", "<Msmq>/<Correlation>: 'AAAA"},
       {"<App>4294967295</App>", "<App>4294967296</App>",
        "<Msmq>/<App>: 4294967296 is out of range 0..4294967295"},
-      {"<BodyType>65537</BodyType>", "", "<Msmq>/<BodyType>: missing"},
-      {"<BodyType>65537</BodyType>", "<BodyType>json</BodyType>",
+      {"<BodyType>4113</BodyType>", "", "<Msmq>/<BodyType>: missing"},
+      {"<BodyType>4113</BodyType>", "<BodyType>json</BodyType>",
        "<Msmq>/<BodyType>: 'json' is not a number"},
       {"<HashAlgorithm>32772", "<HashAlgorithm>0x8004",
        "<Msmq>/<HashAlgorithm>: '0x8004' is not a number"},
@@ -504,12 +511,12 @@ TEST_CASE("srmp: each malformed element is named", "[srmp]") {
       {"boundary=\"MSMQ - SOAP boundary, 3\"", "boundary=\"other\"",
        "MIME: boundary 'other' not found"},
       {body_cl, "Content-Length: 8O\r\n", "MIME part 2: Content-Length '8O' is not a number"},
-      {body_cl, "Content-Length: 80000\r\n",
-       "MIME part 2: Content-Length 80000 but only"},
+      {body_cl, "Content-Length: 80000\r\n", "MIME part 2: Content-Length 80000 but only"},
       {"Content-Type: text/xml; charset=UTF-8", "Content-Type: image/png",
        "MIME part 1: Content-Type 'image/png' is not text/xml"},
-      {"; boundary=\"MSMQ - SOAP boundary, 3\"", "", "Content-Type 'multipart/related; "
-                                                     "type=text/xml' has no boundary"},
+      {"; boundary=\"MSMQ - SOAP boundary, 3\"", "",
+       "Content-Type 'multipart/related; "
+       "type=text/xml' has no boundary"},
   };
   for (const auto& c : cases) {
     INFO("replace " << c.from << " by " << c.to);
@@ -667,4 +674,52 @@ TEST_CASE("srmp: an HTTP link's stream and addresses are written as MSMQ reads t
   CHECK_FALSE(got.previous_given);
   CHECK(SrmpUrlOf("DIRECT=HTTPS://h/msmq/private$/q") == "https://h/msmq/private$/q");
   CHECK(SrmpUrlOf("orders") == "orders");
+}
+
+TEST_CASE("srmp: bodies travel as MSMQ's formatters read them, and come back as they were",
+          "[srmp]") {
+  struct Case {
+    uint32_t type;
+    std::string body;
+    uint32_t wire;
+    std::string wire_body;
+  };
+  const std::string utf16_hi = std::string("h\0i\0\xE9\0", 6);
+  for (const Case& c :
+       std::vector<Case>{{kBodyText, "hi\xC3\xA9", kBodyText, utf16_hi},  // VT_BSTR, UTF-16LE
+                         {kBodyJson, "hi\xC3\xA9", kBodyText,
+                          utf16_hi},                              // text to MSMQ, json to mq
+                         {kBodyXml, "<a/>", kBodyEmpty, "<a/>"},  // XmlMessageFormatter's
+                         {kBodyText, "\xFF\xFE", kBodyBytes, "\xFF\xFE"},  // no UTF-8: bytes
+                         {kBodyBytes, "\x01\x02", kBodyBytes, "\x01\x02"},
+                         {kBodyEmpty, "raw", kBodyEmpty, "raw"}}) {
+    INFO(c.type);
+    Message m;
+    m.id = MakeMessageId(NewGuid(), 1);
+    m.body_type = c.type;
+    m.body = c.body;
+    std::string doc = EncodeSrmp(m);
+    CHECK(doc.find(fmt::format("<BodyType>{}</BodyType>", c.wire)) != std::string::npos);
+    CHECK(doc.find("\r\n\r\n" + c.wire_body + "\r\n--") != std::string::npos);
+    // mq's own type, when it is no VARTYPE, only in <Mq>.
+    for (uint32_t mine : {kBodyJson, kBodyXml})
+      CHECK((doc.find(fmt::format("<BodyType>{}</BodyType>", mine)) == std::string::npos ||
+             (c.type == mine && doc.find("<Mq ") != std::string::npos)));
+    Message back;
+    REQUIRE(DecodeSrmp(doc, back).ok());
+    CHECK(back.body_type == c.type);
+    CHECK(back.body == c.body);
+  }
+  // .NET's string (VT_LPWSTR) is read as text too.
+  Message m;
+  m.id = MakeMessageId(NewGuid(), 1);
+  m.body_type = kBodyLpwstr;
+  m.body = utf16_hi;
+  Message back;
+  REQUIRE(DecodeSrmp(EncodeSrmp(m), back).ok());
+  CHECK(back.body == "hi\xC3\xA9");
+  CHECK(back.body_type == kBodyText);
+  CHECK(Utf8ToUtf16Le("\xF0\x9F\x98\x80").size() == 4);    // a surrogate pair
+  CHECK_FALSE(Utf16LeToUtf8(std::string("\x00\xD8", 2)));  // an unpaired surrogate
+  CHECK_FALSE(Utf16LeToUtf8("abc"));                       // an odd length
 }
