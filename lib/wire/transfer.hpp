@@ -58,7 +58,9 @@
 
 namespace mq::transfer {
 
-inline constexpr uint16_t kVersion = 1;
+// 2: text and json bodies travel in UTF-16LE, as SRMP has them (wire/srmp.hpp); a version 1
+// peer would store them so.
+inline constexpr uint16_t kVersion = 2;
 inline constexpr std::string_view kMagic = "MQXFER";
 inline constexpr uint32_t kMaxFrame = 1u << 30;
 

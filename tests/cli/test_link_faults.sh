@@ -33,13 +33,13 @@ expect_rc 0 mq-admin link add b --via "$good"
 seq -f 'body-%03g' 200 | mq-send -l b:dest || fail "send to b:dest"
 
 # --- a wrong protocol version --------------------------------------------------------------------
-frame H 'MQXFER\0\2' >"$T/hello2"
+frame H 'MQXFER\0\3' >"$T/hello2"
 expect_rc 10 mq-admin --store "$B" accept <"$T/hello2"
-expect_err_match '^mq-admin: unsupported transfer protocol version 2 \(this mq-admin accept speaks version 1\)'
-frame W 'MQXFER\0\2' >"$T/welcome2"
+expect_err_match '^mq-admin: unsupported transfer protocol version 3 \(this mq-admin accept speaks version 2\)'
+frame W 'MQXFER\0\3' >"$T/welcome2"
 expect_rc 0 mq-admin link set b --via "cat '$T/welcome2'; cat >/dev/null"
 expect_rc 10 mq-admin forward b --once --retry 10s
-expect_err_match 'the far side speaks transfer protocol version 2 \(this mq-admin forward speaks version 1\)'
+expect_err_match 'the far side speaks transfer protocol version 3 \(this mq-admin forward speaks version 2\)'
 [ "$(count stat 'out;b')" = 200 ] || fail "a version mismatch changed out;b"
 
 # --- the same store at both ends; not mq-admin accept at all ---------------------------------------
@@ -61,7 +61,7 @@ grep -q 'corrupted\|did not answer' "$T/err" || fail "garbage from the command: 
 [ "$(count stat here)" = 200 ] || fail "a same-store link touched a local queue"
 
 # --- a garbled stream to accept ----------------------------------------------------------------------
-{ frame H 'MQXFER\0\1'; printf 'garbage that is no frame at all'; } >"$T/garbled"
+{ frame H 'MQXFER\0\2'; printf 'garbage that is no frame at all'; } >"$T/garbled"
 expect_rc 10 mq-admin --store "$B" accept <"$T/garbled"
 grep -q 'corrupted' "$T/err" || fail "garbled stream: $(cat "$T/err")"
 
