@@ -160,7 +160,12 @@ class Endpoint {
         fds.push_back(curl_waitfd{info->epoll_fd, CURL_WAIT_POLLIN, 0});
       }
       if (o_.stop) fds.push_back(curl_waitfd{o_.stop->fd(), CURL_WAIT_POLLIN, 0});
-      int64_t wait = 60'000;
+      // libmicrohttpd is run at least every kMhdTickMs. Without it, a sender that reopens
+      // many kept-alive connections (a forward with --connections 48 or 64 after another)
+      // was seen to have new connections wait unaccepted in the listen backlog until its
+      // own timeout (30 s), while this loop slept on the epoll descriptor: libmicrohttpd
+      // takes some of its work up only when run, not when its descriptor wakes.
+      int64_t wait = kMhdTickMs;
       for (MHD_Daemon* d : daemons_) {
         MHD_UNSIGNED_LONG_LONG t = 0;
         if (Api().MHD_get_timeout(d, &t) == MHD_YES) wait = std::min(wait, static_cast<int64_t>(t));
@@ -502,6 +507,7 @@ class Endpoint {
   // replay means the sender lacks a receipt), at most 10 s after the first one not yet
   // receipted; cumulative (<lastOrdinal>: the stream's last stored ordinal). One failed is
   // posted again 30 s later, unless a message of the stream makes it due sooner.
+  static constexpr int64_t kMhdTickMs = 50;
   static constexpr int64_t kReceiptDelayMs = 500;
   // A stream receipt goes at once when this many ordinals wait for one (a sender that posts
   // fast need not wait the coalescing out with its window full).

@@ -103,10 +103,11 @@ class HttpForward {
       Status fin = FinishDone();
       if (!fin.ok()) return Fail(fin);
       if (!failure_.ok() && !o_.follow && backoff_.Failed(MonotonicMs()))
-        return Fail(Status(failure_.code(),
-                           fmt::format("{} (gave up after {})", failure_.text(),
-                                       FormatDuration(o_.retry_ms)),
-                           link_.name));
+        return Fail(o_.retry_ms > 0 ? Status(failure_.code(),
+                                             fmt::format("{} (gave up after {})", failure_.text(),
+                                                         FormatDuration(o_.retry_ms)),
+                                             link_.name)
+                                    : failure_);
       bool idle = batches_.empty() && active_ == 0;
       if (stopping && active_ == 0) {
         ReleaseAll();

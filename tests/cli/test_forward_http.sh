@@ -198,4 +198,11 @@ mq-receive --store "$FAR" -l -n 1000 tq >"$T/tq" 2>&1
 seq 1 600 | cmp -s - "$T/tq" || fail "the far store's tq does not hold 1..600 once, in order: $(head -3 "$T/tq")"
 mq-receive --store "$FAR" -l -n 1000 q | sort -n >"$T/q"
 seq 1 200 | cmp -s - "$T/q" || fail "the far store's q does not hold 1..200 once"
+# Many kept-alive connections, opened again and again (forward with 64 connections, then 16,
+# ...): no POST may wait for serve to accept its connection until the forward's timeout
+# (seen before serve ran libmicrohttpd on a tick: a 5 s timeout failed most such rounds).
+for c in 64 16 64 48 64; do
+  seq 1 3000 | mq-send -l far:q || fail "send plain"
+  expect_rc 0 timeout 60 mq-admin forward far --once --connections "$c" --timeout 5s --retry 0
+done
 finish
