@@ -20,12 +20,15 @@
 //  - A message of a <Stream> (MSMQ's transactional, exactly-once, in-order transfer) is stored
 //    once ([MC-MQSRM] 3.1.5.1.6.3): when its ordinal is above the last one stored from its
 //    stream and its <previous> (the ordinal before it when absent) at or below it. A replay
-//    is answered 200 and not stored again; an ordinal after a gap is ignored (200) and stored
-//    when it comes again in order. The stream's position is recorded in the transaction that
-//    stores the message, so it holds across restarts, with the stream's <sendReceiptsTo>.
+//    is answered 200 and not stored again; an ordinal after a gap waits, its request
+//    suspended, up to 2 s for the ordinals before it (a sender posts several at once, on
+//    several connections), then is ignored (200) and stored when it comes again in order. The
+//    stream's position is recorded in the transaction that stores the message, so it holds across
+//    restarts, with the stream's <sendReceiptsTo>.
 //  - Stream receipts (<streamReceipt>, "MSMQ:QM Ordering Ack", class 255) are posted with
 //    libcurl to the stream's <sendReceiptsTo>, 500 ms after the last message of the stream
-//    stored or replayed (coalesced, at most 10 s late; a failed one again 30 s later), while
+//    stored or replayed (coalesced, at most 10 s late, at once when 1000 ordinals wait for
+//    one; a failed one again 30 s later), while
 //    requests go on being served. A message stored that asks for a delivery receipt
 //    (<deliveryReceiptRequest>) to an http(s) <sendTo> gets one (class ACK_REACH_QUEUE, its
 //    <id> as the sender wrote it), tried 10 times 30 s apart, kept in memory only.
@@ -33,7 +36,11 @@
 //    transactional); one whose id is in the store already, from the same source machine, is a
 //    replay (its POST was answered but the answer lost) and is not stored twice.
 //  - Receipts posted here (<streamReceipt>, <deliveryReceipt>, <commitmentReceipt>) are
-//    understood as receipts and never stored as messages.
+//    understood as receipts and never stored as messages; as text/xml they are taken at any
+//    /msmq/ path, one that names no queue too (MSMQ posts them to the sender's order queue,
+//    /msmq/private$/order_queue$). A stream receipt for the stream of one of this store's HTTP
+//    links is recorded (Store::NoteStreamReceipt): the link's forward ends the messages it
+//    covers (link/http_forward.hpp). Delivery and commitment receipts are dropped.
 //  - Requests are read whole before anything is stored; those that complete in one turn of
 //    the event loop are stored together, one LMDB transaction per stream, and each answered
 //    after its commit. No LMDB transaction is open while a socket is read or written.
