@@ -208,6 +208,18 @@ class HttpForward {
       }
       return lease.status();
     }
+    // A batch ends as a whole: one of transactional messages waits for a stream receipt,
+    // so that the others are not kept waiting with it, a batch holds one kind. When the
+    // head of the queue changes kind inside it, it is returned and its first run Locked.
+    const std::vector<Message>& got = (*lease)->messages();
+    size_t run = 1;
+    while (run < got.size() && got[run].xact_id.empty() == got[0].xact_id.empty()) ++run;
+    if (run < got.size()) {
+      MQ_RETURN_IF_ERROR(store_.Release(**lease));
+      sel.limit = run;
+      lease = store_.Lock(out_ref_, sel, ReadOptions{}, lo, nullptr);
+      if (!lease.ok()) return lease.status();
+    }
     Batch& b = *batches_.emplace_back(std::make_unique<Batch>());
     b.lease = std::move(*lease);
     b.items.resize(b.lease->messages().size());

@@ -10,7 +10,9 @@
 //    the link's --receipts-url machine (DIRECT=http://THIS-HOST/msmq/private$/QUEUE).
 //  - Up to `connections` POSTs are in flight at once, on kept-alive connections (libcurl's
 //    multi interface, loaded by link/http_api.hpp); Locked batches from the head of
-//    out;LINK, at most `window` messages, as the pipe forward does.
+//    out;LINK, at most `window` messages, as the pipe forward does. A batch ends as a whole,
+//    so each holds one kind (transactional or not): a plain message never waits for the
+//    receipt of a transactional one.
 //  - A message that is not transactional ends (ACK_REACH_QUEUE, journal) when its POST is
 //    answered 2xx. A transactional one travels in the link's <Stream>, "uid:STORE-GUID\QUEUE-ID"
 //    of out;LINK: its ordinal is its lookup id in out;LINK (1-based; consecutive while only
