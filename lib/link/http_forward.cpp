@@ -444,7 +444,8 @@ class HttpForward {
   // A POST failed: the next wait a backoff's delay (posting pauses), said once per new text.
   void Failure(Status s) {
     failure_ = s;
-    (void)backoff_.Failed(MonotonicMs());
+    // No retry left (--once, --retry spent): Run gives up with it, nothing to say first.
+    if (backoff_.Failed(MonotonicMs()) && !o_.follow) return;
     int64_t delay = backoff_.Next();
     pause_until_ = MonotonicMs() + delay;
     (void)store_.NoteLink(link_.name, LinkEvent{LinkEvent::kError, "", s.text()});
