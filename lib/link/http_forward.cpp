@@ -22,16 +22,14 @@ namespace mq::link {
 namespace {
 
 // "http://host:8080/msmq" of a receipts URL "http://host:8080/msmq/private$/order_queue$":
-// the machine that this store's queues are reached at. Empty if it has no /msmq.
+// the machine that this store's queues are reached at, in MsmqBaseUrl's form. Empty if the
+// URL has no /msmq.
 std::string MsmqBaseOf(std::string_view url) {
-  std::string lower;
-  for (char c : url) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  size_t scheme = lower.find("://");
-  size_t at = lower.find("/msmq", scheme == std::string::npos ? 0 : scheme + 3);
-  if (at == std::string::npos) return {};
-  size_t end = at + 5;
-  if (end < url.size() && url[end] != '/') return {};
-  return std::string(url.substr(0, end));
+  size_t scheme = url.find("://");
+  size_t path = url.find('/', scheme == std::string_view::npos ? 0 : scheme + 3);
+  if (path == std::string_view::npos || (path + 5 < url.size() && url[path + 5] != '/')) return {};
+  auto base = MsmqBaseUrl(url.substr(0, path + 5));
+  return base.ok() ? *base : std::string();
 }
 
 class HttpForward {
@@ -181,7 +179,7 @@ class HttpForward {
       batches_.pop_back();
     }
     inflight_ = 0;
-    todo_.clear();
+    to_post_.clear();
   }
 
   Status ReadReceipted() {
@@ -231,7 +229,7 @@ class HttpForward {
         b.items[i].state = State::kDone;
         b.done++;
       } else {
-        todo_.emplace_back(&b, i);
+        to_post_.emplace_back(&b, i);
       }
     }
     inflight_ += b.items.size();
@@ -239,7 +237,7 @@ class HttpForward {
   }
 
   // Whether a message waits for a POST.
-  bool HasWork() const { return !todo_.empty(); }
+  bool HasWork() const { return !to_post_.empty(); }
 
   // Transactional messages posted `timeout_ms` ago that no receipt covers yet: posted again.
   void QueueResends(int64_t now) {
@@ -251,7 +249,7 @@ class HttpForward {
         if (it.state == State::kPosted && now - it.posted_at >= o_.timeout_ms) {
           it.state = State::kNew;
           awaiting_--;
-          todo_.emplace_back(b.get(), i);
+          to_post_.emplace_back(b.get(), i);
         }
       }
   }
@@ -275,16 +273,16 @@ class HttpForward {
   Status StartPosts(int64_t now) {
     QueueResends(now);
     size_t free_slot = 0;
-    while (!todo_.empty()) {
-      auto [b, i] = todo_.front();
+    while (!to_post_.empty()) {
+      auto [b, i] = to_post_.front();
       Item& it = b->items[i];
       if (it.state != State::kNew) {
-        todo_.pop_front();
+        to_post_.pop_front();
         continue;
       }
       while (free_slot < transfers_.size() && transfers_[free_slot].active) ++free_slot;
       if (free_slot == transfers_.size()) return {};
-      todo_.pop_front();
+      to_post_.pop_front();
       if (it.tx) {
         uint64_t prev = PreviousOf(b, i);
         if (!it.posted_at || prev < it.previous) it.previous = prev;
@@ -414,7 +412,7 @@ class HttpForward {
         Progress();
       } else {
         it.state = State::kNew;
-        todo_.emplace_front(t->batch, t->index);
+        to_post_.emplace_front(t->batch, t->index);
         std::string why =
             rc != CURLE_OK
                 ? fmt::format("cannot post to {}: {}", link_.url, Api().curl_easy_strerror(rc))
@@ -473,7 +471,7 @@ class HttpForward {
     }
     if (done.empty()) return {};
     MQ_RETURN_IF_ERROR(store_.FinishForwarded(done, outcomes, link_.name));
-    std::erase_if(todo_, [&](const std::pair<Batch*, size_t>& t) {
+    std::erase_if(to_post_, [&](const std::pair<Batch*, size_t>& t) {
       return std::find(done.begin(), done.end(), t.first->lease.get()) != done.end();
     });
     std::erase_if(batches_, [&](const std::unique_ptr<Batch>& b) {
@@ -497,7 +495,7 @@ class HttpForward {
   std::vector<Transfer> transfers_;
   size_t active_ = 0;
   std::vector<std::unique_ptr<Batch>> batches_;
-  std::deque<std::pair<Batch*, size_t>> todo_;  // messages to post, in this order
+  std::deque<std::pair<Batch*, size_t>> to_post_;  // messages to post, in this order
   int64_t next_resend_scan_ = 0;
   uint64_t inflight_ = 0;
   uint64_t awaiting_ = 0;  // transactional messages posted, waiting for a receipt

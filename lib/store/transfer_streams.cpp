@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <set>
 
@@ -376,11 +377,10 @@ Result<std::string> Store::NoteStreamReceipt(std::string_view stream, uint64_t l
   // uid:GUID\QUEUE-ID, GUID this store's (forward.cpp names its streams so).
   std::string own = "uid:" + FormatGuid(impl_->guid) + "\\";
   if (stream.size() <= own.size() || stream.substr(0, own.size()) != own) return std::string();
-  uint64_t qid = 0;
-  for (char c : stream.substr(own.size())) {
-    if (c < '0' || c > '9' || qid > (UINT32_MAX - 9) / 10) return std::string();
-    qid = qid * 10 + static_cast<uint64_t>(c - '0');
-  }
+  std::string_view digits = stream.substr(own.size());
+  uint32_t qid = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), qid);
+  if (ec != std::errc() || end != digits.data() + digits.size()) return std::string();
   std::string name;
   Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
     name.clear();
@@ -397,16 +397,13 @@ Result<std::string> Store::NoteStreamReceipt(std::string_view stream, uint64_t l
       return found.empty();
     });
     if (found.empty()) return {};
+    name = found;
     if (r.receipted_stream != stream) {
       r.receipted_stream = stream;
       r.receipted = 0;
     }
-    if (last_ordinal <= r.receipted) {
-      name = found;
-      return {};
-    }
+    if (last_ordinal <= r.receipted) return {};
     r.receipted = last_ordinal;
-    name = found;
     return impl_->PutMeta(txn, LinkKey(found), EncodeLink(r));
   });
   if (!s.ok()) return s;

@@ -259,29 +259,15 @@ XmlOut& BeginPath() {
   return x;
 }
 
-std::string UrlOf(std::string_view name) { return SrmpUrlOf(name); }
-
-std::string SrmpUrlOfImpl(std::string_view name) {
-  auto starts = [&](std::string_view p) {
-    if (name.size() < p.size()) return false;
-    for (size_t i = 0; i < p.size(); ++i)
-      if (std::tolower(static_cast<unsigned char>(name[i])) != p[i]) return false;
-    return true;
-  };
-  if (starts("direct=http://")) return "http" + std::string(name.substr(11));
-  if (starts("direct=https://")) return "https" + std::string(name.substr(12));
-  return std::string(name);
-}
-
 std::string_view Envelope(const Message& m, const SrmpStream* stream, bool local_state,
                           uint32_t wire_body_type) {
   XmlOut& x = BeginPath();
   x.Text("action", "MSMQ:", m.label);
-  x.Text("to", UrlOf(m.destination_queue));
+  x.Text("to", SrmpUrlOf(m.destination_queue));
   x.Text("id", IdText(m));
   if (!m.response_queue.empty()) {
     x.Start("rev");
-    x.Text("via", UrlOf(m.response_queue));
+    x.Text("via", SrmpUrlOf(m.response_queue));
     x.End();
   }
   x.End();
@@ -300,12 +286,12 @@ std::string_view Envelope(const Message& m, const SrmpStream* stream, bool local
     if (!m.express) x.Empty("durable");
     if (delivery_receipt) {
       x.Start("deliveryReceiptRequest");
-      x.Text("sendTo", UrlOf(m.admin_queue));
+      x.Text("sendTo", SrmpUrlOf(m.admin_queue));
       x.End();
     }
     if (commitment_receipt) {
       x.Start("commitmentReceiptRequest");
-      x.Text("sendTo", UrlOf(m.admin_queue));
+      x.Text("sendTo", SrmpUrlOf(m.admin_queue));
       if (m.ack & kAckPosReceive) x.Empty("positiveOnly");
       if (m.ack & kAckNegReceive) x.Empty("negativeOnly");
       x.End();
@@ -597,6 +583,16 @@ size_t SrmpDocumentEnd(std::string_view input) {
   return f.end;
 }
 
-std::string SrmpUrlOf(std::string_view name) { return SrmpUrlOfImpl(name); }
+std::string SrmpUrlOf(std::string_view name) {
+  auto starts = [&](std::string_view p) {
+    if (name.size() < p.size()) return false;
+    for (size_t i = 0; i < p.size(); ++i)
+      if (std::tolower(static_cast<unsigned char>(name[i])) != p[i]) return false;
+    return true;
+  };
+  if (starts("direct=http://")) return "http" + std::string(name.substr(11));
+  if (starts("direct=https://")) return "https" + std::string(name.substr(12));
+  return std::string(name);
+}
 
 }  // namespace mq
