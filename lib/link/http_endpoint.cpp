@@ -379,12 +379,13 @@ class Endpoint {
     Status s = DecodeSrmp(r->doc, r->msg, &r->stream, &receipt);
     std::string().swap(r->doc);  // the message holds what it needs
     if (!s.ok()) return Refuse(c, r, MHD_HTTP_BAD_REQUEST, s.text());
-    if (receipt.kind != SrmpReceipt::Kind::kNone) {
+    bool commitment = receipt.kind == SrmpReceipt::Kind::kCommitment && r->receipt_only.empty();
+    if (receipt.kind != SrmpReceipt::Kind::kNone && !commitment) {
       // A receipt, never stored as a message. A stream receipt for the stream of one of this
       // store's HTTP links ends the messages it covers: recorded here, the link's forward
       // ends them (link/http_forward.hpp). A delivery receipt says what the POST's answer
-      // said already (the message is ended by then); a commitment receipt is understood and
-      // dropped (mq(7) "MSMQ over HTTP").
+      // said already (the message is ended by then, with its ACK_REACH_QUEUE); a commitment
+      // receipt to a queue this store does not have is understood and dropped.
       stats_.receipts++;
       if (receipt.kind == SrmpReceipt::Kind::kStream) {
         auto link = store_.NoteStreamReceipt(receipt.stream_id, receipt.last_ordinal);
@@ -398,6 +399,23 @@ class Endpoint {
       return Answer(c, MHD_HTTP_OK, "");
     }
     if (!r->receipt_only.empty()) return Refuse(c, r, MHD_HTTP_BAD_REQUEST, r->receipt_only);
+    if (commitment) {
+      // A commitment receipt to a queue of this store (the admin queue of a message it sent
+      // over HTTP): stored there as the acknowledgement MSMQ makes of it, its class
+      // ACK_RECEIVE or the NACK <Msmq><Class> names (NACK_RECEIVE_TIMEOUT without one), its
+      // correlation id the message's id; the receipt's own id keeps a replay from being
+      // stored twice.
+      stats_.receipts++;
+      Message& a = r->msg;
+      if (receipt.positive)
+        a.msg_class = kClassAckReceive;
+      else if ((a.msg_class & 0xC000) != 0xC000)
+        a.msg_class = kClassNackReceiveTimeout;
+      a.response_queue.clear();
+      a.admin_queue.clear();
+      a.ack = 0;
+      a.body.clear();
+    }
     r->streamed = !r->stream.stream_id.empty();
     r->msg.destination_queue = r->queue;
     if (r->streamed && r->msg.xact_id.empty()) {
@@ -641,8 +659,15 @@ class Endpoint {
     if (!(to.size() > 7 && IEquals(to.substr(0, 7), "http://")) &&
         !(to.size() > 8 && IEquals(to.substr(0, 8), "https://")))
       return;  // an admin queue of this store, or no URL: nothing to post
+    // With a link to that machine, the receipt is the store's (an ACK_REACH_QUEUE in the
+    // link's outgoing queue, EmitAck): its forward posts it, whatever happens to serve.
+    auto dests = ParseDestinations(m.admin_queue);
+    if (dests.ok() && dests->size() == 1 && !dests->front().url.empty()) {
+      auto link = store_.LinkOfUrl(dests->front().url);
+      if (!link.ok() || !link->empty()) return;
+    }
     SrmpReceiptDoc r;
-    r.delivery = true;
+    r.kind = SrmpReceiptDoc::Kind::kDelivery;
     r.to = std::string(to);
     r.via = req.via;
     if (!req.own_id) r.message_id = m.id;

@@ -312,15 +312,31 @@ class HttpForward {
         if (local(*q)) *q = fmt::format("DIRECT={}/private$/{}", receipts_base_, *q);
     std::string url = SrmpUrlOf(copy.destination_queue);
     t.doc.clear();
-    if (it.tx && link_.receipts_url.empty())
-      return Status::LinkFailed(
-          fmt::format("a transactional message ends only when the far side's stream receipt "
-                      "comes back, and the link has no --receipts-url to say where: mq-admin "
-                      "link set {} --receipts-url http://THIS-HOST:PORT/msmq/private$/"
-                      "order_queue$ (with mq-admin serve --http there)",
-                      link_.name),
-          link_.name);
-    if (it.tx) {
+    uint16_t cls = m.msg_class;
+    if (cls == kClassAckReachQueue || cls == kClassAckReceive || (cls & 0xC000) == 0xC000) {
+      // An acknowledgement for a message that came from that machine: MSMQ's receipt of it
+      // ([MC-MQSRM] 2.2.6.2, 2.2.6.3), to the admin queue it names.
+      SrmpReceiptDoc r;
+      r.kind = cls == kClassAckReachQueue ? SrmpReceiptDoc::Kind::kDelivery
+                                          : SrmpReceiptDoc::Kind::kCommitment;
+      r.cls = cls;
+      r.to = url;
+      r.message_id = m.correlation_id;
+      r.message_id_text = SrmpIdText(m.correlation_id);
+      r.received_time = m.sent_time;
+      r.qm_guid = m.source_qm_guid;
+      r.id_text = SrmpIdText(m.id);
+      r.sent_time = NowMs();
+      t.doc = "Content-Type: text/xml; charset=utf-8\r\n\r\n" + EncodeReceipt(r);
+    } else if (it.tx) {
+      if (link_.receipts_url.empty())
+        return Status::LinkFailed(
+            fmt::format("a transactional message ends only when the far side's stream receipt "
+                        "comes back, and the link has no --receipts-url to say where: mq-admin "
+                        "link set {} --receipts-url http://THIS-HOST:PORT/msmq/private$/"
+                        "order_queue$ (with mq-admin serve --http there)",
+                        link_.name),
+            link_.name);
       SrmpStream s;
       s.stream_id = stream_;
       s.current = m.lookup_id;

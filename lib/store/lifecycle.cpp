@@ -39,7 +39,12 @@ namespace mq {
 // gets nothing: the operation that caused the ack never fails because of it. An admin queue
 // of another store, LINK:QUEUE (a message that came over a link whose forward qualified it
 // with its --return link), gets it through that link: it waits in out;LINK as a message sent
-// there does, and a link that does not exist here gets nothing.
+// there does, and a link that does not exist here gets nothing. An admin queue named by an
+// HTTP format name (a message that came from MSMQ over HTTP, or from an mq forward's HTTP
+// link) gets its receipt through the link whose --url reaches that machine: ACK_REACH_QUEUE
+// as a delivery receipt, ACK_RECEIVE and the receive NACKs (0xC0xx) as commitment receipts,
+// posted by that link's forward ([MC-MQSRM] 2.2.6); SRMP has no receipt for the other NACKs,
+// and no link there means no receipt.
 Status Store::Impl::EmitAck(lmdb::Txn& txn, QueueInfo& cur, const Message& orig, uint16_t cls,
                             int64_t now) {
   if (orig.admin_queue.empty() || !AckWanted(orig.ack, cls) || !IsLive(cur) ||
@@ -62,6 +67,21 @@ Status Store::Impl::EmitAck(lmdb::Txn& txn, QueueInfo& cur, const Message& orig,
     MQ_RETURN_IF_ERROR(s);
     return &to == &cur ? Status() : PutQueue(txn, to);
   };
+  if (orig.admin_queue.find("://") != std::string::npos) {
+    bool receipt =
+        cls == kClassAckReachQueue || cls == kClassAckReceive || (cls & 0xC000) == 0xC000;
+    auto dests = ParseDestinations(orig.admin_queue);
+    if (!receipt || !dests.ok() || dests->size() != 1 || dests->front().url.empty()) return {};
+    std::string link = LinkOfUrl(txn, dests->front().url);
+    if (link.empty()) return {};
+    a.destination_queue = dests->front().remote_queue;
+    a.awaiting_arrival = true;
+    if (cur.name == std::string(kOutgoingBase) + ";" + link) return deliver(cur);
+    auto oq = LoadOutgoing(txn, link);
+    if (!oq.ok()) return oq.status();
+    if (!*oq || !(*oq)->enabled) return {};
+    return deliver(**oq);
+  }
   auto remote = ParseRemoteRef(orig.admin_queue);
   if (remote.ok() && *remote) {
     const std::string& link = (*remote)->link;

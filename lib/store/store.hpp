@@ -699,6 +699,9 @@ class Store {
   // its url, the link added with that --url; MQ_ERROR_QUEUE_NOT_FOUND naming the command that
   // adds one when there is none.
   Status ResolveLinkUrls(std::vector<Destination>& dests);
+  // The link whose --url is `url` (MsmqBaseUrl's form); empty if none. A receipt to an admin
+  // queue at that machine goes through it (mq(7) "MSMQ over HTTP").
+  Result<std::string> LinkOfUrl(std::string_view url);
   // A stream receipt posted to this store (mq-admin serve): when `stream` is the stream of a
   // link's outgoing queue (uid:THIS-STORE-GUID\QUEUE-ID), records that the far side holds its
   // messages up to `last_ordinal` (kept the highest seen) and returns the link's name; empty

@@ -324,6 +324,8 @@ struct Store::Impl {
   // The outgoing queue out;LINK of the link `link`, made if it is not there (a link's queue
   // is made with it, and again if it was deleted); null if there is no such link.
   Result<std::optional<QueueInfo>> LoadOutgoing(lmdb::Txn& txn, const std::string& link);
+  // The link whose --url is `url` (MsmqBaseUrl's form), other than `except`; empty if none.
+  std::string LinkOfUrl(lmdb::Txn& txn, std::string_view url, std::string_view except = {});
   // No other link has `url` (one link per machine reached over HTTP).
   Status CheckUrlFree(lmdb::Txn& txn, const std::string& url, const std::string& name);
   // The sending end of a conversation through a link (mq-send LINK:QUEUE --conversation):

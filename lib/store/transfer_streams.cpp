@@ -338,13 +338,18 @@ Status Store::SetLink(const std::string& name, const LinkSettings& settings) {
   });
 }
 
-Status Store::Impl::CheckUrlFree(lmdb::Txn& txn, const std::string& url, const std::string& name) {
-  std::string other;
+std::string Store::Impl::LinkOfUrl(lmdb::Txn& txn, std::string_view url, std::string_view except) {
+  std::string found;
   ScanMeta(txn, LinkKey(""), [&](std::string_view key, std::string_view value) {
     LinkRecord r;
-    if (key.substr(5) != name && DecodeLink(value, r) && r.url == url) other = key.substr(5);
-    return other.empty();
+    if (key.substr(5) != except && DecodeLink(value, r) && r.url == url) found = key.substr(5);
+    return found.empty();
   });
+  return found;
+}
+
+Status Store::Impl::CheckUrlFree(lmdb::Txn& txn, const std::string& url, const std::string& name) {
+  std::string other = LinkOfUrl(txn, url, name);
   if (other.empty()) return {};
   return Status::QueueExists(fmt::format("link {} has that --url already: one link per machine",
                                          other),
@@ -358,11 +363,7 @@ Status Store::ResolveLinkUrls(std::vector<Destination>& dests) {
   if (!txn.ok()) return txn.status();
   for (Destination& d : dests) {
     if (d.url.empty()) continue;
-    impl_->ScanMeta(*txn, LinkKey(""), [&](std::string_view key, std::string_view value) {
-      LinkRecord r;
-      if (DecodeLink(value, r) && r.url == d.url) d.ref.sub = key.substr(5);
-      return d.ref.sub.empty();
-    });
+    d.ref.sub = impl_->LinkOfUrl(*txn, d.url);
     if (d.ref.sub.empty())
       return Status::QueueNotFound(
           fmt::format("no link reaches {}: add one with mq-admin link add NAME --url {} "
@@ -371,6 +372,12 @@ Status Store::ResolveLinkUrls(std::vector<Destination>& dests) {
           fmt::format("DIRECT={}/private$/{}", d.url, d.remote_queue));
   }
   return {};
+}
+
+Result<std::string> Store::LinkOfUrl(std::string_view url) {
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  return impl_->LinkOfUrl(*txn, url);
 }
 
 Result<std::string> Store::NoteStreamReceipt(std::string_view stream, uint64_t last_ordinal) {
@@ -797,6 +804,11 @@ Result<uint64_t> Store::AcceptTransfer(const std::string& stream, std::vector<Tr
           refusal = kClassNackQExceedQuota;
         } else {
           MQ_RETURN_IF_ERROR(ins);
+          // A message from MSMQ over HTTP that asks for a delivery receipt: its
+          // ACK_REACH_QUEUE, to its admin queue's machine through the link there (EmitAck).
+          // A message of an mq link has had it from its sender's forward.
+          if (!m.awaiting_arrival && m.admin_queue.find("://") != std::string::npos)
+            MQ_RETURN_IF_ERROR(impl_->EmitAck(txn, *q, m, kClassAckReachQueue, now));
         }
       }
       if (refusal) MQ_RETURN_IF_ERROR(refuse(it, refusal));

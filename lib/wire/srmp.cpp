@@ -187,15 +187,6 @@ class XmlOut {
   bool clean_ = true;  // no document is half written
 };
 
-std::string IdText(const Message& m) {
-  if (m.id.size() != kIdSize) return {};
-  std::string out = "uuid:";
-  out += std::to_string(GetU32BE(m.id, 16));
-  out += '@';
-  out += FormatGuid(GuidFromBytes(std::string_view(m.id).substr(0, 16)));
-  return out;
-}
-
 // The mq properties SRMP has no element for, in <Mq xmlns="urn:x-mq:srmp">, each only when it
 // is not its default. With `tx_always` (a link's <Stream> is in the header) the message's own
 // sequence fields are written even when 0, so that the reader does not take the link's.
@@ -264,7 +255,7 @@ std::string_view Envelope(const Message& m, const SrmpStream* stream, bool local
   XmlOut& x = BeginPath();
   x.Text("action", "MSMQ:", m.label);
   x.Text("to", SrmpUrlOf(m.destination_queue));
-  x.Text("id", IdText(m));
+  x.Text("id", SrmpIdText(m.id));
   if (!m.response_queue.empty()) {
     x.Start("rev");
     x.Text("via", SrmpUrlOf(m.response_queue));
@@ -363,6 +354,15 @@ std::string_view Envelope(const Message& m, const SrmpStream* stream, bool local
 }
 
 }  // namespace
+
+std::string SrmpIdText(std::string_view id) {
+  if (id.size() != kIdSize) return {};
+  std::string out = "uuid:";
+  out += std::to_string(GetU32BE(id, 16));
+  out += '@';
+  out += FormatGuid(GuidFromBytes(id.substr(0, 16)));
+  return out;
+}
 
 std::string FormatSrmpTime(int64_t ms, bool round_up) {
   int64_t sec = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
@@ -504,39 +504,56 @@ void AppendSrmp(std::string& out, const Message& m, const SrmpStream* stream,
 }
 
 std::string EncodeReceipt(const SrmpReceiptDoc& r) {
+  using Kind = SrmpReceiptDoc::Kind;
   XmlOut& x = BeginPath();
-  x.Text("action", r.delivery ? "MSMQ:" : "MSMQ:QM Ordering Ack");
+  x.Text("action", r.kind == Kind::kStream ? "MSMQ:QM Ordering Ack" : "MSMQ:");
   x.Text("to", r.to);
   if (!r.via.empty()) {
     x.Start("rev");
     x.Text("via", r.via);
     x.End();
   }
-  x.Text("id", fmt::format("uuid:{}@{}", r.counter, FormatGuid(r.qm_guid)));
+  x.Text("id", r.id_text.empty() ? fmt::format("uuid:{}@{}", r.counter, FormatGuid(r.qm_guid))
+                                 : r.id_text);
   x.End();
   x.Start("properties");
   x.MustUnderstand();
   x.Time("expiresAt", kInfiniteMs);
   x.Time("sentAt", r.sent_time);
   x.End();
-  if (r.delivery) {
-    x.Start("deliveryReceipt");
-    x.Time("receivedAt", r.received_time);
-    x.Text("id", r.message_id_text);
-    x.End();
-  } else {
-    x.Start("streamReceipt");
-    x.Text("streamId", r.stream_id);
-    x.Number("lastOrdinal", r.last_ordinal);
-    x.End();
+  uint16_t cls = 255;  // MQMSG_CLASS_ORDER_ACK
+  switch (r.kind) {
+    case Kind::kDelivery:
+      cls = kClassAckReachQueue;
+      x.Start("deliveryReceipt");
+      x.Time("receivedAt", r.received_time);
+      x.Text("id", r.message_id_text);
+      x.End();
+      break;
+    case Kind::kCommitment:
+      // [MC-MQSRM] 2.2.6.3 (section 4.3's sample): positive for MQMSG_CLASS_ACK_RECEIVE, else
+      // negative; <Msmq><Class> says which failure.
+      cls = r.cls ? r.cls : kClassAckReceive;
+      x.Start("commitmentReceipt");
+      x.Time("decidedAt", r.received_time);
+      x.Text("decision", cls == kClassAckReceive ? "positive" : "negative");
+      x.Text("id", r.message_id_text);
+      x.End();
+      break;
+    case Kind::kStream:
+      x.Start("streamReceipt");
+      x.Text("streamId", r.stream_id);
+      x.Number("lastOrdinal", r.last_ordinal);
+      x.End();
+      break;
   }
   // [MC-MQSRM] 3.1.5.1.5: MSMQ takes a stream receipt for one only with <Msmq> and
-  // MQMSG_CLASS_ORDER_ACK; a delivery receipt is MQMSG_CLASS_ACK_REACH_QUEUE, its
+  // MQMSG_CLASS_ORDER_ACK; a delivery or commitment receipt has its class, its
   // <Correlation> the message's id (MS-MQMQ's OBJECTID layout).
   x.StartNs("Msmq", "xmlns", kMsmqNs);
-  x.Number("Class", r.delivery ? kClassAckReachQueue : 255);  // 255: MQMSG_CLASS_ORDER_ACK
+  x.Number("Class", cls);
   x.Number("Priority", 0);
-  x.Plain("Correlation", r.delivery && r.message_id.size() == kIdSize
+  x.Plain("Correlation", r.kind != Kind::kStream && r.message_id.size() == kIdSize
                              ? Base64Encode(SwapObjectId(r.message_id))
                              : std::string("AAAAAAAAAAAAAAAAAAAAAAAAAAA="));
   x.Number("App", 0);

@@ -124,19 +124,29 @@ Status DecodeSrmp(std::string_view doc, Message& m, SrmpStream* stream = nullptr
 // or a delivery receipt (2.2.5.4, sample 4.3: class ACK_REACH_QUEUE) to the <sendTo> of a
 // message stored that asked for one.
 struct SrmpReceiptDoc {
-  bool delivery = false;  // a delivery receipt; else a stream receipt
+  // A stream receipt (<streamReceipt>), a delivery receipt (<deliveryReceipt>: the message
+  // reached its queue) or a commitment receipt (<commitmentReceipt>: it was received, or
+  // failed there).
+  enum class Kind { kStream, kDelivery, kCommitment };
+  Kind kind = Kind::kStream;
   std::string to;         // where it is posted
   std::string via;        // the URL the message(s) were posted to
   std::string stream_id;  // a stream receipt's stream and last ordinal
   uint64_t last_ordinal = 0;
-  std::string message_id;       // a delivery receipt's message (20 bytes, or none)
+  std::string message_id;       // a delivery or commitment receipt's message (20 bytes, or none)
   std::string message_id_text;  // and its <id> as the sender wrote it
-  int64_t received_time = 0;
-  Guid qm_guid{};         // the receiver's (this store's) GUID
-  uint64_t counter = 0;   // of its <id>, uuid:COUNTER@QM-GUID
-  int64_t sent_time = 0;  // ms
+  int64_t received_time = 0;    // <receivedAt>, <decidedAt>
+  uint16_t cls = 0;             // a commitment receipt's class: ACK_RECEIVE, or a NACK 0xC0xx
+  Guid qm_guid{};               // the receiver's (this store's) GUID
+  uint64_t counter = 0;         // of its <id>, uuid:COUNTER@QM-GUID
+  std::string id_text{};        // or this <id>, when it is not empty
+  int64_t sent_time = 0;        // ms
 };
 std::string EncodeReceipt(const SrmpReceiptDoc& r);
+
+// A message id as SRMP's <path><id> writes it, uuid:COUNTER@GUID (empty for an id that is not
+// 20 bytes); the reader turns it back into the same id.
+std::string SrmpIdText(std::string_view id);
 
 // The document as an HTTP/1.1 request, as MSMQ posts it: POST /msmq/PATH (PATH: `queue` with
 // private$/ in front), Host, SOAPAction "MSMQMessage", Content-Length, then the document's

@@ -105,10 +105,11 @@ expect_out $'mqsender label\n'
 expect_rc 0 mq-admin export simpleq
 jq -se 'map(select(.body | contains("<orderId>3</orderId>"))) | length == 1 and .[0].priority == 3 and .[0].hash_algorithm == 32772' "$T/out" >/dev/null ||
   fail "4.2's message lost its properties: $(cat "$T/out")"
-# Receipts are not messages.
-for f in 4.3-delivery-receipt 4.3-commitment-receipt; do
-  expect_post 200 "$FIX/$f.txt" /msmq/private\$/simpleq
-done
+# Receipts are not messages: a delivery receipt here says what the POST's answer said; a
+# commitment receipt to a queue this store does not have (4.3's receipts) is dropped
+# (test_http_receipts: to one it has, an acknowledgement).
+expect_post 200 "$FIX/4.3-delivery-receipt.txt" /msmq/private\$/simpleq
+expect_post 200 "$FIX/4.3-commitment-receipt.txt"
 [ "$(count simpleq)" = 2 ] || fail "a receipt was stored as a message"
 # A cut-short sample (1.3.12's body is not printed): 400, nothing stored.
 expect_post 400 "$FIX/1.3.12-example.txt"

@@ -641,6 +641,51 @@ TEST_CASE("srmp: receipts and a stream's start are read", "[srmp]") {
   CHECK(s.send_receipts_to.empty());
 }
 
+TEST_CASE("srmp: delivery and commitment receipts are written as section 4.3's samples", "[srmp]") {
+  SrmpReceiptDoc d;
+  d.kind = SrmpReceiptDoc::Kind::kCommitment;
+  d.to = "http://machine1/msmq/private$/receipts";
+  d.message_id = MakeMessageId(Guid{}, 1);
+  d.message_id_text = SrmpIdText(d.message_id);
+  d.id_text = "uuid:34827@ac678228-2dd6-418b-b31f-0539ffeea853";
+  d.received_time = 1'184'815'641'000;  // 20070719T032721
+  d.sent_time = d.received_time;
+  CHECK(d.message_id_text == "uuid:1@00000000-0000-0000-0000-000000000000");
+  for (uint16_t cls : {kClassAckReceive, kClassNackReceiveTimeout, kClassAckReachQueue}) {
+    d.cls = cls;
+    d.kind = cls == kClassAckReachQueue ? SrmpReceiptDoc::Kind::kDelivery
+                                        : SrmpReceiptDoc::Kind::kCommitment;
+    std::string doc = EncodeReceipt(d);
+    CAPTURE(doc);
+    CHECK(doc.find("<action>MSMQ:</action>") != std::string::npos);
+    CHECK(doc.find("<to>http://machine1/msmq/private$/receipts</to>") != std::string::npos);
+    CHECK(doc.find("<id>uuid:34827@ac678228-2dd6-418b-b31f-0539ffeea853</id>") !=
+          std::string::npos);
+    CHECK(doc.find(fmt::format("<Class>{}</Class>", cls)) != std::string::npos);
+    CHECK(doc.find("<Correlation>AAAAAAAAAAAAAAAAAAAAAAEAAAA=</Correlation>") != std::string::npos);
+    if (cls == kClassAckReachQueue) {
+      CHECK(doc.find("<deliveryReceipt><receivedAt>20070719T032721</receivedAt><id>uuid:1@"
+                     "00000000-0000-0000-0000-000000000000</id></deliveryReceipt>") !=
+            std::string::npos);
+    } else {
+      CHECK(doc.find(fmt::format("<commitmentReceipt><decidedAt>20070719T032721</decidedAt>"
+                                 "<decision>{}</decision><id>uuid:1@00000000-0000-0000-0000-"
+                                 "000000000000</id></commitmentReceipt>",
+                                 cls == kClassAckReceive ? "positive" : "negative")) !=
+            std::string::npos);
+    }
+    Message m;
+    SrmpReceipt r;
+    REQUIRE(DecodeSrmp(doc, m, nullptr, &r).ok());
+    CHECK(r.kind == (cls == kClassAckReachQueue ? SrmpReceipt::Kind::kDelivery
+                                                : SrmpReceipt::Kind::kCommitment));
+    CHECK(r.positive == (cls != kClassNackReceiveTimeout));
+    CHECK(r.message_id == "uuid:1@00000000-0000-0000-0000-000000000000");
+    CHECK(m.msg_class == cls);
+    CHECK(m.correlation_id == d.message_id);
+  }
+}
+
 TEST_CASE("srmp: an HTTP link's stream and addresses are written as MSMQ reads them", "[srmp]") {
   Message m;
   m.id = MakeMessageId(NewGuid(), 3);
