@@ -86,3 +86,12 @@ kill_holder() {
   killtree "$w"
   wait "$w" 2>/dev/null
 }
+# kill_and_restart VAR FN: SIGKILLs the tool whose start job is in $VAR, waits for it, then
+# runs FN, which starts it again (and sets VAR).
+kill_and_restart() {
+  kill -KILL "$(tool_pid "${!1}")"
+  wait "${!1}" 2>/dev/null
+  "$2"
+}
+# loopback_port: a TCP port of 127.0.0.1 free now.
+loopback_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }

@@ -6,9 +6,8 @@
 . "$(dirname "$0")/bg.sh"
 
 export BG_TIMEOUT=300
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-HERE=$(free_port)
-THERE=$(free_port)
+HERE=$(loopback_port)
+THERE=$(loopback_port)
 FAR=$T/far
 expect_rc 0 mq-admin init
 expect_rc 0 mq-admin --store "$FAR" init
@@ -17,6 +16,7 @@ expect_rc 0 mq-admin --store "$FAR" create tq --transactional
 start mq-admin serve --http "127.0.0.1:$HERE"
 until_true 10 grep -qs "listening on" "$T/bg.$PID.err" || fail "this store's serve did not start"
 far_serve() {
+  sleep 0.2  # the old one's port
   start mq-admin --store "$FAR" serve --http "127.0.0.1:$THERE"
   FARSERVE=$PID
   until_true 10 grep -qs "listening on" "$T/bg.$FARSERVE.err" || fail "the far serve did not start"
@@ -41,14 +41,9 @@ for round in 1 2 3 4 5 6; do
   n=$(stored)
   [ "$n" -lt 1000 ] && midway=$((midway + 1))
   if ((round % 2)); then
-    kill -KILL "$(tool_pid "$FWD")"
-    wait "$FWD" 2>/dev/null
-    forward
+    kill_and_restart FWD forward
   else
-    kill -KILL "$(tool_pid "$FARSERVE")"
-    wait "$FARSERVE" 2>/dev/null
-    sleep 0.2
-    far_serve
+    kill_and_restart FARSERVE far_serve
   fi
 done
 # The kills must hit a transfer under way, or the test proves nothing.

@@ -6,12 +6,10 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/bg.sh"
 
-export BG_TIMEOUT=300
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-HERE=$(free_port)
-THERE=$(free_port)
-FAR=$T/far
 N=2000
+FAR=$T/far
+export BG_TIMEOUT=300
+HERE=$(loopback_port) THERE=$(loopback_port)
 expect_rc 0 mq-admin init
 expect_rc 0 mq-admin create acks
 expect_rc 0 mq-admin --store "$FAR" init
@@ -21,6 +19,7 @@ expect_rc 0 mq-admin link add far --url "http://127.0.0.1:$THERE/msmq" \
 expect_rc 0 mq-admin --store "$FAR" link add back --url "http://127.0.0.1:$HERE/msmq"
 
 serve() {
+  sleep 0.2  # the old one's port
   start mq-admin serve --http "127.0.0.1:$HERE"
   SERVE=$PID
   until_true 10 grep -qs "listening on" "$T/bg.$SERVE.err" || fail "this store's serve did not start"
@@ -47,16 +46,7 @@ midway=0
 for round in 1 2 3 4 5 6; do
   sleep 0.0$((RANDOM % 5 + 3))
   [ "$(acks)" -lt $N ] && midway=$((midway + 1))
-  if ((round % 2)); then
-    kill -KILL "$(tool_pid "$FWD")"
-    wait "$FWD" 2>/dev/null
-    forward
-  else
-    kill -KILL "$(tool_pid "$SERVE")"
-    wait "$SERVE" 2>/dev/null
-    sleep 0.2
-    serve
-  fi
+  if ((round % 2)); then kill_and_restart FWD forward; else kill_and_restart SERVE serve; fi
 done
 [ "$midway" -ge 3 ] || fail "only $midway kills came before every receipt was here"
 until_true 120 sh -c '[ "$(mq-admin --store "$1" stat "out;back" --json | jq -r .messages)" = 0 ]' _ "$FAR" ||
