@@ -193,3 +193,40 @@ TEST_CASE("a delayed message past its ttrq never arrives but one in time does",
   CHECK(dead[0].msg_class == kClassNackReachQueueTimeout);
   f.RequireConsistent();
 }
+
+TEST_CASE("an acknowledgement to an HTTP admin queue waits for the link to that machine",
+          "[lifecycle][store]") {
+  Fixture f;
+  REQUIRE(f.store
+              ->AddLink("win", LinkSettings{std::nullopt, std::nullopt,
+                                            std::string("http://win.example/msmq"), std::nullopt})
+              .ok());
+  Message m;
+  m.body = "taken";
+  m.label = "lbl";
+  m.admin_queue = "DIRECT=HTTP://WIN.example/msmq/private$/adm";  // as MSMQ writes it
+  m.ack = *ParseAckLevel("full-receive");
+  std::string taken = f.Send("q", m);
+  m.body = "other machine";
+  m.admin_queue = "DIRECT=http://other.example/msmq/private$/adm";
+  f.Send("q", m);
+  REQUIRE(f.ReceiveAll("q").size() == 2);
+  m.body = "late";
+  m.admin_queue = "DIRECT=http://win.example/msmq/private$/adm";
+  m.ttbr = NowMs() - 1;
+  m.ack = *ParseAckLevel("nack-receive,nack-reach-queue");
+  std::string late = f.Send("q", m);
+  REQUIRE(f.store->Sweep().ok());
+  // ACK_RECEIVE for the one received, the NACK of the one that expired; nothing for the
+  // machine no link reaches.
+  auto out = f.PeekAll("out;win");
+  REQUIRE(out.size() == 2);
+  CHECK(out[0].msg_class == kClassAckReceive);
+  CHECK(out[0].correlation_id == taken);
+  CHECK(out[0].destination_queue == "adm");
+  CHECK(out[0].body.empty());
+  CHECK(out[1].msg_class == kClassNackReceiveTimeout);
+  CHECK(out[1].correlation_id == late);
+  CHECK(out[1].destination_queue == "adm");
+  f.RequireConsistent();
+}
