@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include <fmt/format.h>
@@ -663,8 +664,15 @@ class Endpoint {
     // link's outgoing queue, EmitAck): its forward posts it, whatever happens to serve.
     auto dests = ParseDestinations(m.admin_queue);
     if (dests.ok() && dests->size() == 1 && !dests->front().url.empty()) {
-      auto link = store_.LinkOfUrl(dests->front().url);
+      const std::string& url = dests->front().url;
+      auto link = store_.LinkOfUrl(url);
       if (!link.ok() || !link->empty()) return;
+      if (o_.note && no_link_noted_.insert(url).second)
+        o_.note(fmt::format("the receipts for {} are posted from memory, and lost if serve "
+                            "stops first, and its commitment receipts are not sent: for both, "
+                            "add a link (mq-admin link add NAME --url {}) and run mq-admin "
+                            "forward NAME --follow",
+                            url, url));
     }
     SrmpReceiptDoc r;
     r.kind = SrmpReceiptDoc::Kind::kDelivery;
@@ -746,6 +754,7 @@ class Endpoint {
   std::map<std::string, StreamState> streams_;
   std::vector<Delivery> deliveries_;
   uint64_t receipt_counter_ = 0;
+  std::set<std::string> no_link_noted_;  // machines told about once (QueueDelivery)
 };
 
 }  // namespace
