@@ -64,6 +64,12 @@ inline constexpr uint8_t kAckNegReceive = 0x08;
 // class `cls`: ACK_REACH_QUEUE needs POS_ARRIVAL, ACK_RECEIVE POS_RECEIVE, a NACK with the
 // receive bit (0xC000) NEG_RECEIVE, any other NACK NEG_ARRIVAL.
 bool AckWanted(uint8_t level, uint16_t cls);
+// Whether MSMQ's HTTP transport has a receipt for an acknowledgement of class `cls`
+// ([MC-MQSRM] 2.2.6): ACK_REACH_QUEUE a <deliveryReceipt>, ACK_RECEIVE and the receive NACKs
+// (0xC0xx) a <commitmentReceipt>; the other NACKs have none.
+inline bool HasSrmpReceipt(uint16_t cls) {
+  return cls == kClassAckReachQueue || cls == kClassAckReceive || (cls & 0xC000) == 0xC000;
+}
 
 // VARTYPE-style body types. json and xml have no VARTYPE; they use values above 0xFFFF.
 inline constexpr uint32_t kBodyEmpty = 0;        // VT_EMPTY: the sender did not say

@@ -313,7 +313,7 @@ class HttpForward {
     std::string url = SrmpUrlOf(copy.destination_queue);
     t.doc.clear();
     uint16_t cls = m.msg_class;
-    if (cls == kClassAckReachQueue || cls == kClassAckReceive || (cls & 0xC000) == 0xC000) {
+    if (HasSrmpReceipt(cls)) {
       // An acknowledgement for a message that came from that machine: MSMQ's receipt of it
       // ([MC-MQSRM] 2.2.6.2, 2.2.6.3), to the admin queue it names.
       SrmpReceiptDoc r;

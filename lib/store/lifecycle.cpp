@@ -68,10 +68,9 @@ Status Store::Impl::EmitAck(lmdb::Txn& txn, QueueInfo& cur, const Message& orig,
     return &to == &cur ? Status() : PutQueue(txn, to);
   };
   if (orig.admin_queue.find("://") != std::string::npos) {
-    bool receipt =
-        cls == kClassAckReachQueue || cls == kClassAckReceive || (cls & 0xC000) == 0xC000;
     auto dests = ParseDestinations(orig.admin_queue);
-    if (!receipt || !dests.ok() || dests->size() != 1 || dests->front().url.empty()) return {};
+    if (!HasSrmpReceipt(cls) || !dests.ok() || dests->size() != 1 || dests->front().url.empty())
+      return {};
     std::string link = LinkOfUrl(txn, dests->front().url);
     if (link.empty()) return {};
     a.destination_queue = dests->front().remote_queue;

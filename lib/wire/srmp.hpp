@@ -121,8 +121,9 @@ Status DecodeSrmp(std::string_view doc, Message& m, SrmpStream* stream = nullptr
 
 // A receipt a receiver posts, as text/xml with no MIME parts: a stream receipt ([MC-MQSRM]
 // 2.2.5.6, 3.1.5.1.5, sample 4.4) to the <sendReceiptsTo> of a stream it stored messages of,
-// or a delivery receipt (2.2.5.4, sample 4.3: class ACK_REACH_QUEUE) to the <sendTo> of a
-// message stored that asked for one.
+// a delivery receipt (2.2.6.2, sample 4.3: class ACK_REACH_QUEUE) to the <sendTo> of a
+// message stored that asked for one, or a commitment receipt (2.2.6.3, sample 4.3:
+// ACK_RECEIVE positive, a receive NACK negative) when it was received or failed.
 struct SrmpReceiptDoc {
   // A stream receipt (<streamReceipt>), a delivery receipt (<deliveryReceipt>: the message
   // reached its queue) or a commitment receipt (<commitmentReceipt>: it was received, or
