@@ -141,7 +141,8 @@ OptionScan::OptionScan(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string_view w = argv[i];
     if (w == "--") break;
-    if (w == "-h" || w == "--help" || w == "--version") all_ = true;
+    if (w == "-h" || w == "--help") all_ = true;
+    if (w == "--version") continue;  // every tool has it (AddVersionFlag): nothing to build
     if (w.size() > 2 && w.substr(0, 2) == "--") {
       longs_.emplace_back(w.substr(2, w.find('=') == std::string_view::npos ? std::string_view::npos
                                                                             : w.find('=') - 2));
