@@ -40,7 +40,9 @@
 //    /msmq/ path, one that names no queue too (MSMQ posts them to the sender's order queue,
 //    /msmq/private$/order_queue$). A stream receipt for the stream of one of this store's HTTP
 //    links is recorded (Store::NoteStreamReceipt): the link's forward ends the messages it
-//    covers (link/http_forward.hpp). Delivery and commitment receipts are dropped.
+//    covers (link/http_forward.hpp). A delivery receipt is dropped (the POST's answer made the
+//    ACK_REACH_QUEUE); a commitment receipt to a queue of this store is stored there as the
+//    acknowledgement (ACK_RECEIVE or its NACK), once per receipt id, else dropped.
 //  - Requests are read whole before anything is stored; those that complete in one turn of
 //    the event loop are stored together, one LMDB transaction per stream, and each answered
 //    after its commit. No LMDB transaction is open while a socket is read or written.

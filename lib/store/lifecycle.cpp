@@ -67,24 +67,20 @@ Status Store::Impl::EmitAck(lmdb::Txn& txn, QueueInfo& cur, const Message& orig,
     MQ_RETURN_IF_ERROR(s);
     return &to == &cur ? Status() : PutQueue(txn, to);
   };
+  // A queue of another store: the link to it, and the queue there.
+  std::string link;
   if (orig.admin_queue.find("://") != std::string::npos) {
     auto dests = ParseDestinations(orig.admin_queue);
     if (!HasSrmpReceipt(cls) || !dests.ok() || dests->size() != 1 || dests->front().url.empty())
       return {};
-    std::string link = LinkOfUrl(txn, dests->front().url);
+    link = LinkOfUrl(txn, dests->front().url);
     if (link.empty()) return {};
     a.destination_queue = dests->front().remote_queue;
-    a.awaiting_arrival = true;
-    if (cur.name == std::string(kOutgoingBase) + ";" + link) return deliver(cur);
-    auto oq = LoadOutgoing(txn, link);
-    if (!oq.ok()) return oq.status();
-    if (!*oq || !(*oq)->enabled) return {};
-    return deliver(**oq);
-  }
-  auto remote = ParseRemoteRef(orig.admin_queue);
-  if (remote.ok() && *remote) {
-    const std::string& link = (*remote)->link;
+  } else if (auto remote = ParseRemoteRef(orig.admin_queue); remote.ok() && *remote) {
+    link = (*remote)->link;
     a.destination_queue = (*remote)->queue;
+  }
+  if (!link.empty()) {
     a.awaiting_arrival = true;  // it reaches its queue at the far side
     if (cur.name == std::string(kOutgoingBase) + ";" + link) return deliver(cur);
     auto oq = LoadOutgoing(txn, link);

@@ -601,14 +601,9 @@ size_t SrmpDocumentEnd(std::string_view input) {
 }
 
 std::string SrmpUrlOf(std::string_view name) {
-  auto starts = [&](std::string_view p) {
-    if (name.size() < p.size()) return false;
-    for (size_t i = 0; i < p.size(); ++i)
-      if (std::tolower(static_cast<unsigned char>(name[i])) != p[i]) return false;
-    return true;
-  };
-  if (starts("direct=http://")) return "http" + std::string(name.substr(11));
-  if (starts("direct=https://")) return "https" + std::string(name.substr(12));
+  if (srmp_mime::IStartsWith(name, "direct=http://")) return "http" + std::string(name.substr(11));
+  if (srmp_mime::IStartsWith(name, "direct=https://"))
+    return "https" + std::string(name.substr(12));
   return std::string(name);
 }
 
