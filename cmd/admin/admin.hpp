@@ -93,7 +93,12 @@ Command SetupStat(CLI::App& app, Context& ctx);
 Command SetupPurge(CLI::App& app, Context& ctx);
 Command SetupCheck(CLI::App& app, Context& ctx);
 Command SetupBackup(CLI::App& app, Context& ctx);
+// For the commands that need the store alone (compact, upgrade): their -w/--wait (returned,
+// default 10s) and -q options, and the open that waits that long for the others to leave.
+std::shared_ptr<std::string> AddAloneOptions(CLI::App& sub, Context& ctx);
+Result<std::unique_ptr<Store>> OpenAlone(const Context& ctx, const std::string& wait);
 Command SetupCompact(CLI::App& app, Context& ctx);
+Command SetupUpgrade(CLI::App& app, Context& ctx);
 Command SetupExport(CLI::App& app, Context& ctx);
 Command SetupImport(CLI::App& app, Context& ctx);
 Command SetupCursors(CLI::App& app, Context& ctx);

@@ -14,22 +14,31 @@
 
 namespace mq::admin {
 
-Command SetupCompact(CLI::App& app, Context& ctx) {
+std::shared_ptr<std::string> AddAloneOptions(CLI::App& sub, Context& ctx) {
   auto wait = std::make_shared<std::string>("10s");
+  sub.add_option("-w,--wait", *wait,
+                 "How long to wait for the store's other users to leave (default 10s)")
+      ->type_name("DURATION");
+  AddQuietOption(sub, ctx.quiet);
+  return wait;
+}
+
+Result<std::unique_ptr<Store>> OpenAlone(const Context& ctx, const std::string& wait) {
+  auto ms = ParseDuration(wait);
+  if (!ms.ok()) return ms.status();
+  OpenOptions o;
+  o.dir = ctx.store.dir;
+  o.exclusive_wait_ms = *ms < 0 ? INT64_MAX / 2 : *ms;
+  return Store::Open(o);
+}
+
+Command SetupCompact(CLI::App& app, Context& ctx) {
   auto* sub = app.add_subcommand(
       "compact", "Rewrite the store to its live size (when no other process has it open)");
-  sub->add_option("-w,--wait", *wait,
-                  "How long to wait for the store's other users to leave (default 10s)")
-      ->type_name("DURATION");
-  AddQuietOption(*sub, ctx.quiet);
+  auto wait = AddAloneOptions(*sub, ctx);
   return {sub, [wait, &ctx](Context&) {
-            auto ms = ParseDuration(*wait);
-            if (!ms.ok()) return cli::Fail(ms.status());
-            OpenOptions o;
-            o.dir = ctx.store.dir;
-            o.exclusive_wait_ms = *ms < 0 ? INT64_MAX / 2 : *ms;
             Progress progress("compact", ctx.quiet);
-            auto store = Store::Open(o);
+            auto store = OpenAlone(ctx, *wait);
             if (!store.ok()) return cli::Fail(store.status());
             auto r = (*store)->Compact();
             if (!r.ok()) return cli::Fail(r.status());

@@ -15,7 +15,7 @@ namespace mq::admin {
 void AddQuietOption(CLI::App& app, bool& quiet, bool common) {
   app.add_flag("-q,--quiet", quiet,
                common ? "Print no summary line and no progress line on standard error (purge, "
-                        "export, import, backup, compact)"
+                        "export, import, backup, compact, upgrade)"
                       : "Print no summary line and no progress line on standard error");
 }
 

@@ -124,8 +124,11 @@ Command SetupStat(CLI::App& app, Context&) {
               if (args->queue.empty()) {
                 auto z = (*store)->FileSizes();
                 if (z.ok())
-                  out.Append(fmt::format("store {}: data.mdb {} bytes, {} in use\n",
-                                         (*store)->dir(), z->file, z->used));
+                  out.Append(fmt::format("store {}: data.mdb {} bytes, {} in use, format {}{}\n",
+                                         (*store)->dir(), z->file, z->used, (*store)->format(),
+                                         (*store)->format() < kFormatVersion
+                                             ? " (mq-admin upgrade brings it to this mq's)"
+                                             : ""));
                 // What accept keeps for the senders of links into this store.
                 auto ss = (*store)->AcceptedStreams();
                 if (ss.ok() && ss->streams)
@@ -170,6 +173,7 @@ Command SetupStat(CLI::App& app, Context&) {
                   j["store_file_bytes"] = z->file;
                   j["store_used_bytes"] = z->used;
                 }
+                j["store_format"] = (*store)->format();
                 if (ss.ok()) {
                   j["store_accepted_streams"] = ss->streams;
                   j["store_refusals_kept"] = ss->refusals;

@@ -137,6 +137,8 @@ complete -c mq-admin -n __mq_admin_needs_command -a check -d "Verify the store's
 complete -c mq-admin -n __mq_admin_needs_command -a backup -d 'Hot, consistent copy of the store'
 complete -c mq-admin -n __mq_admin_needs_command -a compact -d 'Rewrite the store to its live size'
 complete -c mq-admin -n '__fish_seen_subcommand_from compact' -s w -l wait -r -d 'How long to wait for other users to leave'
+complete -c mq-admin -n __mq_admin_needs_command -a upgrade -d 'Bring the store to this mq\'s format'
+complete -c mq-admin -n '__fish_seen_subcommand_from upgrade' -s w -l wait -r -d 'How long to wait for other users to leave'
 complete -c mq-admin -n __mq_admin_needs_command -a export -d 'Print every message of a queue as JSON lines or SRMP documents'
 complete -c mq-admin -n __mq_admin_needs_command -a import -d 'Append messages from JSON lines or SRMP documents on stdin'
 complete -c mq-admin -n __mq_admin_needs_command -a cursors -d 'List the named cursors'
@@ -218,7 +220,7 @@ complete -c mq-admin -n '__mq_admin_using message-type' -l format -x -a 'text js
 complete -c mq-admin -n '__mq_admin_using import' -l format -x -a json -d 'Input format'
 complete -c mq-admin -n __mq_admin_needs_command -a bridge -d 'Move messages to and from RabbitMQ, exactly once'
 complete -c mq-admin -n __mq_admin_needs_command -a help -d "Print the overview, or a command's options"
-complete -c mq-admin -n '__mq_admin_using help; and test (count (__mq_admin_words)) -eq 1' -a 'init create set delete list stat top purge check backup compact export import cursors delete-cursor sweep ack nack touch locks requeue move message-type end-conversation conversations bridge link forward accept serve' -d 'Command'
+complete -c mq-admin -n '__mq_admin_using help; and test (count (__mq_admin_words)) -eq 1' -a 'init create set delete list stat top purge check backup compact upgrade export import cursors delete-cursor sweep ack nack touch locks requeue move message-type end-conversation conversations bridge link forward accept serve' -d 'Command'
 complete -c mq-admin -n '__mq_admin_help_of bridge' -a 'out in' -d 'Direction'
 complete -c mq-admin -n '__mq_admin_help_of link' -a 'add set delete list stat' -d 'Action'
 complete -c mq-admin -n '__mq_admin_help_of message-type' -a 'create delete list' -d 'Action'
@@ -273,3 +275,4 @@ complete -c mq-admin -n '__mq_admin_using export' -s q -l quiet -d 'Print no sum
 complete -c mq-admin -n '__mq_admin_using import' -s q -l quiet -d 'Print no summary line and no progress line'
 complete -c mq-admin -n '__mq_admin_using backup' -s q -l quiet -d 'Print no summary line and no progress line'
 complete -c mq-admin -n '__mq_admin_using compact' -s q -l quiet -d 'Print no summary line and no progress line'
+complete -c mq-admin -n '__mq_admin_using upgrade' -s q -l quiet -d 'Print no summary line and no progress line'

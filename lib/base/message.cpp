@@ -143,6 +143,18 @@ void EncodeRecordInto(const Message& m, std::string& out) {
   out += m.body;
 }
 
+std::string_view RecordId(std::string_view record) {
+  if (record.empty() || record[0] == 0 || static_cast<uint8_t>(record[0]) > kRecordVersion)
+    return {};
+  size_t pos = 1;
+  auto plen = GetVarint(record, pos);
+  if (!plen || *plen > record.size() - pos) return {};
+  TlvReader r(record.substr(pos, *plen));
+  while (r.Next())
+    if (r.tag() == kTagId) return r.bytes();
+  return {};
+}
+
 Status DecodeRecord(std::string_view record, Message& m) {
   if (record.empty()) return Status::Corrupted("empty message record");
   auto version = static_cast<uint8_t>(record[0]);

@@ -164,6 +164,9 @@ std::string EncodeRecord(const Message& m);
 void EncodeRecordInto(const Message& m, std::string& out);
 // Decodes a record; lookup_id and queue are left as they are in `m`.
 Status DecodeRecord(std::string_view record, Message& m);
+// The message id in an encoded record, without decoding the rest; empty if the record has
+// none or is damaged (DecodeRecord says what is wrong).
+std::string_view RecordId(std::string_view record);
 // The size a message is charged against quotas: its whole record.
 inline uint64_t RecordSize(std::string_view record) { return record.size(); }
 

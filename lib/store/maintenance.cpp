@@ -76,6 +76,8 @@ Status Store::Check(std::vector<std::string>& problems) {
   }
   auto format = impl_->GetMeta(t, "format");
   if (!format || format->size() != 4) problem("meta: no format record");
+  else if (GetU32BE(*format, 0) >= 2 && impl_->GetMeta(t, "id_prefix").value_or("").size() != 12)
+    problem("meta: a store of format 2 without its 12-byte id prefix");
   if (!impl_->GetMeta(t, "guid")) problem("meta: no store GUID");
 
   std::map<uint32_t, QueueInfo> by_qid;
@@ -134,6 +136,48 @@ Status Store::Backup(const std::string& dir) {
   if (::chmod(paths.data().c_str(), group ? 0660 : 0600) != 0)
     return ErrnoStatus(errno, paths.data(), "cannot set the mode");
   return {};
+}
+
+uint32_t Store::format() const { return impl_->format; }
+
+Result<Store::UpgradeReport> Store::Upgrade() {
+  if (!impl_->alone || impl_->compacted)
+    return Status::TransactionUsage("upgrade needs the store opened alone", impl_->dir);
+  UpgradeReport report;
+  report.before = impl_->format;
+  Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
+    report.queues = 0;
+    MQ_RETURN_IF_ERROR(impl_->LoadFormat(txn));
+    report.before = impl_->format;
+    if (impl_->format >= kFormatVersion) return {};
+    // Format 1 -> 2: the store's id prefix, and each queue's id source starts over from it
+    // (a GUID never used before, so every id stays unique). The messages keep their by_id
+    // entries: their ids are not native.
+    Guid fresh = NewGuid();
+    std::string prefix(GuidBytes(fresh).substr(0, 12));
+    MQ_RETURN_IF_ERROR(impl_->PutMeta(txn, "id_prefix", prefix));
+    auto all = impl_->AllQueues(txn);
+    if (!all.ok()) return all.status();
+    for (QueueInfo& q : *all) {
+      q.id_guid = prefix;
+      PutU32BE(q.id_guid, q.id);
+      q.id_counter = 0;
+      MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, q));
+      ++report.queues;
+    }
+    std::string v;
+    PutU32BE(v, kFormatVersion);
+    MQ_RETURN_IF_ERROR(impl_->PutMeta(txn, "format", v));
+    return impl_->LoadFormat(txn);
+  });
+  if (!s.ok()) {
+    // What this process knows of the store is what is on disk again.
+    auto txn = lmdb::Txn::Begin(impl_->env, false);
+    if (txn.ok()) (void)impl_->LoadFormat(*txn);
+    return s;
+  }
+  report.after = impl_->format;
+  return report;
 }
 
 Result<CompactReport> Store::Compact() {

@@ -62,6 +62,24 @@ Status MessageTable::Load(lmdb::Txn& txn, const QueueInfo& q, uint64_t lookup,
   return {};
 }
 
+bool MessageTable::IsNative(uint32_t qid, std::string_view id, uint64_t lookup) const {
+  return id_prefix_.size() == 12 && id.size() == kIdSize && lookup <= UINT32_MAX &&
+         id.substr(0, 12) == id_prefix_ && GetU32BE(id, 12) == qid && GetU32BE(id, 16) == lookup;
+}
+
+std::optional<std::pair<uint32_t, uint64_t>> MessageTable::NativeWhere(lmdb::Txn& txn,
+                                                                       std::string_view id) const {
+  if (id_prefix_.size() != 12 || id.size() != kIdSize || id.substr(0, 12) != id_prefix_)
+    return std::nullopt;
+  uint32_t qid = GetU32BE(id, 12);
+  uint64_t lookup = GetU32BE(id, 16);
+  // The record at that lookup id is this message only if it carries the id: a message whose
+  // counter missed its lookup id has a by_id entry, and another message may sit there.
+  auto rec = txn.Get(messages_, MsgKey(qid, lookup));
+  if (!rec || RecordId(*rec) != id) return std::nullopt;
+  return std::pair<uint32_t, uint64_t>(qid, lookup);
+}
+
 bool MessageTable::Exists(lmdb::Txn& txn, uint32_t qid, uint64_t lookup) const {
   return Has(txn, messages_, MsgKey(qid, lookup));
 }
@@ -116,12 +134,24 @@ Status MessageTable::Insert(lmdb::Txn& txn, QueueInfo& q, const Message& m, std:
   // The Seq puts: a batch of sends puts increasing keys in each of these indexes.
   id_key.assign(m.id);
   if (IsJournalName(q.name)) PutU32BE(id_key, q.id);  // as IdKey
-  auto fresh = txn.PutNewSeq(by_id_, id_key, loc);
-  if (!fresh.ok()) return fresh.status();
-  if (!*fresh)
+  auto taken = [&] {
     return Status::IllegalPropertyValue(fmt::format("message id {} is already in the store",
                                                     FormatMessageId(m.id)),
                                         q.name);
+  };
+  if (IsNative(q.id, m.id, m.lookup_id)) {
+    // No by_id entry. An id made just now for this message (its counter is the queue's
+    // latest) is nowhere else; one given (a message moved back to its own queue) is checked.
+    bool fresh = q.id_guid.size() == 16 && m.id.compare(0, 16, q.id_guid) == 0 &&
+                 GetU32BE(m.id, 16) == q.id_counter;
+    if (!fresh && Has(txn, by_id_, id_key)) return taken();
+  } else {
+    // (A journal copy shares the id of the message it copies: its key has the journal's id.)
+    if (!IsJournalName(q.name) && NativeWhere(txn, m.id)) return taken();
+    auto fresh = txn.PutNewSeq(by_id_, id_key, loc);
+    if (!fresh.ok()) return fresh.status();
+    if (!*fresh) return taken();
+  }
   MQ_RETURN_IF_ERROR(txn.PutSeq(messages_, loc, rec));
   if (delayed) MQ_RETURN_IF_ERROR(Delay(txn, q, m));
   if (!m.correlation_id.empty())
@@ -157,7 +187,7 @@ Result<bool> MessageTable::Remove(lmdb::Txn& txn, QueueInfo& q, const Message& m
     if (*r) q.locked -= std::min<uint64_t>(q.locked, 1);
     was_locked = *r;
   }
-  if (!m.id.empty()) {
+  if (!m.id.empty() && !IsNative(q.id, m.id, m.lookup_id)) {
     r = txn.DelSeq(by_id_, IdKey(q, m.id));
     if (!r.ok()) return r.status();
   }
@@ -312,20 +342,25 @@ void MessageTable::QueuesDue(lmdb::Txn& txn, int64_t now, std::set<uint32_t>& ou
 std::optional<std::pair<uint32_t, uint64_t>> MessageTable::FindId(lmdb::Txn& txn,
                                                                   std::string_view id_key,
                                                                   bool prefix) const {
-  std::optional<std::string_view> v;
+  auto where = [](std::string_view v) -> std::optional<std::pair<uint32_t, uint64_t>> {
+    if (v.size() != 12) return std::nullopt;
+    return std::pair<uint32_t, uint64_t>(GetU32BE(v, 0), GetU64BE(v, 4));
+  };
   if (prefix) {
+    // The message itself (its entry, or its native id), else its first journal copy.
     lmdb::Cursor c(txn, by_id_);
-    if (c.SeekGe(id_key) && HasPrefix(c.key(), id_key)) v = c.value();
-    if (!v || v->size() != 12) return std::nullopt;
-    return std::pair<uint32_t, uint64_t>(GetU32BE(*v, 0), GetU64BE(*v, 4));
+    bool on = c.SeekGe(id_key);
+    if (on && c.key() == id_key) return where(c.value());
+    if (auto n = NativeWhere(txn, id_key)) return n;
+    if (on && HasPrefix(c.key(), id_key)) return where(c.value());
+    return std::nullopt;
   }
-  v = txn.Get(by_id_, id_key);
-  if (!v || v->size() != 12) return std::nullopt;
-  return std::pair<uint32_t, uint64_t>(GetU32BE(*v, 0), GetU64BE(*v, 4));
+  if (auto v = txn.Get(by_id_, id_key)) return where(*v);
+  return NativeWhere(txn, id_key);
 }
 
 bool MessageTable::HasId(lmdb::Txn& txn, std::string_view id_key) const {
-  return Has(txn, by_id_, id_key);
+  return Has(txn, by_id_, id_key) || NativeWhere(txn, id_key).has_value();
 }
 
 std::optional<std::string> MessageTable::FirstPlainReady(lmdb::Txn& txn, uint32_t qid) const {
@@ -390,11 +425,11 @@ Status MessageTable::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection
 
   if (sel.anchor == Anchor::kId) {
     if (!resume.empty()) return {};
-    auto v = txn.Get(by_id_, IdKey(q, sel.id));
-    if (!v || v->size() != 12 || GetU32BE(*v, 0) != q.id) return {};
+    auto where = FindId(txn, IdKey(q, sel.id));
+    if (!where || where->first != q.id) return {};
     FoundMessage f;
     f.walk_key = "id";
-    MQ_RETURN_IF_ERROR(Load(txn, q, GetU64BE(*v, 4), f));
+    MQ_RETURN_IF_ERROR(Load(txn, q, where->second, f));
     if (!Visible(txn, q, f.msg, sel.include_locked) || ExpiredAt(q, f.msg, now)) return {};
     if (sel.plain_only && IsConvMessageOf(q, f.msg)) return {};
     out.push_back(std::move(f));
@@ -586,7 +621,7 @@ void MessageTable::Check(lmdb::Txn& txn, const std::map<uint32_t, QueueInfo>& by
     uint64_t count = 0, bytes = 0, max_lookup = 0, delayed = 0, locked = 0;
   };
   std::map<uint32_t, Tally> tally;
-  uint64_t messages = 0, with_corr = 0, with_deadline = 0;
+  uint64_t messages = 0, with_corr = 0, with_deadline = 0, natives = 0;
   {
     lmdb::Cursor c(txn, messages_);
     for (bool on = c.First(); on; on = c.Next()) {
@@ -627,9 +662,14 @@ void MessageTable::Check(lmdb::Txn& txn, const std::map<uint32_t, QueueInfo>& by
       owner.name = qname;
       owner.id = qid;
       auto loc = txn.Get(by_id_, IdKey(owner, m.id));
-      if (m.id.size() != kIdSize) problem(where + ": bad message id");
-      else if (!loc || *loc != MsgKey(qid, lookup))
+      if (m.id.size() != kIdSize) {
+        problem(where + ": bad message id");
+      } else if (IsNative(qid, m.id, lookup)) {
+        ++natives;
+        if (loc) problem(where + ": its id says where it is, but the id index has an entry too");
+      } else if (!loc || *loc != MsgKey(qid, lookup)) {
         problem(where + ": message id index does not point to it");
+      }
       if (m.id.size() == kIdSize) {
         auto src = id_sources.find(m.id.substr(0, 16));
         if (src != id_sources.end() && GetU32BE(m.id, 16) > src->second->id_counter)
@@ -704,7 +744,9 @@ void MessageTable::Check(lmdb::Txn& txn, const std::map<uint32_t, QueueInfo>& by
         problem(fmt::format("by_id: {} points to no message",
                             FormatMessageId(c.key().substr(0, kIdSize))));
     }
-    if (n != messages) problem(fmt::format("by_id has {} entries for {} messages", n, messages));
+    if (n + natives != messages)
+      problem(fmt::format("by_id has {} entries for {} messages ({} with native ids)", n, messages,
+                          natives));
   }
   {
     lmdb::Cursor c(txn, by_corr_);

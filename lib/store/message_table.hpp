@@ -22,6 +22,13 @@
 //    given, and the caller saves it.
 //  - Keys are put and deleted in increasing order where a batch allows (the *Seq calls of
 //    lmdb.hpp): a batch of sends or a drain from the head then needs no B-tree search.
+//  - Native ids (store format 2): the id of a message sent to its queue in a format 2 store
+//    is the store's id prefix (12 bytes, meta "id_prefix"), the queue id and a counter that
+//    follows the queue's lookup ids (Store::Impl::NewMessageIdInto). When the counter is
+//    the message's lookup id, the id itself says where the message is, and by_id holds no
+//    entry for it: one B-tree put and one delete fewer per message. Every other message (sent
+//    before format 2, transferred, imported, moved, promoted from a delay, a journal copy)
+//    has its by_id entry as before.
 #pragma once
 
 #include <cstdint>
@@ -89,6 +96,12 @@ class MessageTable {
  public:
   // Opens (creating them in a write transaction when `create`) the seven databases.
   Status Open(lmdb::Txn& txn, bool create);
+  // The store's id prefix (12 bytes; empty for a format 1 store, where every id has a by_id
+  // entry).
+  void SetIdPrefix(std::string prefix) { id_prefix_ = std::move(prefix); }
+  // Whether the message `id` at `lookup` of queue `qid` is native: located by its id alone,
+  // with no by_id entry.
+  bool IsNative(uint32_t qid, std::string_view id, uint64_t lookup) const;
   // Each database with its name (for the page-level check).
   void ForEachDb(const std::function<void(const char* name, lmdb::Dbi dbi)>& fn) const;
 
@@ -169,7 +182,7 @@ class MessageTable {
 
   // ---- ids
   // Where the message with by_id key `id_key` is (the first key at or after it that starts
-  // with it when `prefix`: a message or, after it, its journal copies).
+  // with it when `prefix`: a message or, after it, its journal copies), native ids included.
   std::optional<std::pair<uint32_t, uint64_t>> FindId(lmdb::Txn& txn, std::string_view id_key,
                                                       bool prefix = false) const;
   bool HasId(lmdb::Txn& txn, std::string_view id_key) const;
@@ -204,6 +217,10 @@ class MessageTable {
              const std::function<void(std::string)>& problem) const;
 
  private:
+  // Where the message with the native id `id` is, if it is there.
+  std::optional<std::pair<uint32_t, uint64_t>> NativeWhere(lmdb::Txn& txn,
+                                                           std::string_view id) const;
+  std::string id_prefix_;
   lmdb::Dbi messages_ = 0, order_ = 0, locked_ = 0, delays_ = 0, by_id_ = 0, by_corr_ = 0,
             deadlines_ = 0;
 };

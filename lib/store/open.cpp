@@ -74,24 +74,54 @@ void Store::Impl::ForEachDb(
   msgs.ForEachDb(fn);
 }
 
-std::string Store::Impl::NewMessageId(QueueInfo& q) {
-  // A fresh GUID for a queue's first id (and for queues of stores made before ids were
-  // per queue, whose ids came from meta's "id_guid"), and when the 4-byte counter is spent:
-  // a GUID is never shared by two counters, so ids stay unique without a shared write.
-  if (q.id_guid.size() != 16 || q.id_counter == UINT32_MAX) {
-    q.id_guid = GuidBytes(NewGuid());
-    q.id_counter = 0;
-  }
-  return MakeMessageId(GuidFromBytes(q.id_guid), ++q.id_counter);
+std::string Store::Impl::NewMessageId(QueueInfo& q) const {
+  std::string id;
+  NewMessageIdInto(q, id);
+  return id;
 }
 
-void Store::Impl::NewMessageIdInto(QueueInfo& q, std::string& id) {
+// A queue's id source is its GUID and a 4-byte counter. Its first GUID is fresh (a GUID is
+// never shared by two counters, so ids stay unique without a shared write), and so is the
+// next one when the counter is spent; queues of stores made before ids were per queue took
+// theirs from meta's "id_guid". In a format 2 store the first GUID is the store's id prefix
+// and the queue id, and the counter jumps to the queue's next lookup id when that is ahead:
+// the id of a message sent then names its queue and lookup id (native ids,
+// message_table.hpp).
+void Store::Impl::NewMessageIdInto(QueueInfo& q, std::string& id) const {
+  bool native_source = id_prefix.size() == 12 && q.id_guid.size() == 16 &&
+                       q.id_guid.compare(0, 12, id_prefix) == 0 && GetU32BE(q.id_guid, 12) == q.id;
   if (q.id_guid.size() != 16 || q.id_counter == UINT32_MAX) {
-    q.id_guid = GuidBytes(NewGuid());
+    if (q.id_guid.size() != 16 && id_prefix.size() == 12) {
+      q.id_guid = id_prefix;
+      PutU32BE(q.id_guid, q.id);
+      native_source = true;
+    } else {
+      q.id_guid = GuidBytes(NewGuid());
+      native_source = false;
+    }
     q.id_counter = 0;
   }
+  uint32_t counter = q.id_counter + 1;
+  if (native_source && q.next_lookup > counter && q.next_lookup <= UINT32_MAX)
+    counter = static_cast<uint32_t>(q.next_lookup);
+  q.id_counter = counter;
   id.assign(q.id_guid);  // the GUID's 16 bytes, then the counter big-endian (MakeMessageId)
-  PutU32BE(id, ++q.id_counter);
+  PutU32BE(id, counter);
+}
+
+Status Store::Impl::LoadFormat(lmdb::Txn& txn) {
+  auto f = GetMeta(txn, "format");
+  if (!f || f->size() != 4) return Status::Corrupted("bad format record", dir);
+  format = GetU32BE(*f, 0);
+  id_prefix.clear();
+  if (format >= 2) {
+    auto p = GetMeta(txn, "id_prefix");
+    if (!p || p->size() != 12)
+      return Status::Corrupted("format 2 store without its id prefix", dir);
+    id_prefix.assign(*p);
+  }
+  msgs.SetIdPrefix(id_prefix);
+  return {};
 }
 
 Store::Impl::~Impl() {
@@ -405,7 +435,7 @@ Status TakeStoreLock(const std::string& path, int64_t wait_ms, OwnedFd& lock) {
     if (left <= 0)
       return Status::SharingViolation(
           "the store is in use by other processes (waits, mq-watch, receives): "
-          "compact needs it alone; stop them, or give --wait longer",
+          "this needs it alone (compact, upgrade); stop them, or give --wait longer",
           path);
     struct pollfd p = {in, POLLIN, 0};
     (void)::poll(&p, in >= 0 ? 1 : 0, static_cast<int>(std::min<int64_t>(left, 1000)));
@@ -665,6 +695,7 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
                                          "upgrade mq or use the mq that made it",
                                          v, kFormatVersion),
                              dir);
+      MQ_RETURN_IF_ERROR(impl->LoadFormat(*txn));
       auto g = impl->GetMeta(*txn, "guid");
       if (!g || g->size() != 16) return Status::Corrupted("store has no GUID", dir);
       impl->guid = GuidFromBytes(*g);
@@ -695,6 +726,8 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
       MQ_RETURN_IF_ERROR(impl->PutMeta(w, "format", v));
       MQ_RETURN_IF_ERROR(impl->PutMeta(w, "guid", GuidBytes(NewGuid())));
       MQ_RETURN_IF_ERROR(impl->PutMeta(w, "id_guid", GuidBytes(NewGuid())));
+      MQ_RETURN_IF_ERROR(impl->PutMeta(w, "id_prefix", GuidBytes(NewGuid()).substr(0, 12)));
+      MQ_RETURN_IF_ERROR(impl->LoadFormat(w));  // the system queues' ids are native
       for (const char* name : {"system;deadletter", "system;deadxact", "system;journal"}) {
         auto q = impl->NewQueue(w, name);
         if (!q.ok()) return q.status();
@@ -708,6 +741,7 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
     auto g = t2->Get(impl->meta, "guid");
     if (!g || g->size() != 16) return Status::Corrupted("store has no GUID", dir);
     impl->guid = GuidFromBytes(*g);
+    MQ_RETURN_IF_ERROR(impl->LoadFormat(*t2));  // this process's, or the one that won
     MQ_RETURN_IF_ERROR(t2->Commit());
   }
   // A store with a size limit below the starting map: map only that much (and at least what

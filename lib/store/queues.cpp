@@ -281,11 +281,9 @@ Status Store::DeleteQueue(const QueueRef& ref) {
   return {};
 }
 
-Result<std::vector<QueueInfo>> Store::ListQueues() {
-  auto txn = lmdb::Txn::Begin(impl_->env, false);
-  if (!txn.ok()) return txn.status();
+Result<std::vector<QueueInfo>> Store::Impl::AllQueues(lmdb::Txn& txn) {
   std::vector<QueueInfo> out;
-  lmdb::Cursor c(*txn, impl_->queues);
+  lmdb::Cursor c(txn, queues);
   for (bool on = c.First(); on; on = c.Next()) {
     QueueInfo q;
     q.name = std::string(c.key());
@@ -293,6 +291,12 @@ Result<std::vector<QueueInfo>> Store::ListQueues() {
     out.push_back(std::move(q));
   }
   return out;
+}
+
+Result<std::vector<QueueInfo>> Store::ListQueues() {
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  return impl_->AllQueues(*txn);
 }
 
 Result<QueueStat> Store::StatQueue(const QueueRef& ref) {

@@ -65,7 +65,10 @@
 
 namespace mq {
 
-inline constexpr uint32_t kFormatVersion = 1;
+// The store format this mq writes. 1: every message id has a by_id entry. 2 (mq-admin
+// upgrade, or a store made by this mq): native ids (message_table.hpp). An mq that knows
+// format N opens every store of format <= N, and refuses a newer one.
+inline constexpr uint32_t kFormatVersion = 2;
 
 struct OpenOptions {
   std::string dir;      // empty: the default location (CLI.md), created on first use
@@ -673,6 +676,18 @@ class Store {
   // opened alone (OpenOptions::exclusive_wait_ms); the Store must not be used afterwards. A
   // crash leaves either the old file or the new one, whole.
   Result<CompactReport> Compact();
+  // Brings the store to this mq's format (kFormatVersion): from format 1, the store gets its
+  // id prefix and each queue the native id source (message_table.hpp), in one write
+  // transaction; the messages stay as they are. Only for a store opened alone (an older mq
+  // still running would not see the change). Returns the format before and after.
+  struct UpgradeReport {
+    uint32_t before = 0;
+    uint32_t after = 0;
+    uint64_t queues = 0;  // queues given a native id source
+  };
+  Result<UpgradeReport> Upgrade();
+  // The store's format version.
+  uint32_t format() const;
   // Bytes of data.mdb on disk, bytes of it in use (up to its last page), and bytes of the
   // pages below that which LMDB's free list holds for reuse.
   struct Sizes {

@@ -52,6 +52,8 @@ struct Store::Impl {
   bool compacted = false;  // data.mdb was replaced: the environment is stale
   lmdb::Env env;
   Guid guid{};
+  uint32_t format = 0;    // the store's format version (meta "format")
+  std::string id_prefix;  // format 2: the 12 bytes that begin its native ids (message_table.hpp)
   unsigned file_mode = 0600;
   uid_t owner_uid = 0;  // the store directory's owner
   std::set<uint32_t> to_notify;  // doorbells to ring after the current write commits
@@ -115,9 +117,11 @@ struct Store::Impl {
 
   // ---- open.cpp
   // A new message id from `q`'s id source (QueueInfo::id_guid): the caller saves `q`.
-  static std::string NewMessageId(QueueInfo& q);
+  std::string NewMessageId(QueueInfo& q) const;
   // The same into `id`, reusing its buffer.
-  static void NewMessageIdInto(QueueInfo& q, std::string& id);
+  void NewMessageIdInto(QueueInfo& q, std::string& id) const;
+  // Reads the format and id prefix from meta (open, and after an upgrade).
+  Status LoadFormat(lmdb::Txn& txn);
   ~Impl();
   Status WriteLight(const std::function<Status(lmdb::Txn&)>& fn, bool rerun_after_commit);
   Status Write(const std::function<Status(lmdb::Txn&)>& fn, bool rerun_after_commit = true);
@@ -140,6 +144,8 @@ struct Store::Impl {
   Result<std::optional<QueueInfo>> LoadQueue(lmdb::Txn& txn, const std::string& name);
   Result<QueueInfo> FindQueue(lmdb::Txn& txn, const QueueRef& ref);
   Status PutQueue(lmdb::Txn& txn, const QueueInfo& q);
+  // Every queue of the store, by name.
+  Result<std::vector<QueueInfo>> AllQueues(lmdb::Txn& txn);
   Result<uint32_t> MetaU32(lmdb::Txn& txn, std::string_view key, uint32_t dflt);
   Status PutMetaU32(lmdb::Txn& txn, std::string_view key, uint32_t v);
   Result<QueueInfo> NewQueue(lmdb::Txn& txn, const std::string& name);

@@ -4,7 +4,7 @@
 # command's --help, exit 0. --version is "mq-admin (mq) VERSION".
 . "$(dirname "$0")/lib.sh"
 
-list='init, create, set, delete, list, stat, top, purge, check, backup, compact, export, import, cursors, delete-cursor, sweep, ack, nack, touch, locks, requeue, move, message-type, end-conversation, conversations, bridge, link, forward, accept, serve'
+list='init, create, set, delete, list, stat, top, purge, check, backup, compact, upgrade, export, import, cursors, delete-cursor, sweep, ack, nack, touch, locks, requeue, move, message-type, end-conversation, conversations, bridge, link, forward, accept, serve'
 
 expect_rc 2 mq-admin nosuchcmd
 expect_err_match "^mq-admin: unknown subcommand 'nosuchcmd'; the subcommands are $list \\(see mq-admin help\\) \\(E_INVALIDARG 0x80070057\\)\$"

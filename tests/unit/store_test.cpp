@@ -428,7 +428,7 @@ TEST_CASE("a store lacking databases added later gets them on open", "[store]") 
     auto meta = txn->OpenDb("meta", true);
     REQUIRE(meta.ok());
     std::string v;
-    PutU32BE(v, kFormatVersion);
+    PutU32BE(v, 1);  // as an older mq made it
     REQUIRE(txn->Put(*meta, "format", v).ok());
     REQUIRE(txn->Put(*meta, "guid", GuidBytes(NewGuid())).ok());
     REQUIRE(txn->Put(*meta, "id_guid", GuidBytes(NewGuid())).ok());
@@ -438,6 +438,7 @@ TEST_CASE("a store lacking databases added later gets them on open", "[store]") 
   o.dir = dir;
   auto st = Store::Open(o);
   REQUIRE(st.ok());
+  CHECK((*st)->format() == 1);  // opening it does not upgrade it
   Send(**st, "q", {{3, "a"}});
   std::vector<std::string> problems;
   REQUIRE((*st)->Check(problems).ok());
@@ -1130,4 +1131,167 @@ TEST_CASE("store: HTTP links, their urls, and stream receipts for their streams"
   CHECK(st->GetLink("w")->receipted_stream == stream);
   CHECK(st->NoteStreamReceipt("uid:2744e4e1-2b48-43e8-b441-42745f280d53\\1", 9)->empty());
   CHECK(st->NoteStreamReceipt(stream + "0", 9)->empty());
+}
+
+namespace {
+
+// The number of by_id entries of the closed store at `dir`.
+uint64_t ByIdEntries(const std::string& dir) {
+  lmdb::Env env;
+  REQUIRE(env.Open(dir, 0600, 256 << 20, 32).ok());
+  auto txn = lmdb::Txn::Begin(env, false);
+  REQUIRE(txn.ok());
+  auto by_id = txn->OpenDb("by_id", false);
+  REQUIRE(by_id.ok());
+  return txn->Count(*by_id);
+}
+
+void RequireFound(Store& st, const std::vector<std::string>& ids) {
+  for (const auto& id : ids) {
+    auto m = st.FindMessage(id);
+    INFO(FormatMessageId(id));
+    REQUIRE(m.ok());
+    CHECK(m->id == id);
+  }
+}
+
+// Opens the store at `dir` alone (as mq-admin upgrade does) and upgrades it.
+Store::UpgradeReport UpgradeAlone(const std::string& dir) {
+  OpenOptions alone;
+  alone.dir = dir;
+  alone.exclusive_wait_ms = 0;
+  auto st = Store::Open(alone);
+  REQUIRE(st.ok());
+  auto r = (*st)->Upgrade();
+  REQUIRE(r.ok());
+  return *r;
+}
+
+void RequireChecked(Store& st) {
+  std::vector<std::string> problems;
+  REQUIRE(st.Check(problems).ok());
+  for (const auto& p : problems) UNSCOPED_INFO(p);
+  REQUIRE(problems.empty());
+}
+
+}  // namespace
+
+TEST_CASE("a message sent in a format 2 store is found by its id alone", "[store][format]") {
+  TempDir t;
+  std::string dir = t.path + "/s";
+  std::vector<std::string> ids;
+  {
+    auto st = OpenNew(t.path);
+    CHECK(st->format() == kFormatVersion);
+    ids = SendIds(*st, "q", 5);
+    // A delayed message is promoted with a new lookup id: its id then needs an entry.
+    Vec late;
+    Message m;
+    m.body = "late";
+    m.visible_time = NowMs() + 20;
+    late.v.push_back(m);
+    std::vector<std::string> late_id;
+    REQUIRE(st->Append(Q("q"), {}, late, &late_id).ok());
+    ids.push_back(late_id.at(0));
+    usleep(40 * 1000);
+    REQUIRE(st->Sweep().ok());
+    RequireFound(*st, ids);
+    RequireChecked(*st);
+    // Moved to a subqueue, it keeps its id and gets an entry there; moved back (requeue),
+    // its id says where it is again.
+    for (size_t i : {0, 1}) {
+      auto first = st->FindMessage(ids[i]);
+      REQUIRE(first.ok());
+      REQUIRE(st->MoveToSubqueue(Q("q"), first->lookup_id, Q("q;poison")).ok());
+      RequireFound(*st, ids);
+      RequireChecked(*st);
+    }
+    auto back = st->Requeue(Q("q;poison"), ids[1]);
+    REQUIRE(back.ok());
+    CHECK(*back == 1);
+    RequireFound(*st, ids);
+    RequireChecked(*st);
+    // A received message is no longer found.
+    Collect c;
+    Selection one;
+    one.limit = 1;
+    REQUIRE(st->Receive(Q("q"), one, {}, c).ok());
+    REQUIRE(c.got.size() == 1);
+    CHECK(st->FindMessage(c.got[0].id).status().code() == Code::kMessageNotFound);
+    std::erase(ids, c.got[0].id);
+    RequireFound(*st, ids);
+    RequireChecked(*st);
+  }
+  // Five messages were left: the promoted one, the one in q;poison, and three native ones
+  // (one of them moved back).
+  CHECK(ByIdEntries(dir) == 2);
+}
+
+TEST_CASE("mq-admin upgrade brings a format 1 store to format 2 and keeps its messages",
+          "[store][format]") {
+  TempDir t;
+  std::string dir = t.path + "/s";
+  std::vector<std::string> old_ids, new_ids;
+  {
+    auto st = OpenNew(t.path);
+    REQUIRE(st->CreateQueue(Q("q"), {}).ok());
+  }
+  {
+    // What an mq of format 1 left: no id prefix, format 1.
+    lmdb::Env env;
+    REQUIRE(env.Open(dir, 0600, 256 << 20, 32).ok());
+    auto txn = lmdb::Txn::Begin(env, true);
+    REQUIRE(txn.ok());
+    auto meta = txn->OpenDb("meta", false);
+    REQUIRE(meta.ok());
+    std::string v;
+    PutU32BE(v, 1);
+    REQUIRE(txn->Put(*meta, "format", v).ok());
+    REQUIRE(txn->Del(*meta, "id_prefix").ok());
+    REQUIRE(txn->Commit().ok());
+  }
+  OpenOptions o;
+  o.dir = dir;
+  {
+    auto st = Store::Open(o);
+    REQUIRE(st.ok());
+    CHECK((*st)->format() == 1);
+    old_ids = SendIds(**st, "q", 4, false);
+    RequireChecked(**st);
+    // Only a store opened alone can be upgraded.
+    auto r = (*st)->Upgrade();
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().text().find("alone") != std::string::npos);
+  }
+  CHECK(ByIdEntries(dir) == 4);  // every id has its entry in format 1
+  auto r = UpgradeAlone(dir);
+  CHECK(r.before == 1);
+  CHECK(r.after == 2);
+  CHECK(r.queues == 4);  // q and the three system queues
+  {
+    auto st = Store::Open(o);
+    REQUIRE(st.ok());
+    CHECK((*st)->format() == 2);
+    RequireFound(**st, old_ids);
+    new_ids = SendIds(**st, "q", 3, false);
+    for (const auto& id : new_ids)
+      for (const auto& old : old_ids) CHECK(id != old);
+    RequireFound(**st, old_ids);
+    RequireFound(**st, new_ids);
+    RequireChecked(**st);
+  }
+  CHECK(ByIdEntries(dir) == 4);  // the new messages' ids need none
+  r = UpgradeAlone(dir);
+  CHECK(r.before == 2);
+  CHECK(r.after == 2);
+  {
+    // Everything received, old and new, and the store still checks.
+    auto st = Store::Open(o);
+    REQUIRE(st.ok());
+    Collect all;
+    REQUIRE((*st)->Receive(Q("q"), All(), {}, all).ok());
+    CHECK(all.got.size() == 7);
+    RequireChecked(**st);
+  }
+  CHECK(ByIdEntries(dir) == 0);
 }
