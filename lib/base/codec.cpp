@@ -60,7 +60,7 @@ void PutVarint(std::string& out, uint64_t v) {
   out.append(buf, EncodeVarint(buf, v));
 }
 
-std::optional<uint64_t> GetVarint(std::string_view in, size_t& pos) {
+std::optional<uint64_t> GetVarintLong(std::string_view in, size_t& pos) {
   uint64_t v = 0;
   for (int shift = 0; shift < 70; shift += 7) {
     if (pos >= in.size()) return std::nullopt;

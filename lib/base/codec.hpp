@@ -23,7 +23,13 @@ uint64_t GetU64BE(std::string_view in, size_t pos);
 
 void PutVarint(std::string& out, uint64_t v);
 // Reads a varint at `pos`, advancing it; nullopt if truncated or longer than 10 bytes.
-std::optional<uint64_t> GetVarint(std::string_view in, size_t& pos);
+std::optional<uint64_t> GetVarintLong(std::string_view in, size_t& pos);
+// A varint of one byte (every tag and most lengths and values of a record) without a call.
+inline std::optional<uint64_t> GetVarint(std::string_view in, size_t& pos) {
+  if (pos < in.size() && !(static_cast<uint8_t>(in[pos]) & 0x80))
+    return static_cast<uint8_t>(in[pos++]);
+  return GetVarintLong(in, pos);
+}
 
 // Writes TLV fields. Integers are varints; strings and bytes are raw.
 class TlvWriter {
