@@ -47,7 +47,7 @@ namespace mq::link {
   X(curl_slist_append)        \
   X(curl_slist_free_all)
 
-#define MQ_GNUTLS_FUNCTIONS(X) X(gnutls_certificate_verify_peers2)
+#define MQ_GNUTLS_FUNCTIONS(X) X(gnutls_certificate_verify_peers2) X(gnutls_record_send)
 
 struct HttpApi {
 #define MQ_HTTP_MEMBER(f) decltype(&::f) f = nullptr;

@@ -282,21 +282,31 @@ class Endpoint {
 
   // A request still coming in after its time: libmicrohttpd sends a response queued in the
   // middle of a body only once the body is whole, which a client that sends a byte now and
-  // then never makes. So the 408 is written to the socket here (a plain HTTP connection) and
-  // the connection closed (MHD_NO).
+  // then never makes. So the 408 is written here, at once and without waiting (to the socket
+  // of a plain HTTP connection, through the connection's TLS session over HTTPS), and the
+  // connection closed (MHD_NO). libmicrohttpd has nothing of its own to write then: no
+  // answer was queued.
   MHD_Result TooSlow(MHD_Connection* c, Request* r) {
     stats_.refused++;
     std::string why = "the request took too long";
     if (o_.note) o_.note(fmt::format("408 {}: {}", r->queue, why));
     r->state = Request::State::kAnswered;
-    const MHD_ConnectionInfo* info =
-        Api().MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (info && o_.tls_cert_pem.empty()) {  // over TLS the connection is just closed
-      std::string answer = fmt::format(
-          "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: text/plain; "
-          "charset=utf-8\r\nContent-Length: {}\r\n\r\n{}\n",
-          why.size() + 1, why);
-      (void)!::send(info->connect_fd, answer.data(), answer.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    std::string answer = fmt::format(
+        "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Type: text/plain; "
+        "charset=utf-8\r\nContent-Length: {}\r\n\r\n{}\n",
+        why.size() + 1, why);
+    if (o_.tls_cert_pem.empty()) {
+      const MHD_ConnectionInfo* info =
+          Api().MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+      if (info)
+        (void)!::send(info->connect_fd, answer.data(), answer.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    } else {
+      const MHD_ConnectionInfo* info =
+          Api().MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+      // The socket is non-blocking: a record that does not fit now is given up.
+      if (info && info->tls_session)
+        (void)Api().gnutls_record_send(static_cast<gnutls_session_t>(info->tls_session),
+                                       answer.data(), answer.size());
     }
     return MHD_NO;
   }

@@ -70,6 +70,41 @@ expect_out "over-tls"
 kill -TERM "$(tool_pid "$SERVE")"
 wait "$SERVE"
 
+# A slow client over TLS, a byte a second: answered 408 after the request timeout (2s), as
+# over plain HTTP, while others are served.
+serve --request-timeout 2s
+python3 - "$PORT" >"$T/slow" <<'EOF' &
+import socket, ssl, sys
+ctx = ssl.create_default_context(cafile="ca.pem")
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))),
+                    server_hostname="127.0.0.1")
+s.sendall(b"POST /msmq/private$/simpleq HTTP/1.1\r\nHost: x\r\n"
+          b"Content-Type: multipart/related; boundary=\"b\"\r\nContent-Length: 100\r\n\r\n")
+answer = b""
+s.settimeout(1.5)
+for i in range(8):
+    try:
+        s.sendall(b"x")
+        got = s.recv(4096)
+        if not got:
+            break
+        answer += got
+    except socket.timeout:
+        pass
+    except OSError:
+        break
+print(answer.split(b"\r\n")[0].decode() if answer else "no answer")
+EOF
+slow=$!
+code=$(post https --cacert ca.pem)
+[ "$code" = 200 ] || fail "a POST beside the slow client: $code $(cat "$T/resp")"
+wait $slow
+grep -q '408' "$T/slow" || fail "a slow client over TLS got '$(cat "$T/slow")', not 408"
+[ "$(count simpleq)" = 1 ] || fail "$(count simpleq) messages, expected the one POSTed beside it"
+expect_rc 0 mq-receive simpleq
+kill -TERM "$(tool_pid "$SERVE")"
+wait "$SERVE"
+
 # A client certificate required.
 serve --client-ca ca.pem
 code=$(post https --cacert ca.pem)
