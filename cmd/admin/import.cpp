@@ -179,8 +179,12 @@ class SrmpSource : public ImportSource {
       ++docno_;
       SrmpReceipt receipt;
       Status s = DecodeSrmp(rest.substr(0, end), m, nullptr, &receipt);
-      // A receipt (MSMQ's answer to a message sent to it) is no message: skipped, counted.
-      if (s.ok() && receipt.kind != SrmpReceipt::Kind::kNone) {
+      // A commitment receipt is stored as the acknowledgement it stands for, as serve stores
+      // one posted to a queue of this store. The others (stream and delivery receipts: how a
+      // transfer went) answer messages and are none: skipped, counted.
+      if (s.ok() && receipt.kind == SrmpReceipt::Kind::kCommitment) {
+        AckOfCommitmentReceipt(receipt, m);
+      } else if (s.ok() && receipt.kind != SrmpReceipt::Kind::kNone) {
         ++receipts_;
         continue;
       }
@@ -332,8 +336,9 @@ Command SetupImport(CLI::App& app, Context& ctx) {
                           fmt::format("imported {}, {} of bodies{}",
                                       Messages(progress.messages.load()),
                                       HumanBytes(progress.bytes.load()),
-                                      receipts ? fmt::format(" ({} receipts skipped: they "
-                                                             "answer messages, and are none)",
+                                      receipts ? fmt::format(" ({} stream or delivery receipts "
+                                                             "skipped: they say how a transfer "
+                                                             "went, and are no messages)",
                                                              receipts)
                                                : std::string()));
             return 0;

@@ -417,15 +417,7 @@ class Endpoint {
       // correlation id the message's id; the receipt's own id keeps a replay from being
       // stored twice.
       stats_.receipts++;
-      Message& a = r->msg;
-      if (receipt.positive)
-        a.msg_class = kClassAckReceive;
-      else if ((a.msg_class & 0xC000) != 0xC000)
-        a.msg_class = kClassNackReceiveTimeout;
-      a.response_queue.clear();
-      a.admin_queue.clear();
-      a.ack = 0;
-      a.body.clear();
+      AckOfCommitmentReceipt(receipt, r->msg);
     }
     r->streamed = !r->stream.stream_id.empty();
     r->msg.destination_queue = r->queue;

@@ -119,6 +119,13 @@ void AppendSrmp(std::string& out, const Message& m, const SrmpStream* stream = n
 Status DecodeSrmp(std::string_view doc, Message& m, SrmpStream* stream = nullptr,
                   SrmpReceipt* receipt = nullptr);
 
+// Makes `m`, a commitment receipt as DecodeSrmp read it (its correlation id the id of the
+// message receipted), the acknowledgement MSMQ's queue manager stores for it in the admin
+// queue: class ACK_RECEIVE when positive, else the NACK its <Msmq><Class> names
+// (NACK_RECEIVE_TIMEOUT without one); no body, and no queues or acknowledgement of its own.
+// serve and import --format srmp store commitment receipts so.
+void AckOfCommitmentReceipt(const SrmpReceipt& receipt, Message& m);
+
 // A receipt a receiver posts, as text/xml with no MIME parts: a stream receipt ([MC-MQSRM]
 // 2.2.5.6, 3.1.5.1.5, sample 4.4) to the <sendReceiptsTo> of a stream it stored messages of,
 // a delivery receipt (2.2.6.2, sample 4.3: class ACK_REACH_QUEUE) to the <sendTo> of a

@@ -642,6 +642,17 @@ Status ParseEnvelope(std::string_view text, Message& m, SrmpStream* stream, Srmp
 
 }  // namespace
 
+void AckOfCommitmentReceipt(const SrmpReceipt& receipt, Message& m) {
+  if (receipt.positive)
+    m.msg_class = kClassAckReceive;
+  else if ((m.msg_class & 0xC000) != 0xC000)
+    m.msg_class = kClassNackReceiveTimeout;
+  m.response_queue.clear();
+  m.admin_queue.clear();
+  m.ack = 0;
+  m.body.clear();
+}
+
 Status DecodeSrmp(std::string_view doc, Message& m, SrmpStream* stream, SrmpReceipt* receipt) {
   m = Message{};
   Framing f;

@@ -150,7 +150,7 @@ done
 # It is an SRMP document mq reads back as a receipt.
 (printf 'Content-Type: text/xml\r\n\r\n'; tail -n +3 "$f") >"$T/receipt.xml"
 expect_rc 0 mq-admin import simpleq --format srmp <"$T/receipt.xml"
-expect_err_match '1 receipts skipped'
+expect_err_match "1 stream or delivery receipts skipped"
 [ "$(count simpleq)" = 2 ] || fail "a receipt imported as a message"
 stop_serve
 serve
