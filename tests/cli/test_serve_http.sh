@@ -204,27 +204,7 @@ head -c 2000000 /dev/zero >"$T/big"
 [ "$(code -H 'Content-Type: multipart/related; boundary="b"' --data-binary @"$T/big" \
   "http://127.0.0.1:$PORT/msmq/private\$/small")" = 413 ] || fail "a 2 MB body to a 1k queue is not 413"
 # A slow client, a byte a second: 408 after the request timeout (2s), while others are served.
-python3 - "$PORT" >"$T/slow" <<'EOF' &
-import socket, sys, time
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-s.sendall(b"POST /msmq/private$/simpleq HTTP/1.1\r\nHost: x\r\n"
-          b"Content-Type: multipart/related; boundary=\"b\"\r\nContent-Length: 100\r\n\r\n")
-answer = b""
-s.settimeout(1.5)
-for i in range(8):
-    try:
-        s.sendall(b"x")
-    except OSError:
-        break
-    try:
-        got = s.recv(4096)
-        if not got:
-            break
-        answer += got
-    except socket.timeout:
-        pass
-print(answer.split(b"\r\n")[0].decode() if answer else "no answer")
-EOF
+python3 "$MQ_SRC/tests/cli/slow_post.py" "$PORT" >"$T/slow" &
 slow=$!
 expect_post 200 "$FIX/4.1-simple.txt"  # served meanwhile
 wait $slow

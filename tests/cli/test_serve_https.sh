@@ -73,28 +73,7 @@ wait "$SERVE"
 # A slow client over TLS, a byte a second: answered 408 after the request timeout (2s), as
 # over plain HTTP, while others are served.
 serve --request-timeout 2s
-python3 - "$PORT" >"$T/slow" <<'EOF' &
-import socket, ssl, sys
-ctx = ssl.create_default_context(cafile="ca.pem")
-s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))),
-                    server_hostname="127.0.0.1")
-s.sendall(b"POST /msmq/private$/simpleq HTTP/1.1\r\nHost: x\r\n"
-          b"Content-Type: multipart/related; boundary=\"b\"\r\nContent-Length: 100\r\n\r\n")
-answer = b""
-s.settimeout(1.5)
-for i in range(8):
-    try:
-        s.sendall(b"x")
-        got = s.recv(4096)
-        if not got:
-            break
-        answer += got
-    except socket.timeout:
-        pass
-    except OSError:
-        break
-print(answer.split(b"\r\n")[0].decode() if answer else "no answer")
-EOF
+python3 "$MQ_SRC/tests/cli/slow_post.py" "$PORT" ca.pem >"$T/slow" &
 slow=$!
 code=$(post https --cacert ca.pem)
 [ "$code" = 200 ] || fail "a POST beside the slow client: $code $(cat "$T/resp")"
