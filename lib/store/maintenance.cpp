@@ -144,7 +144,6 @@ Result<Store::UpgradeReport> Store::Upgrade() {
   if (!impl_->alone || impl_->compacted)
     return Status::TransactionUsage("upgrade needs the store opened alone", impl_->dir);
   UpgradeReport report;
-  report.before = impl_->format;
   Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
     report.queues = 0;
     MQ_RETURN_IF_ERROR(impl_->LoadFormat(txn));

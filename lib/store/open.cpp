@@ -113,6 +113,11 @@ Status Store::Impl::LoadFormat(lmdb::Txn& txn) {
   auto f = GetMeta(txn, "format");
   if (!f || f->size() != 4) return Status::Corrupted("bad format record", dir);
   format = GetU32BE(*f, 0);
+  if (format > kFormatVersion)
+    return Status::Error(fmt::format("store format {} is newer than this mq understands ({}); "
+                                     "upgrade mq or use the mq that made it",
+                                     format, kFormatVersion),
+                         dir);
   id_prefix.clear();
   if (format >= 2) {
     auto p = GetMeta(txn, "id_prefix");
@@ -687,14 +692,6 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
     auto meta = txn->OpenDb("meta", false);
     if (meta.ok()) {
       impl->meta = *meta;
-      auto format = impl->GetMeta(*txn, "format");
-      if (!format || format->size() != 4) return Status::Corrupted("bad format record", dir);
-      uint32_t v = GetU32BE(*format, 0);
-      if (v > kFormatVersion)
-        return Status::Error(fmt::format("store format {} is newer than this mq understands ({}); "
-                                         "upgrade mq or use the mq that made it",
-                                         v, kFormatVersion),
-                             dir);
       MQ_RETURN_IF_ERROR(impl->LoadFormat(*txn));
       auto g = impl->GetMeta(*txn, "guid");
       if (!g || g->size() != 16) return Status::Corrupted("store has no GUID", dir);
@@ -727,7 +724,6 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
       MQ_RETURN_IF_ERROR(impl->PutMeta(w, "guid", GuidBytes(NewGuid())));
       MQ_RETURN_IF_ERROR(impl->PutMeta(w, "id_guid", GuidBytes(NewGuid())));
       MQ_RETURN_IF_ERROR(impl->PutMeta(w, "id_prefix", GuidBytes(NewGuid()).substr(0, 12)));
-      MQ_RETURN_IF_ERROR(impl->LoadFormat(w));  // the system queues' ids are native
       for (const char* name : {"system;deadletter", "system;deadxact", "system;journal"}) {
         auto q = impl->NewQueue(w, name);
         if (!q.ok()) return q.status();

@@ -120,7 +120,8 @@ struct Store::Impl {
   std::string NewMessageId(QueueInfo& q) const;
   // The same into `id`, reusing its buffer.
   void NewMessageIdInto(QueueInfo& q, std::string& id) const;
-  // Reads the format and id prefix from meta (open, and after an upgrade).
+  // Reads the format and id prefix from meta (open, and after an upgrade); a format newer
+  // than this mq's is refused.
   Status LoadFormat(lmdb::Txn& txn);
   ~Impl();
   Status WriteLight(const std::function<Status(lmdb::Txn&)>& fn, bool rerun_after_commit);
