@@ -98,8 +98,10 @@ Result<QueueRef> ParseQueueRef(std::string_view text) {
   if (semi != std::string_view::npos && !IsValidQueueName(ref.sub))
     return Bad(text, "invalid subqueue name after ';'");
   if (ref.base == "system") {
-    if (ref.sub != "deadletter" && ref.sub != "deadxact" && ref.sub != "journal")
-      return Bad(text, "'system' is reserved: system;deadletter, system;deadxact, system;journal");
+    if (ref.sub != "deadletter" && ref.sub != "deadxact" && ref.sub != "journal" &&
+        ref.sub != "receipts")
+      return Bad(text, "'system' is reserved: system;deadletter, system;deadxact, system;journal, "
+                       "system;receipts");
   }
   return ref;
 }

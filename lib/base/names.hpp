@@ -4,6 +4,7 @@
 //   NAME;journal      the queue's journal
 //   NAME;SUB          a subqueue (SUB follows the NAME rule), e.g. orders;poison
 //   system;deadletter system;deadxact system;journal   the store's system queues
+//   system;receipts   MSMQ receipts waiting for mq-admin serve to post them (made on first use)
 //   out;LINK          the outgoing queue of link LINK (mq-admin link): 'out' is reserved, so
 //                     that no queue of the user's (and no subqueue of one) is ever out;LINK
 //   .\private$\NAME  DIRECT=OS:.\private$\NAME         MSMQ format names of a local queue
@@ -29,6 +30,9 @@ namespace mq {
 inline constexpr size_t kMaxQueueName = 124;
 // The base of the links' outgoing queues, out;LINK (mq(7) "Transfer between machines").
 inline constexpr std::string_view kOutgoingBase = "out";
+// The receipts of messages that came over HTTP, to a machine no link reaches: posted by
+// mq-admin serve (Store::EmitAck, link/http_endpoint.hpp).
+inline constexpr std::string_view kReceiptsQueue = "system;receipts";
 
 struct QueueRef {
   std::string base;  // "orders", or "system"

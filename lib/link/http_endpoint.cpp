@@ -65,8 +65,10 @@ struct Request {
   SrmpStream stream;
   bool streamed = false;
   std::string via;      // the URL it was posted to
-  std::string path_id;  // its <path><id>, as the sender wrote it
-  bool own_id = false;  // no id came with it (no <Msmq>): this store made one
+  // No <Msmq> came with it, whose id SRMP says is the message's: its <path><id> is taken when
+  // it is uuid:N@GUID (its receipts cite it so), else one made here; either is replaced if
+  // another message of the store has it.
+  bool own_id = false;
   // Posted to a path that names no queue of this store, as text/xml: taken only if it is a
   // receipt (MSMQ posts them to the sender's order queue, /msmq/private$/order_queue$), else
   // refused with this reason.
@@ -111,12 +113,16 @@ class Endpoint {
     }
     if (multi_) Api().curl_multi_cleanup(multi_);
     for (MHD_Daemon* d : daemons_) Api().MHD_stop_daemon(d);
+    ReleaseOutbox();
   }
 
   Status Run() {
     MQ_RETURN_IF_ERROR(Api().status);
     multi_ = Api().curl_multi_init();
     if (!multi_) return Status::InsufficientResources("cannot make a libcurl multi handle");
+    auto bell = store_.ArmReceipts();
+    if (!bell.ok()) return bell.status();
+    receipts_bell_ = std::move(*bell);
     for (int fd : o_.listen_fds) {
       unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME;
       std::vector<MHD_OptionItem> opts{
@@ -150,6 +156,7 @@ class Endpoint {
         MQ_RETURN_IF_ERROR(StorePending(true));
         if (resumed_)
           for (MHD_Daemon* d : daemons_) Api().MHD_run(d);
+        ReleaseOutbox();
         return {};
       }
       // libcurl's sockets (receipts being posted) and these: libmicrohttpd's epoll
@@ -161,6 +168,7 @@ class Endpoint {
         fds.push_back(curl_waitfd{info->epoll_fd, CURL_WAIT_POLLIN, 0});
       }
       if (o_.stop) fds.push_back(curl_waitfd{o_.stop->fd(), CURL_WAIT_POLLIN, 0});
+      fds.push_back(curl_waitfd{receipts_bell_->fd(), CURL_WAIT_POLLIN, 0});
       // libmicrohttpd is run at least every kMhdTickMs. Without it, a sender that reopens
       // many kept-alive connections (a forward with --connections 48 or 64 after another)
       // was seen to have new connections wait unaccepted in the listen backlog until its
@@ -174,8 +182,11 @@ class Endpoint {
       int64_t now = MonotonicMs();
       for (auto& [id, st] : streams_)
         if (st.due) wait = std::min(wait, std::max<int64_t>(0, st.due - now));
-      for (const Delivery& d : deliveries_)
-        wait = std::min(wait, std::max<int64_t>(0, d.due - now));
+      if (look_outbox_) wait = 0;
+      for (const auto& b : outbox_)
+        for (const OutboxItem& it : b->items)
+          if (it.state == OutboxItem::kWaiting)
+            wait = std::min(wait, std::max<int64_t>(0, it.due - now));
       for (const Request* r : held_)
         wait = std::min(wait, std::max<int64_t>(0, r->hold_until - now));
       // Connections resumed after a commit have their answers to send: libmicrohttpd, run
@@ -187,8 +198,10 @@ class Endpoint {
       if (mc != CURLM_OK) return Status::Error("libcurl's poll failed");
       for (MHD_Daemon* d : daemons_) Api().MHD_run(d);
       MQ_RETURN_IF_ERROR(StorePending());
+      if (receipts_bell_->Rang()) look_outbox_ = true;
+      MQ_RETURN_IF_ERROR(LockOutbox());
       PostDueReceipts();
-      FinishReceipts();
+      MQ_RETURN_IF_ERROR(FinishReceipts());
     }
   }
 
@@ -428,9 +441,9 @@ class Endpoint {
                             r->msg.source_qm_guid.size());
       PutU32BE(r->msg.xact_id, static_cast<uint32_t>(r->stream.current));
     }
-    r->path_id = receipt.path_id;
     r->own_id = r->msg.id.empty();
-    if (r->own_id) r->msg.id = MakeMessageId(NewGuid(), 1);
+    if (r->own_id) r->msg.id = SrmpIdOfText(receipt.path_id);
+    if (r->msg.id.empty()) r->msg.id = MakeMessageId(NewGuid(), 1);
     r->state = Request::State::kPending;
     pending_.push_back(r);
     Api().MHD_suspend_connection(c);
@@ -463,7 +476,7 @@ class Endpoint {
         items[i].seq = reqs[i]->stream.current;
         items[i].msg = std::move(reqs[i]->msg);
         items[i].keep_late = true;
-        items[i].new_id_if_taken = !stream.empty();
+        items[i].new_id_if_taken = !stream.empty() || reqs[i]->own_id;
         if (!stream.empty())
           items[i].previous = reqs[i]->stream.previous || reqs[i]->stream.previous_given
                                   ? reqs[i]->stream.previous
@@ -507,7 +520,6 @@ class Endpoint {
           r->status = MHD_HTTP_OK;
           r->reason.clear();
           (items[i].duplicate ? stats_.duplicates : stats_.stored)++;
-          if (!items[i].duplicate) QueueDelivery(items[i].msg, *r);
         }
         if (r->status != MHD_HTTP_OK) {
           stats_.refused++;
@@ -547,20 +559,34 @@ class Endpoint {
     bool in_flight = false;
     bool told_nowhere = false;
   };
-  // A delivery receipt to post: tried kDeliveryTries times, kReceiptRetryMs apart (kept in
-  // memory: a restart of serve forgets the ones not yet posted).
-  static constexpr int kDeliveryTries = 10;
-  struct Delivery {
-    std::string to;
-    std::string doc;
-    int64_t due = 0;
-    int tries = 0;
+  // The receipts of system;receipts (Store::EmitAck puts there those of messages that came
+  // over HTTP from a machine no link reaches), Locked in batches of kOutboxBatch, at most
+  // kOutboxWindow at once, each posted to its URL (the acknowledgement's destination). A batch
+  // ends (its receipts removed) once each was answered 2xx, or 4xx (refused: no retry can
+  // succeed); a failed connection or another status is tried again after kOutboxRetryMs,
+  // doubling up to kOutboxRetryMaxMs, for as long as serve runs. Those of a serve that
+  // stopped or died come back (its leases) and are posted again: the same receipts, each with
+  // its acknowledgement's id.
+  static constexpr size_t kOutboxBatch = 64;
+  static constexpr size_t kOutboxWindow = 256;
+  static constexpr int64_t kOutboxRetryMs = 1000;
+  static constexpr int64_t kOutboxRetryMaxMs = 300'000;
+  struct OutboxItem {
+    enum State { kWaiting, kPosting, kDone } state = kWaiting;
+    int64_t due = 0;  // monotonic ms
+    int64_t retry_ms = kOutboxRetryMs;
+  };
+  struct OutboxBatch {
+    std::unique_ptr<Lease> lease;
+    std::vector<OutboxItem> items;
+    size_t done = 0;
   };
   struct Transfer {
     std::string stream;  // a stream receipt's
     curl_slist* headers = nullptr;
     uint64_t last = 0;
-    std::optional<Delivery> delivery;  // else a delivery receipt
+    OutboxBatch* batch = nullptr;  // else the receipt at `index` of this outbox batch
+    size_t index = 0;
   };
 
   void ScheduleReceipt(const std::string& stream, uint64_t last, const std::string& to,
@@ -611,24 +637,73 @@ class Endpoint {
       else
         st.due = now + kReceiptRetryMs;
     }
-    // Delivery receipts due (new, or to be tried again).
-    std::vector<Delivery> due;
-    for (size_t i = 0; i < deliveries_.size();) {
-      if (deliveries_[i].due <= now) {
-        due.push_back(std::move(deliveries_[i]));
-        deliveries_.erase(deliveries_.begin() + static_cast<std::ptrdiff_t>(i));
-      } else {
+    // The outbox's receipts due (new, or to be tried again).
+    for (auto& b : outbox_)
+      for (size_t i = 0; i < b->items.size(); ++i) {
+        OutboxItem& it = b->items[i];
+        if (it.state != OutboxItem::kWaiting || it.due > now) continue;
+        const Message& ack = b->lease->messages()[i];
+        std::string url = SrmpUrlOf(ack.destination_queue);
+        Transfer t;
+        t.batch = b.get();
+        t.index = i;
+        if (Post(url, EncodeReceipt(ReceiptOfAck(ack, url)), std::move(t))) {
+          it.state = OutboxItem::kPosting;
+        } else {
+          it.due = now + it.retry_ms;
+        }
+      }
+  }
+
+  // Locks more of system;receipts while it has some and the window has room.
+  Status LockOutbox() {
+    if (!look_outbox_) return {};
+    look_outbox_ = false;
+    auto ref = ParseQueueRef(kReceiptsQueue);
+    if (!ref.ok()) return ref.status();
+    for (;;) {
+      size_t held = 0;
+      for (const auto& b : outbox_) held += b->items.size() - b->done;
+      if (held >= kOutboxWindow) return {};
+      Selection sel;
+      sel.limit = std::min(kOutboxBatch, kOutboxWindow - held);
+      LockOptions lo;
+      lo.count_delivery = false;  // a mover is not a reader
+      auto lease = store_.Lock(*ref, sel, ReadOptions{}, lo, nullptr);
+      if (!lease.ok())
+        return lease.status().code() == Code::kMessageNotFound ? Status() : lease.status();
+      auto& b = *outbox_.emplace_back(std::make_unique<OutboxBatch>());
+      b.lease = std::move(*lease);
+      b.items.resize(b.lease->messages().size());
+      int64_t now = MonotonicMs();
+      for (OutboxItem& it : b.items) it.due = now;
+    }
+  }
+
+  // Ends the outbox's batches whose receipts are all done.
+  Status FinishOutbox() {
+    for (size_t i = 0; i < outbox_.size();) {
+      OutboxBatch& b = *outbox_[i];
+      if (b.done < b.items.size()) {
         ++i;
+        continue;
       }
+      MQ_RETURN_IF_ERROR(store_.Finish(*b.lease, true, RetryDelay{}, nullptr));
+      outbox_.erase(outbox_.begin() + static_cast<std::ptrdiff_t>(i));
+      look_outbox_ = true;  // more may wait
     }
-    for (Delivery& d : due) {
-      Transfer t;
-      t.delivery = d;  // a copy: kept for another try if libcurl cannot take it now
-      if (!Post(d.to, d.doc, std::move(t))) {
-        d.due = now + kReceiptRetryMs;
-        deliveries_.push_back(std::move(d));
-      }
+    return {};
+  }
+
+  // At the end: the outbox's batches go back, as they are, for the next serve.
+  void ReleaseOutbox() {
+    for (auto& b : outbox_) {
+      Status s = store_.Release(*b->lease);
+      if (!s.ok() && o_.note)
+        o_.note("could not return receipts to system;receipts: " + s.text() +
+                " (the next serve takes them back)");
     }
+    outbox_.clear();
   }
 
   // Starts posting `doc` to `url` (text/xml, as MSMQ posts its receipts); false if libcurl
@@ -653,49 +728,9 @@ class Endpoint {
     return true;
   }
 
-  // A delivery receipt ([MC-MQSRM] 2.2.5.2.2, 2.2.5.4) for `m`, stored from a POST to
-  // `via`, when it asked for one (MQMSG_ACKNOWLEDGMENT_POS_ARRIVAL) to an http(s) <sendTo>.
-  void QueueDelivery(const Message& m, const Request& req) {
-    if (!(m.ack & kAckPosArrival)) return;
-    std::string_view to = m.admin_queue;
-    if (to.size() > 7 && IEquals(to.substr(0, 7), "DIRECT=")) to.remove_prefix(7);
-    if (!(to.size() > 7 && IEquals(to.substr(0, 7), "http://")) &&
-        !(to.size() > 8 && IEquals(to.substr(0, 8), "https://")))
-      return;  // an admin queue of this store, or no URL: nothing to post
-    // With a link to that machine, the receipt is the store's (an ACK_REACH_QUEUE in the
-    // link's outgoing queue, EmitAck): its forward posts it, whatever happens to serve.
-    auto dests = ParseDestinations(m.admin_queue);
-    if (dests.ok() && dests->size() == 1 && !dests->front().url.empty()) {
-      const std::string& url = dests->front().url;
-      auto link = store_.LinkOfUrl(url);
-      if (!link.ok() || !link->empty()) return;
-      if (o_.note && no_link_noted_.insert(url).second)
-        o_.note(fmt::format("the receipts for {} are posted from memory, and lost if serve "
-                            "stops first, and its commitment receipts are not sent: for both, "
-                            "add a link (mq-admin link add NAME --url {}) and run mq-admin "
-                            "forward NAME --follow",
-                            url, url));
-    }
-    SrmpReceiptDoc r;
-    r.kind = SrmpReceiptDoc::Kind::kDelivery;
-    r.to = std::string(to);
-    r.via = req.via;
-    if (!req.own_id) r.message_id = m.id;
-    r.message_id_text = req.path_id;
-    r.received_time = NowMs();
-    r.qm_guid = store_.guid();
-    r.counter = ++receipt_counter_;
-    r.sent_time = r.received_time;
-    Delivery d;
-    d.to = r.to;
-    d.doc = EncodeReceipt(r);
-    d.due = MonotonicMs();
-    deliveries_.push_back(std::move(d));
-  }
-
   static size_t Discard(char*, size_t size, size_t n, void*) { return size * n; }
 
-  void FinishReceipts() {
+  Status FinishReceipts() {
     int running = 0;
     Api().curl_multi_perform(multi_, &running);
     int left = 0;
@@ -705,17 +740,30 @@ class Endpoint {
       long code = 0;
       Api().curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &code);
       auto found = transfers_.find(easy);
-      if (found != transfers_.end() && found->second.delivery) {
-        Delivery& d = *found->second.delivery;
+      if (found != transfers_.end() && found->second.batch) {
+        OutboxBatch& b = *found->second.batch;
+        OutboxItem& it = b.items[found->second.index];
         bool ok = m->data.result == CURLE_OK && code >= 200 && code < 300;
-        if (ok) {
-          stats_.receipts_sent++;
-        } else if (++d.tries < kDeliveryTries) {
-          d.due = MonotonicMs() + kReceiptRetryMs;
-          deliveries_.push_back(std::move(d));
-        } else if (o_.note) {
-          o_.note(fmt::format("the delivery receipt to {} failed {} times: dropped", d.to,
-                              kDeliveryTries));
+        bool refused = m->data.result == CURLE_OK && code >= 400 && code < 500;
+        std::string url = SrmpUrlOf(b.lease->messages()[found->second.index].destination_queue);
+        if (ok || refused) {
+          it.state = OutboxItem::kDone;
+          b.done++;
+          if (ok) stats_.receipts_sent++;
+          failing_.erase(url);
+          if (refused && o_.note)
+            o_.note(fmt::format("the receipt to {} was refused (HTTP {}): dropped", url, code));
+        } else {
+          if (o_.note && failing_.insert(url).second) {
+            std::string why = m->data.result != CURLE_OK ? Api().curl_easy_strerror(m->data.result)
+                                                         : fmt::format("HTTP {}", code);
+            o_.note(fmt::format("receipts to {} failed: {} (they wait in system;receipts and "
+                                "are tried again, less often, while serve runs)",
+                                url, why));
+          }
+          it.state = OutboxItem::kWaiting;
+          it.due = MonotonicMs() + it.retry_ms;
+          it.retry_ms = std::min(it.retry_ms * 2, kOutboxRetryMaxMs);
         }
         Api().curl_slist_free_all(found->second.headers);
         transfers_.erase(found);
@@ -741,6 +789,7 @@ class Endpoint {
       Api().curl_multi_remove_handle(multi_, easy);
       Api().curl_easy_cleanup(easy);
     }
+    return FinishOutbox();
   }
 
   Store& store_;
@@ -754,9 +803,11 @@ class Endpoint {
   CURLM* multi_ = nullptr;
   std::map<CURL*, Transfer> transfers_;
   std::map<std::string, StreamState> streams_;
-  std::vector<Delivery> deliveries_;
   uint64_t receipt_counter_ = 0;
-  std::set<std::string> no_link_noted_;  // machines told about once (QueueDelivery)
+  std::unique_ptr<Doorbell> receipts_bell_;  // of system;receipts
+  std::vector<std::unique_ptr<OutboxBatch>> outbox_;
+  bool look_outbox_ = true;
+  std::set<std::string> failing_;  // URLs whose receipts fail, told about once
 };
 
 }  // namespace

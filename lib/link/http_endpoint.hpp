@@ -29,9 +29,15 @@
 //    libcurl to the stream's <sendReceiptsTo>, 500 ms after the last message of the stream
 //    stored or replayed (coalesced, at most 10 s late, at once when 1000 ordinals wait for
 //    one; a failed one again 30 s later), while
-//    requests go on being served. A message stored that asks for a delivery receipt
-//    (<deliveryReceiptRequest>) to an http(s) <sendTo> gets one (class ACK_REACH_QUEUE, its
-//    <id> as the sender wrote it), tried 10 times 30 s apart, kept in memory only.
+//    requests go on being served.
+//  - Delivery and commitment receipts of messages that came over HTTP, to a machine that no
+//    link of this store reaches, wait in system;receipts (Store::EmitAck makes them in the
+//    transaction that stores or receives the message): serve Locks them, posts each to its
+//    admin queue's URL and removes it once answered 2xx or 4xx (refused: no retry can
+//    succeed); a failure is tried again 1 s later, doubling up to 5 minutes, while it runs.
+//    Those of a serve that stopped or died are posted by the next one, with the same <id>.
+//    A message without <Msmq> is stored with its <path><id> when that is uuid:N@GUID, so
+//    that its receipts cite it.
 //  - A message without a <Stream> is stored as it comes (express or recoverable, not
 //    transactional); one whose id is in the store already, from the same source machine, is a
 //    replay (its POST was answered but the answer lost) and is not stored twice.

@@ -316,18 +316,7 @@ class HttpForward {
     if (HasSrmpReceipt(cls)) {
       // An acknowledgement for a message that came from that machine: MSMQ's receipt of it
       // ([MC-MQSRM] 2.2.6.2, 2.2.6.3), to the admin queue it names.
-      SrmpReceiptDoc r;
-      r.kind = cls == kClassAckReachQueue ? SrmpReceiptDoc::Kind::kDelivery
-                                          : SrmpReceiptDoc::Kind::kCommitment;
-      r.cls = cls;
-      r.to = url;
-      r.message_id = m.correlation_id;
-      r.message_id_text = SrmpIdText(m.correlation_id);
-      r.received_time = m.sent_time;
-      r.qm_guid = m.source_qm_guid;
-      r.id_text = SrmpIdText(m.id);
-      r.sent_time = NowMs();
-      t.doc = "Content-Type: text/xml; charset=utf-8\r\n\r\n" + EncodeReceipt(r);
+      t.doc = "Content-Type: text/xml; charset=utf-8\r\n\r\n" + EncodeReceipt(ReceiptOfAck(m, url));
     } else if (it.tx) {
       if (link_.receipts_url.empty())
         return Status::LinkFailed(

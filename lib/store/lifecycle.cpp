@@ -43,8 +43,8 @@ namespace mq {
 // HTTP format name (a message that came from MSMQ over HTTP, or from an mq forward's HTTP
 // link) gets its receipt through the link whose --url reaches that machine: ACK_REACH_QUEUE
 // as a delivery receipt, ACK_RECEIVE and the receive NACKs (0xC0xx) as commitment receipts,
-// posted by that link's forward ([MC-MQSRM] 2.2.6); SRMP has no receipt for the other NACKs,
-// and no link there means no receipt.
+// posted by that link's forward ([MC-MQSRM] 2.2.6), or, with no link there, waiting in
+// system;receipts for mq-admin serve to post; SRMP has no receipt for the other NACKs.
 Status Store::Impl::EmitAck(lmdb::Txn& txn, QueueInfo& cur, const Message& orig, uint16_t cls,
                             int64_t now) {
   if (orig.admin_queue.empty() || !AckWanted(orig.ack, cls) || !IsLive(cur) ||
@@ -74,7 +74,13 @@ Status Store::Impl::EmitAck(lmdb::Txn& txn, QueueInfo& cur, const Message& orig,
     if (!HasSrmpReceipt(cls) || !dests.ok() || dests->size() != 1 || dests->front().url.empty())
       return {};
     link = LinkOfUrl(txn, dests->front().url);
-    if (link.empty()) return {};
+    if (link.empty()) {
+      // No link there: system;receipts, where mq-admin serve posts it to the admin queue's
+      // URL, which it keeps as its destination.
+      auto rq = LoadOrCreate(txn, std::string(kReceiptsQueue));
+      if (!rq.ok()) return rq.status();
+      return deliver(*rq);
+    }
     a.destination_queue = dests->front().remote_queue;
   } else if (auto remote = ParseRemoteRef(orig.admin_queue); remote.ok() && *remote) {
     link = (*remote)->link;

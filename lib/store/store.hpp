@@ -485,6 +485,11 @@ class Doorbell {
   // kTimeout; or `stop_fd` (if >= 0) becomes readable: kStop.
   virtual Result<Wake> Wait(int64_t deadline_real_ms, int64_t until_mono_ms,
                             int stop_fd = -1) = 0;
+  // For a caller with a poll loop of its own (mq-admin serve): the descriptor that becomes
+  // readable when the doorbell rings, and Rang(), which reads what came without blocking and
+  // says whether anything did (then look).
+  virtual int fd() const = 0;
+  virtual bool Rang() = 0;
 };
 
 // A lock held until it is destroyed (Store::LockLink); a killed holder's goes with it.
@@ -631,6 +636,9 @@ class Store {
   // For viewers (mq-admin top): every doorbell of the store at once, and the end of any lock
   // holder. Also on a store opened read-only, where nothing rings.
   Result<std::unique_ptr<Doorbell>> ArmStoreDoorbell();
+  // For mq-admin serve: the doorbell of system;receipts (names.hpp kReceiptsQueue), which is
+  // made if it is missing.
+  Result<std::unique_ptr<Doorbell>> ArmReceipts();
   Result<int64_t> NextDeadline(const QueueRef& ref);
   // Returns once the queue holds no message, in any state (visible, delayed, Locked; those
   // kept by RETENTION ON are done with): at once if it is empty, else when a receive, an ack,

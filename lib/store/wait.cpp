@@ -213,6 +213,8 @@ class WaiterDoorbell : public Doorbell {
     }
     return Wake::kLook;
   }
+  int fd() const override { return w_.fd(); }
+  bool Rang() override { return w_.Drain(); }
 
  private:
   Waiter w_;
@@ -231,6 +233,22 @@ Result<std::unique_ptr<Doorbell>> Store::ArmDoorbell(const QueueRef& ref) {
 
 Result<std::unique_ptr<Doorbell>> Store::ArmStoreDoorbell() {
   auto w = Waiter::ArmDirectory(impl_->paths.notify_dir(), impl_->paths.locks_dir());
+  if (!w.ok()) return w.status();
+  return std::unique_ptr<Doorbell>(std::make_unique<WaiterDoorbell>(std::move(*w)));
+}
+
+Result<std::unique_ptr<Doorbell>> Store::ArmReceipts() {
+  MQ_RETURN_IF_ERROR(impl_->Write([&](lmdb::Txn& txn) -> Status {
+    auto q = impl_->LoadOrCreate(txn, std::string(kReceiptsQueue));
+    return q.ok() ? Status() : q.status();
+  }));
+  auto ref = ParseQueueRef(kReceiptsQueue);
+  if (!ref.ok()) return ref.status();
+  MQ_RETURN_IF_ERROR(impl_->CanWait());
+  auto qid = impl_->QueueIdForWait(*ref, false);
+  if (!qid.ok()) return qid.status();
+  // Without the locks directory: the caller's own leases of the queue close lock files there.
+  auto w = Waiter::Arm(impl_->paths.notify(*qid), impl_->file_mode);
   if (!w.ok()) return w.status();
   return std::unique_ptr<Doorbell>(std::make_unique<WaiterDoorbell>(std::move(*w)));
 }

@@ -103,6 +103,13 @@ bool Waiter::ArmTimer(int64_t at_ms) {
   return false;
 }
 
+bool Waiter::Drain() {
+  alignas(inotify_event) char buf[4096];
+  bool any = false;
+  while (::read(fd_, buf, sizeof buf) > 0) any = true;
+  return any;
+}
+
 Result<Waiter::Wake> Waiter::Wait(int64_t deadline_real_ms, int64_t until_mono_ms, int stop_fd) {
   for (;;) {
     int64_t now_mono = MonotonicMs();

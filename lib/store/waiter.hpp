@@ -57,6 +57,11 @@ class Waiter {
   // signalfd or self-pipe) becomes readable: kStop.
   Result<Wake> Wait(int64_t deadline_real_ms, int64_t until_mono_ms, int stop_fd = -1);
 
+  // For a caller that polls its own descriptors: this one becomes readable when the doorbell
+  // rings; Drain() then reads what came, without blocking, and says whether anything did.
+  int fd() const { return fd_; }
+  bool Drain();
+
   bool armed() const { return fd_ >= 0; }
 
  private:

@@ -364,6 +364,30 @@ std::string SrmpIdText(std::string_view id) {
   return out;
 }
 
+std::string SrmpIdOfText(std::string_view text) {
+  size_t at = text.find('@');
+  if (!srmp_mime::IStartsWith(text, "uuid:") || at == std::string_view::npos) return {};
+  auto index = srmp_mime::ParseUnsigned<uint64_t>(text.substr(5, at - 5));
+  auto guid = ParseGuid(text.substr(at + 1));
+  if (!index || !guid || *index > UINT32_MAX) return {};
+  return MakeMessageId(*guid, static_cast<uint32_t>(*index));
+}
+
+SrmpReceiptDoc ReceiptOfAck(const Message& ack, std::string url) {
+  SrmpReceiptDoc r;
+  r.kind = ack.msg_class == kClassAckReachQueue ? SrmpReceiptDoc::Kind::kDelivery
+                                                : SrmpReceiptDoc::Kind::kCommitment;
+  r.cls = ack.msg_class;
+  r.to = std::move(url);
+  r.message_id = ack.correlation_id;
+  r.message_id_text = SrmpIdText(ack.correlation_id);
+  r.received_time = ack.sent_time;
+  r.qm_guid = ack.source_qm_guid;
+  r.id_text = SrmpIdText(ack.id);
+  r.sent_time = NowMs();
+  return r;
+}
+
 std::string FormatSrmpTime(int64_t ms, bool round_up) {
   int64_t sec = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
   if (round_up && ms - sec * 1000) ++sec;

@@ -155,6 +155,15 @@ std::string EncodeReceipt(const SrmpReceiptDoc& r);
 // A message id as SRMP's <path><id> writes it, uuid:COUNTER@GUID (empty for an id that is not
 // 20 bytes); the reader turns it back into the same id.
 std::string SrmpIdText(std::string_view id);
+// The other way: the 20-byte id of a <path><id> of that form, or empty (any other text).
+std::string SrmpIdOfText(std::string_view text);
+
+// The receipt that stands for `ack`, an acknowledgement this store made for a message that
+// came over HTTP (HasSrmpReceipt: ACK_REACH_QUEUE a delivery receipt, ACK_RECEIVE or a
+// receive NACK a commitment receipt), posted to `url`, the message's admin queue: it cites
+// the message by the ack's correlation id, dates the event with the ack's sent time, and has
+// the ack's own id, so that a receipt posted twice is the same receipt.
+SrmpReceiptDoc ReceiptOfAck(const Message& ack, std::string url);
 
 // The document as an HTTP/1.1 request, as MSMQ posts it: POST /msmq/PATH (PATH: `queue` with
 // private$/ in front), Host, SOAPAction "MSMQMessage", Content-Length, then the document's

@@ -311,18 +311,16 @@ Status ParsePath(const XmlNode* path, Message& m, std::string& id_text, std::str
 
 Status ParseId(std::string_view text, Message& m) {
   if (text.empty()) return {};
+  m.id = SrmpIdOfText(text);
+  if (!m.id.empty()) return {};
   constexpr std::string_view kWhere = "<path>/<id>";
   size_t at = text.find('@');
-  if (!IStartsWith(text, "uuid:") || at == std::string_view::npos)
-    return Bad(fmt::format("{}: '{}' is not uuid:INDEX@GUID", kWhere, text));
-  auto index = ParseUnsigned<uint64_t>(text.substr(5, at - 5));
-  auto guid = ParseGuid(text.substr(at + 1));
-  if (!index || !guid) return Bad(fmt::format("{}: '{}' is not uuid:INDEX@GUID", kWhere, text));
-  if (*index > UINT32_MAX)
+  auto index =
+      at == std::string_view::npos ? std::nullopt : ParseUnsigned<uint64_t>(text.substr(5, at - 5));
+  if (IStartsWith(text, "uuid:") && index && *index > UINT32_MAX && ParseGuid(text.substr(at + 1)))
     return Bad(fmt::format("{}: index {} does not fit a message id's 32-bit counter", kWhere,
                            *index));
-  m.id = MakeMessageId(*guid, static_cast<uint32_t>(*index));
-  return {};
+  return Bad(fmt::format("{}: '{}' is not uuid:INDEX@GUID", kWhere, text));
 }
 
 Status ParseServices(const XmlNode* services, Message& m, std::string& send_to) {

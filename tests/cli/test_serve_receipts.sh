@@ -1,0 +1,86 @@
+#!/bin/bash
+# Receipts to a machine no link reaches ([MC-MQSRM] 2.2.6.2, 2.2.6.3): the delivery receipt of
+# a message that came over HTTP, and its commitment receipt when it is received, wait in
+# system;receipts until mq-admin serve has posted them: a serve killed while the machine is
+# unreachable loses none, the next one posts them, and they end there as acknowledgements.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/bg.sh"
+
+command -v curl >/dev/null || skip "curl is not installed"
+
+# serve_on STORE [PORT]: a serve of STORE (on a free port, or PORT): $PORT, its job in $PID.
+serve_on() {
+  start mq-admin --store "$1" serve --http "127.0.0.1:${2:-0}"
+  PORT=
+  until_true 10 grep -qs "listening on" "$T/bg.$PID.err" ||
+    fail "serve did not start: $(cat "$T/bg.$PID.err")"
+  PORT=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/bg.$PID.err")
+}
+count() { mq-admin --store "$1" stat "$2" --json | jq -r .messages; }
+
+FAR=$T/far
+expect_rc 0 mq-admin init
+expect_rc 0 mq-admin create acks
+expect_rc 0 mq-admin --store "$FAR" init
+expect_rc 0 mq-admin --store "$FAR" create q
+serve_on "$MQ_STORE"
+HERE=$PORT
+HERE_SERVE=$PID
+serve_on "$FAR"
+FAR_SERVE=$PID
+FARPORT=$PORT
+expect_rc 0 mq-admin link add far --url "http://127.0.0.1:$FARPORT/msmq" \
+  --receipts-url "http://127.0.0.1:$HERE/msmq/private\$/order_queue\$"
+
+# This machine's serve is down: the far side's receipts cannot be posted. The far store has no
+# link back: its serve posts them, from system;receipts.
+killtree "$(tool_pid "$HERE_SERVE")"
+expect_rc 0 mq-send --ack full-reach-queue,full-receive --admin-queue acks -L one far:q one
+one_id=$(mq-peek 'out;far' --json | jq -r .id)
+expect_rc 0 mq-admin forward far --once
+[ "$(mq-peek acks --json | jq -r .class)" = ack_reach_queue ] || fail "no ACK_REACH_QUEUE here"
+expect_rc 0 mq-receive acks
+# There: the delivery receipt, then (received) the commitment receipt, in system;receipts.
+until_true 10 grep -qs "receipts to http://127.0.0.1:$HERE/msmq/private\$/acks failed" \
+  "$T/bg.$FAR_SERVE.err" || fail "serve did not say the receipt failed: $(cat "$T/bg.$FAR_SERVE.err")"
+[ "$(count "$FAR" 'system;receipts')" = 1 ] || fail "system;receipts holds $(count "$FAR" 'system;receipts')"
+[ "$(mq-receive --store "$FAR" q)" = one ] || fail "the far store did not have one"
+[ "$(count "$FAR" 'system;receipts')" = 2 ] || fail "no commitment receipt waits: $(count "$FAR" 'system;receipts')"
+[ "$(mq-peek --store "$FAR" 'system;receipts' --all --locked --json | jq -r .destination_queue | sort -u)" = \
+  "DIRECT=http://127.0.0.1:$HERE/msmq/private\$/acks" ] || fail "the receipts go elsewhere: $(mq-peek --store "$FAR" 'system;receipts' --all --locked --json)"
+
+# The far serve is killed while it holds them; they stay.
+killtree "$(tool_pid "$FAR_SERVE")"
+[ "$(count "$FAR" 'system;receipts')" = 2 ] || fail "receipts lost with serve"
+# Both ends again: the receipts are posted, and end here as the acknowledgement (the delivery
+# receipt is understood: the forward's 200 made the ACK_REACH_QUEUE already).
+serve_on "$MQ_STORE" "$HERE"
+HERE_SERVE=$PID
+serve_on "$FAR" "$FARPORT"
+FAR_SERVE=$PID
+drained() { [ "$(count "$FAR" 'system;receipts')" = 0 ]; }
+until_true 10 drained || fail "the receipts were not posted: $(count "$FAR" 'system;receipts') left; $(cat "$T/bg.$PID.err")"
+[ "$(mq-peek acks --json --all | jq -r .class)" = ack_receive ] ||
+  fail "acks: $(mq-peek acks --json --all)"
+[ "$(mq-peek acks --correlation "$one_id" --json | jq -r .class)" = ack_receive ] ||
+  fail "the ack is not for $one_id: $(mq-peek acks --json --all)"
+
+# A receipt the other side refuses (4xx: no retry can succeed) is dropped, not kept for ever.
+killtree "$(tool_pid "$HERE_SERVE")"
+start python3 -c '
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(400)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()' "$HERE"
+until_true 10 curl -s -o /dev/null "http://127.0.0.1:$HERE/" || fail "the refusing server did not start"
+expect_rc 0 mq-send --ack full-reach-queue --admin-queue acks -L two far:q two
+expect_rc 0 mq-admin forward far --once
+until_true 10 grep -qs "the receipt to http://127.0.0.1:$HERE/msmq/private\$/acks was refused (HTTP 400): dropped" \
+  "$T/bg.$FAR_SERVE.err" || fail "no refusal: $(cat "$T/bg.$FAR_SERVE.err")"
+until_true 10 drained || fail "a refused receipt stays"
