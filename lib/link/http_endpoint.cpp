@@ -183,10 +183,7 @@ class Endpoint {
       for (auto& [id, st] : streams_)
         if (st.due) wait = std::min(wait, std::max<int64_t>(0, st.due - now));
       if (look_outbox_) wait = 0;
-      for (const auto& b : outbox_)
-        for (const OutboxItem& it : b->items)
-          if (it.state == OutboxItem::kWaiting)
-            wait = std::min(wait, std::max<int64_t>(0, it.due - now));
+      if (outbox_due_) wait = std::min(wait, std::max<int64_t>(0, outbox_due_ - NowMs()));
       for (const Request* r : held_)
         wait = std::min(wait, std::max<int64_t>(0, r->hold_until - now));
       // Connections resumed after a commit have their answers to send: libmicrohttpd, run
@@ -198,7 +195,7 @@ class Endpoint {
       if (mc != CURLM_OK) return Status::Error("libcurl's poll failed");
       for (MHD_Daemon* d : daemons_) Api().MHD_run(d);
       MQ_RETURN_IF_ERROR(StorePending());
-      if (receipts_bell_->Rang()) look_outbox_ = true;
+      if (receipts_bell_->Rang() || (outbox_due_ && outbox_due_ <= NowMs())) look_outbox_ = true;
       MQ_RETURN_IF_ERROR(LockOutbox());
       PostDueReceipts();
       MQ_RETURN_IF_ERROR(FinishReceipts());
@@ -561,25 +558,20 @@ class Endpoint {
   };
   // The receipts of system;receipts (Store::EmitAck puts there those of messages that came
   // over HTTP from a machine no link reaches), Locked in batches of kOutboxBatch, at most
-  // kOutboxWindow at once, each posted to its URL (the acknowledgement's destination). A batch
-  // ends (its receipts removed) once each was answered 2xx, or 4xx (refused: no retry can
-  // succeed); a failed connection or another status is tried again after kOutboxRetryMs,
-  // doubling up to kOutboxRetryMaxMs, for as long as serve runs. Those of a serve that
-  // stopped or died come back (its leases) and are posted again: the same receipts, each with
-  // its acknowledgement's id.
+  // kOutboxWindow at once, each posted to its URL (the acknowledgement's destination). Once
+  // each of a batch is answered, it ends in one transaction: those answered 2xx, or 4xx
+  // (refused: no retry can succeed), are removed; the others (a failed connection, another
+  // status) roll back, to come again after the queue's retry delay (1 s, doubling up to 5
+  // minutes: LoadOrCreate), so that receipts to a machine that is down never hold up the
+  // others. Those of a serve that stopped or died come back (its leases) and are posted
+  // again: the same receipts, each with its acknowledgement's id.
   static constexpr size_t kOutboxBatch = 64;
   static constexpr size_t kOutboxWindow = 256;
-  static constexpr int64_t kOutboxRetryMs = 1000;
-  static constexpr int64_t kOutboxRetryMaxMs = 300'000;
-  struct OutboxItem {
-    enum State { kWaiting, kPosting, kDone } state = kWaiting;
-    int64_t due = 0;  // monotonic ms
-    int64_t retry_ms = kOutboxRetryMs;
-  };
   struct OutboxBatch {
     std::unique_ptr<Lease> lease;
-    std::vector<OutboxItem> items;
-    size_t done = 0;
+    std::vector<bool> ended;  // answered 2xx or 4xx
+    size_t answered = 0;
+    std::string failure;  // the last failure's reason
   };
   struct Transfer {
     std::string stream;  // a stream receipt's
@@ -637,22 +629,6 @@ class Endpoint {
       else
         st.due = now + kReceiptRetryMs;
     }
-    // The outbox's receipts due (new, or to be tried again).
-    for (auto& b : outbox_)
-      for (size_t i = 0; i < b->items.size(); ++i) {
-        OutboxItem& it = b->items[i];
-        if (it.state != OutboxItem::kWaiting || it.due > now) continue;
-        const Message& ack = b->lease->messages()[i];
-        std::string url = SrmpUrlOf(ack.destination_queue);
-        Transfer t;
-        t.batch = b.get();
-        t.index = i;
-        if (Post(url, EncodeReceipt(ReceiptOfAck(ack, url)), std::move(t))) {
-          it.state = OutboxItem::kPosting;
-        } else {
-          it.due = now + it.retry_ms;
-        }
-      }
   }
 
   // Locks more of system;receipts while it has some and the window has room.
@@ -661,34 +637,50 @@ class Endpoint {
     look_outbox_ = false;
     auto ref = ParseQueueRef(kReceiptsQueue);
     if (!ref.ok()) return ref.status();
+    outbox_due_ = 0;
     for (;;) {
       size_t held = 0;
-      for (const auto& b : outbox_) held += b->items.size() - b->done;
+      for (const auto& b : outbox_) held += b->ended.size();
       if (held >= kOutboxWindow) return {};
       Selection sel;
       sel.limit = std::min(kOutboxBatch, kOutboxWindow - held);
       LockOptions lo;
       lo.count_delivery = false;  // a mover is not a reader
       auto lease = store_.Lock(*ref, sel, ReadOptions{}, lo, nullptr);
-      if (!lease.ok())
-        return lease.status().code() == Code::kMessageNotFound ? Status() : lease.status();
+      if (!lease.ok() && lease.status().code() == Code::kMessageNotFound) {
+        // None ready: perhaps some after their retry delay.
+        auto next = store_.NextDeadline(*ref);
+        if (next.ok()) outbox_due_ = *next;
+        return {};
+      }
+      if (!lease.ok()) return lease.status();
       auto& b = *outbox_.emplace_back(std::make_unique<OutboxBatch>());
       b.lease = std::move(*lease);
-      b.items.resize(b.lease->messages().size());
-      int64_t now = MonotonicMs();
-      for (OutboxItem& it : b.items) it.due = now;
+      b.ended.assign(b.lease->messages().size(), false);
+      for (size_t i = 0; i < b.ended.size(); ++i) {
+        const Message& ack = b.lease->messages()[i];
+        std::string url = SrmpUrlOf(ack.destination_queue);
+        Transfer t;
+        t.batch = &b;
+        t.index = i;
+        if (!Post(url, EncodeReceipt(ReceiptOfAck(ack, url)), std::move(t))) {
+          b.answered++;  // libcurl could not take it: it goes back, to be tried again
+          b.failure = "libcurl could not take the POST";
+        }
+      }
     }
   }
 
-  // Ends the outbox's batches whose receipts are all done.
+  // Ends the outbox's batches whose receipts are all answered.
   Status FinishOutbox() {
     for (size_t i = 0; i < outbox_.size();) {
       OutboxBatch& b = *outbox_[i];
-      if (b.done < b.items.size()) {
+      if (b.answered < b.ended.size()) {
         ++i;
         continue;
       }
-      MQ_RETURN_IF_ERROR(store_.Finish(*b.lease, true, RetryDelay{}, nullptr));
+      Failure why = Failure::Because(b.failure);
+      MQ_RETURN_IF_ERROR(store_.FinishEach(*b.lease, b.ended, RetryDelay{}, nullptr, &why));
       outbox_.erase(outbox_.begin() + static_cast<std::ptrdiff_t>(i));
       look_outbox_ = true;  // more may wait
     }
@@ -742,28 +734,26 @@ class Endpoint {
       auto found = transfers_.find(easy);
       if (found != transfers_.end() && found->second.batch) {
         OutboxBatch& b = *found->second.batch;
-        OutboxItem& it = b.items[found->second.index];
+        size_t i = found->second.index;
         bool ok = m->data.result == CURLE_OK && code >= 200 && code < 300;
         bool refused = m->data.result == CURLE_OK && code >= 400 && code < 500;
-        std::string url = SrmpUrlOf(b.lease->messages()[found->second.index].destination_queue);
+        std::string url = SrmpUrlOf(b.lease->messages()[i].destination_queue);
+        b.answered++;
         if (ok || refused) {
-          it.state = OutboxItem::kDone;
-          b.done++;
+          b.ended[i] = true;
           if (ok) stats_.receipts_sent++;
           failing_.erase(url);
           if (refused && o_.note)
             o_.note(fmt::format("the receipt to {} was refused (HTTP {}): dropped", url, code));
         } else {
-          if (o_.note && failing_.insert(url).second) {
-            std::string why = m->data.result != CURLE_OK ? Api().curl_easy_strerror(m->data.result)
-                                                         : fmt::format("HTTP {}", code);
-            o_.note(fmt::format("receipts to {} failed: {} (they wait in system;receipts and "
-                                "are tried again, less often, while serve runs)",
-                                url, why));
-          }
-          it.state = OutboxItem::kWaiting;
-          it.due = MonotonicMs() + it.retry_ms;
-          it.retry_ms = std::min(it.retry_ms * 2, kOutboxRetryMaxMs);
+          b.failure =
+              fmt::format("POST to {}: {}", url,
+                          m->data.result != CURLE_OK ? Api().curl_easy_strerror(m->data.result)
+                                                     : fmt::format("HTTP {}", code));
+          if (o_.note && failing_.insert(url).second)
+            o_.note(fmt::format("receipts to {} failed: {} (they wait in system;receipts and are "
+                                "tried again, less and less often)",
+                                url, b.failure.substr(b.failure.find(": ") + 2)));
         }
         Api().curl_slist_free_all(found->second.headers);
         transfers_.erase(found);
@@ -807,6 +797,7 @@ class Endpoint {
   std::unique_ptr<Doorbell> receipts_bell_;  // of system;receipts
   std::vector<std::unique_ptr<OutboxBatch>> outbox_;
   bool look_outbox_ = true;
+  int64_t outbox_due_ = 0;         // wall-clock ms when a receipt's retry delay ends (0: none)
   std::set<std::string> failing_;  // URLs whose receipts fail, told about once
 };
 

@@ -34,7 +34,8 @@
 //    link of this store reaches, wait in system;receipts (Store::EmitAck makes them in the
 //    transaction that stores or receives the message): serve Locks them, posts each to its
 //    admin queue's URL and removes it once answered 2xx or 4xx (refused: no retry can
-//    succeed); a failure is tried again 1 s later, doubling up to 5 minutes, while it runs.
+//    succeed); one that fails rolls back, to be tried after the queue's retry delay (1 s,
+//    doubling up to 5 minutes), so that a machine that is down holds up no other's.
 //    Those of a serve that stopped or died are posted by the next one, with the same <id>.
 //    A message without <Msmq> is stored with its <path><id> when that is uuid:N@GUID, so
 //    that its receipts cite it.

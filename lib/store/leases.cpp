@@ -43,7 +43,7 @@ std::string Store::Impl::LeaseLockPath(uint32_t qid, uint64_t lease_id) {
 // `held`, if given, is the lease object of this process: its messages are the records as
 // Locked (a Locked record does not change), so they need not be read and decoded again.
 Status Store::Impl::CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
-                                const LeaseRecord& rec, const Lease* held) {
+                                const LeaseRecord& rec, const Lease* held, bool ends) {
   bool known = held && held->messages_.size() == rec.keys.size() &&
                held->sizes_.size() == rec.keys.size();
   bool cleared = false;
@@ -78,8 +78,10 @@ Status Store::Impl::CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
     else
       MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, f.msg, f.size, Held::kLocked));
   }
-  auto r = txn.Del(leases, LeaseKey(q.id, lease_id));
-  if (!r.ok()) return r.status();
+  if (ends) {
+    auto r = txn.Del(leases, LeaseKey(q.id, lease_id));
+    if (!r.ok()) return r.status();
+  }
   return PutQueue(txn, q);
 }
 
@@ -446,6 +448,22 @@ Status Store::Impl::EndLease(Lease& lease, const LeaseEnd& how) {
       return Status::TransactionUsage("the lease is gone (expired or returned)", lease.queue_);
     if (how.outcome == LeaseEnd::Outcome::kCommit)
       return CommitLease(txn, **q, lease.lease_id_, rec, &lease);
+    if (how.commit_some) {
+      // The lease's keys are its messages', in order (MarkLocked): those to commit go first,
+      // the rest roll back, which ends the lease.
+      LeaseRecord done = rec, back = rec;
+      done.keys.clear();
+      back.keys.clear();
+      for (size_t i = 0; i < rec.keys.size(); ++i)
+        ((i < how.commit_some->size() && (*how.commit_some)[i]) ? done : back)
+            .keys.push_back(rec.keys[i]);
+      if (!done.keys.empty())
+        MQ_RETURN_IF_ERROR(
+            CommitLease(txn, **q, lease.lease_id_, done, nullptr, back.keys.empty()));
+      if (back.keys.empty()) return Status();
+      return RollbackLease(txn, **q, lease.lease_id_, back, how.delay, NowMs(), how.report, true,
+                           how.failure);
+    }
     return RollbackLease(txn, **q, lease.lease_id_, rec, how.delay, NowMs(), how.report,
                          how.outcome == LeaseEnd::Outcome::kRollback, how.failure);
   };
@@ -501,6 +519,13 @@ Status Store::Finish(Lease& lease, bool commit, RetryDelay delay, FinishReport* 
                      const Failure* failure) {
   return impl_->EndLease(lease, commit ? Impl::LeaseEnd::Commit(false)
                                        : Impl::LeaseEnd::Rollback(delay, report, failure));
+}
+
+Status Store::FinishEach(Lease& lease, const std::vector<bool>& commit, RetryDelay delay,
+                         FinishReport* report, const Failure* failure) {
+  Impl::LeaseEnd how = Impl::LeaseEnd::Rollback(delay, report, failure);
+  how.commit_some = &commit;
+  return impl_->EndLease(lease, how);
 }
 
 Status Store::Release(Lease& lease) {

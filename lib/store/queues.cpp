@@ -100,7 +100,17 @@ Result<QueueInfo> Store::Impl::LoadOrCreate(lmdb::Txn& txn, const std::string& n
   auto q = LoadQueue(txn, name);
   if (!q.ok()) return q.status();
   if (*q) return std::move(**q);
-  return NewQueue(txn, name);
+  auto made = NewQueue(txn, name);
+  if (made.ok() && name == kReceiptsQueue) {
+    // A receipt that fails goes back until it is posted: never poison, tried again 1 s later,
+    // then twice as long each time, up to every 5 minutes (mq-admin set changes that).
+    made->max_retries = 0;
+    made->retry_delay = 1000;
+    made->retry_backoff = 2;
+    made->retry_delay_max = 300'000;
+    MQ_RETURN_IF_ERROR(PutQueue(txn, *made));
+  }
+  return made;
 }
 
 namespace {

@@ -601,6 +601,10 @@ class Store {
   // `failure` (or, without one, "rolled back") is recorded in each message rolled back.
   Status Finish(Lease& lease, bool commit, RetryDelay delay, FinishReport* report,
                 const Failure* failure = nullptr);
+  // The same, message by message in one transaction: commits those whose entry in `commit`
+  // (by their index in lease.messages()) is true and rolls back the others.
+  Status FinishEach(Lease& lease, const std::vector<bool>& commit, RetryDelay delay,
+                    FinishReport* report, const Failure* failure = nullptr);
   // Returns a lease's messages untouched, as if never received (no abort count, no poison
   // action): for a mover that could not hand them on (mq-admin bridge out after a lost
   // connection or a broker's nack), as a reader that went away returns a receive's batch.

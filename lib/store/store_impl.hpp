@@ -221,8 +221,9 @@ struct Store::Impl {
   // The queues that have a lease.
   void QueuesWithLeases(lmdb::Txn& txn, std::set<uint32_t>& out);
   std::string LeaseLockPath(uint32_t qid, uint64_t lease_id);
+  // With `ends` false the lease record stays (FinishEach: the rest of it rolls back next).
   Status CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id, const LeaseRecord& rec,
-                     const Lease* held = nullptr);
+                     const Lease* held = nullptr, bool ends = true);
   Status CloseLease(Lease& lease, Status s);
   Result<bool> ClearIfAllLocked(lmdb::Txn& txn, const QueueInfo& q, uint64_t lease_id,
                                 const LeaseRecord& rec, const Lease& held);
@@ -266,6 +267,8 @@ struct Store::Impl {
     FinishReport* report = nullptr;
     bool light = false;
     const Failure* failure = nullptr;
+    // kRollback: the messages whose entry is true are committed instead (FinishEach).
+    const std::vector<bool>* commit_some = nullptr;
     static LeaseEnd Commit(bool light) { return {Outcome::kCommit, {}, nullptr, light}; }
     static LeaseEnd Rollback(RetryDelay delay, FinishReport* report, const Failure* failure) {
       return {Outcome::kRollback, delay, report, false, failure};

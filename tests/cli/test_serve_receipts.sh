@@ -46,8 +46,9 @@ until_true 10 grep -qs "receipts to http://127.0.0.1:$HERE/msmq/private\$/acks f
 [ "$(count "$FAR" 'system;receipts')" = 1 ] || fail "system;receipts holds $(count "$FAR" 'system;receipts')"
 [ "$(mq-receive --store "$FAR" q)" = one ] || fail "the far store did not have one"
 [ "$(count "$FAR" 'system;receipts')" = 2 ] || fail "no commitment receipt waits: $(count "$FAR" 'system;receipts')"
-[ "$(mq-peek --store "$FAR" 'system;receipts' --all --locked --json | jq -r .destination_queue | sort -u)" = \
-  "DIRECT=http://127.0.0.1:$HERE/msmq/private\$/acks" ] || fail "the receipts go elsewhere: $(mq-peek --store "$FAR" 'system;receipts' --all --locked --json)"
+# (each waits out its retry delay: export shows them all)
+[ "$(mq-admin --store "$FAR" export 'system;receipts' -q | jq -r .destination_queue | sort -u)" = \
+  "DIRECT=http://127.0.0.1:$HERE/msmq/private\$/acks" ] || fail "the receipts go elsewhere: $(mq-admin --store "$FAR" export 'system;receipts' -q)"
 
 # The far serve is killed while it holds them; they stay.
 killtree "$(tool_pid "$FAR_SERVE")"
@@ -64,6 +65,27 @@ until_true 10 drained || fail "the receipts were not posted: $(count "$FAR" 'sys
   fail "acks: $(mq-peek acks --json --all)"
 [ "$(mq-peek acks --correlation "$one_id" --json | jq -r .class)" = ack_receive ] ||
   fail "the ack is not for $one_id: $(mq-peek acks --json --all)"
+
+# Receipts to a machine that is down do not hold up the others: 300 (more than serve posts at
+# once) to a port where nothing listens, then one to this machine, which comes at once.
+DEAD=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+expect_rc 0 mq-admin link set far --receipts-url "http://127.0.0.1:$DEAD/msmq/private\$/order_queue\$"
+expect_rc 0 mq-admin --store "$FAR" create q3
+seq 300 | mq-send -l --ack full-reach-queue --admin-queue acks far:q
+expect_rc 0 mq-admin forward far --once
+expect_rc 0 mq-admin link set far --receipts-url "http://127.0.0.1:$HERE/msmq/private\$/order_queue\$"
+expect_rc 0 mq-send --ack full-receive --admin-queue acks -L three far:q3 three
+three_id=$(mq-peek 'out;far' --json | jq -r .id)
+expect_rc 0 mq-admin forward far --once
+[ "$(mq-receive --store "$FAR" q3)" = three ] || fail "the far store did not have three"
+acked() { [ "$(mq-peek acks --correlation "$three_id" --json | jq -r .class)" = ack_receive ]; }
+until_true 10 acked || fail "the receipt for three waited behind those to a machine that is down: $(count "$FAR" 'system;receipts') wait there"
+[ "$(count "$FAR" 'system;receipts')" = 300 ] || fail "$(count "$FAR" 'system;receipts') receipts wait, expected 300"
+# Each is tried again later (the queue's retry delay, which mq-admin set changes) and says why.
+mq-admin --store "$FAR" export 'system;receipts' -q >"$T/waiting"
+jq -se "map(select(.abort_count >= 1 and (.last_failure | test(\"POST to http://127.0.0.1:$DEAD/msmq/private.*acks\")))) | length > 0" "$T/waiting" >/dev/null ||
+  fail "no failed receipt records its failure: $(head -c 600 "$T/waiting")"
+expect_rc 0 mq-admin --store "$FAR" purge 'system;receipts'
 
 # A receipt the other side refuses (4xx: no retry can succeed) is dropped, not kept for ever.
 killtree "$(tool_pid "$HERE_SERVE")"

@@ -1049,6 +1049,40 @@ TEST_CASE("a receive takes no more than the rate's tokens, and says when the nex
   CHECK(st->UpdateQueue(Q("q"), burst).code() == Code::kInvalidArg);
 }
 
+TEST_CASE("FinishEach commits some of a lease and rolls the others back", "[store][lease]") {
+  TempDir t;
+  auto st = OpenNew(t.path);
+  Send(*st, "q", {{3, "a"}, {3, "b"}, {3, "c"}, {3, "d"}});
+  auto lease = st->Lock(Q("q"), All(), {}, LockOptions(), nullptr);
+  REQUIRE(lease.ok());
+  REQUIRE((*lease)->messages().size() == 4);
+  Failure f = Failure::Because("POST failed");
+  REQUIRE(st->FinishEach(**lease, {true, false, true, false}, RetryDelay(), nullptr, &f).ok());
+  // The lease is over: b and d are back, in their places, with the failure; a and c are gone.
+  CHECK(st->Finish(**lease, true, 0, nullptr).code() == Code::kTransactionUsage);
+  test::Collect c;
+  REQUIRE(st->Peek(Q("q"), All(), {}, c).ok());
+  REQUIRE(c.got.size() == 2);
+  CHECK(c.got[0].body == "b");
+  CHECK(c.got[1].body == "d");
+  for (const Message& m : c.got) {
+    CHECK(m.abort_count == 1);
+    CHECK(m.last_failure == "POST failed");
+  }
+  CHECK(st->StatQueue(Q("q"))->info.locked == 0);
+  // All committed, and none: as Finish.
+  lease = st->Lock(Q("q"), All(), {}, LockOptions(), nullptr);
+  REQUIRE(lease.ok());
+  REQUIRE(st->FinishEach(**lease, {false, false}, RetryDelay(), nullptr).ok());
+  lease = st->Lock(Q("q"), All(), {}, LockOptions(), nullptr);
+  REQUIRE(lease.ok());
+  REQUIRE(st->FinishEach(**lease, {true, true}, RetryDelay(), nullptr).ok());
+  CHECK(st->StatQueue(Q("q"))->info.count == 0);
+  std::vector<std::string> problems;
+  REQUIRE(st->Check(problems).ok());
+  CHECK(problems.empty());
+}
+
 TEST_CASE("a rollback keeps its failure in the message, and nack and expiry say so",
           "[store][failure]") {
   TempDir t;
