@@ -349,11 +349,11 @@ class Endpoint {
           std::find(o_.queues.begin(), o_.queues.end(), r->queue) == o_.queues.end())
         no_queue = Status::InvalidArg("this endpoint does not serve that queue");
     }
-    std::optional<QueueStat> st;
+    std::optional<QueueInfo> st;
     if (no_queue.ok()) {
       auto ref = ParseQueueRef(r->queue);
       if (!ref.ok()) return Refuse(c, r, MHD_HTTP_NOT_FOUND, ref.status().text());
-      auto got = store_.StatQueue(*ref);
+      auto got = store_.QueueInfoOf(*ref);
       if (!got.ok() && got.status().code() != Code::kQueueNotFound)
         return Refuse(c, r, MHD_HTTP_SERVICE_UNAVAILABLE, got.status().text());
       if (got.ok())
@@ -378,7 +378,7 @@ class Endpoint {
                     fmt::format("Content-Type '{}' is not an SRMP document (multipart/related, "
                                 "or text/xml for a receipt)",
                                 r->content_type));
-    if (st) r->limit = st->info.max_message_size + kEnvelopeRoom;
+    if (st) r->limit = st->max_message_size + kEnvelopeRoom;
     if (const char* len = Api().MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length")) {
       uint64_t n = std::strtoull(len, nullptr, 10);
       if (n > r->limit)

@@ -329,6 +329,12 @@ Result<QueueStat> Store::StatQueue(const QueueRef& ref) {
   return st;
 }
 
+Result<QueueInfo> Store::QueueInfoOf(const QueueRef& ref) {
+  auto txn = lmdb::Txn::Begin(impl_->env, false);
+  if (!txn.ok()) return txn.status();
+  return impl_->FindQueue(*txn, ref);
+}
+
 Result<uint64_t> Store::Purge(const QueueRef& ref) {
   uint64_t n = 0;
   Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {

@@ -532,6 +532,9 @@ class Store {
   Status DeleteQueue(const QueueRef& ref);
   Result<std::vector<QueueInfo>> ListQueues();
   Result<QueueStat> StatQueue(const QueueRef& ref);
+  // The queue's record alone, as it is (no maintenance, no counting of readers): its settings
+  // for a caller that looks them up often (mq-admin serve, per request).
+  Result<QueueInfo> QueueInfoOf(const QueueRef& ref);
   // Removes every message of a queue; returns how many.
   Result<uint64_t> Purge(const QueueRef& ref);
 
