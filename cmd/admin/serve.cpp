@@ -98,7 +98,7 @@ int RunServe(Context& ctx, const ServeArgs& a) {
   link::HttpServeStats stats;
   Status s = link::ServeHttp(**store, o, &stats);
   cli::Note("serve", fmt::format("{} requests: {} messages stored, {} replays, {} ignored "
-                                 "after a gap, {} receipts received, {} stream receipts sent, "
+                                 "after a gap, {} receipts received, {} receipts sent, "
                                  "{} refused",
                                  stats.requests, stats.stored, stats.duplicates, stats.gaps,
                                  stats.receipts, stats.receipts_sent, stats.refused));

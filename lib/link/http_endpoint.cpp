@@ -647,13 +647,24 @@ class Endpoint {
       LockOptions lo;
       lo.count_delivery = false;  // a mover is not a reader
       auto lease = store_.Lock(*ref, sel, ReadOptions{}, lo, nullptr);
-      if (!lease.ok() && lease.status().code() == Code::kMessageNotFound) {
-        // None ready: perhaps some after their retry delay.
+      Code code = lease.ok() ? Code::kOk : lease.status().code();
+      if (code == Code::kMessageNotFound || code == Code::kQueueNotActive) {
+        // None ready: perhaps some after their retry delay. Receiving paused, a rate limit or
+        // the queue disabled (its doorbell rings when that changes): a look every second
+        // while it holds some that are not ours.
         auto next = store_.NextDeadline(*ref);
         if (next.ok()) outbox_due_ = *next;
+        auto info = store_.QueueInfoOf(*ref);
+        if (!outbox_due_ && info.ok() && info->count > info->delayed + info->locked)
+          outbox_due_ = NowMs() + 1000;
+        if (code == Code::kQueueNotActive && o_.note && !told_inactive_)
+          o_.note("system;receipts is disabled: its receipts wait until mq-admin set "
+                  "'system;receipts' --status on");
+        told_inactive_ = code == Code::kQueueNotActive;
         return {};
       }
       if (!lease.ok()) return lease.status();
+      told_inactive_ = false;
       auto& b = *outbox_.emplace_back(std::make_unique<OutboxBatch>());
       b.lease = std::move(*lease);
       b.ended.assign(b.lease->messages().size(), false);
@@ -798,6 +809,7 @@ class Endpoint {
   std::vector<std::unique_ptr<OutboxBatch>> outbox_;
   bool look_outbox_ = true;
   int64_t outbox_due_ = 0;         // wall-clock ms when a receipt's retry delay ends (0: none)
+  bool told_inactive_ = false;     // that system;receipts is disabled
   std::set<std::string> failing_;  // URLs whose receipts fail, told about once
 };
 

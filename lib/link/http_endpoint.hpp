@@ -93,7 +93,7 @@ struct HttpServeStats {
   uint64_t stored = 0;
   uint64_t duplicates = 0;
   uint64_t receipts = 0;       // received
-  uint64_t receipts_sent = 0;  // stream receipts posted and answered with success
+  uint64_t receipts_sent = 0;  // receipts posted (stream, and system;receipts) and answered 2xx
   uint64_t gaps = 0;     // stream messages ignored: an ordinal after a gap
   uint64_t refused = 0;  // answered with an error status
 };

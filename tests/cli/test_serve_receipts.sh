@@ -87,6 +87,19 @@ jq -se "map(select(.abort_count >= 1 and (.last_failure | test(\"POST to http://
   fail "no failed receipt records its failure: $(head -c 600 "$T/waiting")"
 expect_rc 0 mq-admin --store "$FAR" purge 'system;receipts'
 
+# system;receipts disabled: serve says so and goes on; enabled again, the receipt goes.
+expect_rc 0 mq-admin --store "$FAR" set 'system;receipts' --status off
+expect_rc 0 mq-send --ack full-receive --admin-queue acks -L four far:q3 four
+four_id=$(mq-peek 'out;far' --json | jq -r .id)
+expect_rc 0 mq-admin forward far --once
+[ "$(mq-receive --store "$FAR" q3)" = four ] || fail "the far store did not have four"
+until_true 10 grep -qs "system;receipts is disabled" "$T/bg.$FAR_SERVE.err" ||
+  fail "serve did not say system;receipts is disabled: $(cat "$T/bg.$FAR_SERVE.err")"
+kill -0 "$(tool_pid "$FAR_SERVE")" || fail "serve ended: $(cat "$T/bg.$FAR_SERVE.err")"
+expect_rc 0 mq-admin --store "$FAR" set 'system;receipts' --status on
+acked4() { [ "$(mq-peek acks --correlation "$four_id" --json | jq -r .class)" = ack_receive ]; }
+until_true 10 acked4 || fail "the receipt for four did not come once system;receipts was enabled"
+
 # A receipt the other side refuses (4xx: no retry can succeed) is dropped, not kept for ever.
 killtree "$(tool_pid "$HERE_SERVE")"
 start python3 -c '
