@@ -349,7 +349,8 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockPlainOnce(const QueueRef& ref,
         paused = q->receive_paused;
         if (paused) return {};  // commits what Maintain did
         std::string from = n ? std::string() : resume;
-        std::vector<Found> batch;
+        // Kept from one batch to the next: a drain's batches reuse its memory.
+        static thread_local std::vector<Found> batch;
         uint64_t limit = sel.limit ? sel.limit : UINT64_MAX;
         // No more than the rate limit's tokens; with none, one look says whether the limit
         // or an empty queue is the reason.
