@@ -53,8 +53,6 @@ std::optional<Guid> ParseGuid(std::string_view s) {
   return g;
 }
 
-bool IsNil(const Guid& g) { return uuid_is_null(g.data()); }
-
 Guid GuidFromBytes(std::string_view b) {
   Guid g{};
   std::memcpy(g.data(), b.data(), std::min(b.size(), g.size()));

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,7 +22,13 @@ inline constexpr size_t kIdSize = 20;
 Guid NewGuid();
 std::string FormatGuid(const Guid& g);  // lowercase, without braces
 std::optional<Guid> ParseGuid(std::string_view s);  // with or without braces
-bool IsNil(const Guid& g);
+// Inline: called for every message a walk looks at (its conversation handle).
+inline bool IsNil(const Guid& g) {
+  uint64_t a, b;
+  std::memcpy(&a, g.data(), 8);
+  std::memcpy(&b, g.data() + 8, 8);
+  return (a | b) == 0;
+}
 
 // 20 raw bytes.
 std::string MakeMessageId(const Guid& g, uint32_t counter);
