@@ -168,6 +168,7 @@ class Endpoint {
         fds.push_back(curl_waitfd{info->epoll_fd, CURL_WAIT_POLLIN, 0});
       }
       if (o_.stop) fds.push_back(curl_waitfd{o_.stop->fd(), CURL_WAIT_POLLIN, 0});
+      size_t bell_at = fds.size();
       fds.push_back(curl_waitfd{receipts_bell_->fd(), CURL_WAIT_POLLIN, 0});
       // libmicrohttpd is run at least every kMhdTickMs. Without it, a sender that reopens
       // many kept-alive connections (a forward with --connections 48 or 64 after another)
@@ -195,7 +196,9 @@ class Endpoint {
       if (mc != CURLM_OK) return Status::Error("libcurl's poll failed");
       for (MHD_Daemon* d : daemons_) Api().MHD_run(d);
       MQ_RETURN_IF_ERROR(StorePending());
-      if (receipts_bell_->Rang() || (outbox_due_ && outbox_due_ <= NowMs())) look_outbox_ = true;
+      if ((fds[bell_at].revents && receipts_bell_->Rang()) ||
+          (outbox_due_ && outbox_due_ <= NowMs()))
+        look_outbox_ = true;
       MQ_RETURN_IF_ERROR(LockOutbox());
       PostDueReceipts();
       MQ_RETURN_IF_ERROR(FinishReceipts());
