@@ -100,6 +100,51 @@ expect_rc 0 mq-admin --store "$FAR" set 'system;receipts' --status on
 acked4() { [ "$(mq-peek acks --correlation "$four_id" --json | jq -r .class)" = ack_receive ]; }
 until_true 10 acked4 || fail "the receipt for four did not come once system;receipts was enabled"
 
+# serve killed while it posts receipts: each comes again, none is lost. A slow capture server
+# (it keeps each POST as it comes, and answers 5 s later) takes the delivery receipts of 200
+# messages; the far serve is killed while all wait for their answers, and started again: it
+# posts each again, and system;receipts ends empty.
+mkdir "$T/cap"
+start python3 -c '
+import http.server, os, sys, time
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        name = os.path.join(sys.argv[1], "%d.%d" % (time.monotonic_ns(), os.getpid()))
+        with open(name + ".tmp", "wb") as f:
+            f.write(body)
+        os.rename(name + ".tmp", name)
+        time.sleep(5)
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+http.server.ThreadingHTTPServer.request_queue_size = 256
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()' "$T/cap"
+CAP_JOB=$PID
+until_true 10 test -s "$T/bg.$CAP_JOB.out" || fail "the capture server did not start"
+CAP=$(cat "$T/bg.$CAP_JOB.out")
+cited() { cat "$1"/*[0-9] 2>/dev/null | grep -o '<id>[^<]*</id></deliveryReceipt>' | sort -u | wc -l; }
+expect_rc 0 mq-admin link set far --receipts-url "http://127.0.0.1:$CAP/msmq/private\$/order_queue\$"
+seq 200 | mq-send -l --ack full-reach-queue --admin-queue acks far:q3
+expect_rc 0 mq-admin forward far --once
+all_came() { [ "$(cited "$T/cap")" = 200 ]; }
+until_true 10 all_came || fail "serve posted $(cited "$T/cap") of the 200 receipts"
+killtree "$(tool_pid "$FAR_SERVE")"
+mkdir "$T/cap0"
+mv "$T/cap"/*[0-9] "$T/cap0/"
+[ "$(count "$FAR" 'system;receipts')" = 200 ] || fail "$(count "$FAR" 'system;receipts') receipts kept, expected 200"
+serve_on "$FAR" "$FARPORT"
+FAR_SERVE=$PID
+until_true 30 drained || fail "$(count "$FAR" 'system;receipts') receipts left after the restart"
+[ "$(cited "$T/cap")" = 200 ] || fail "after the restart the receipts cite $(cited "$T/cap") messages, expected 200"
+expect_rc 0 mq-admin link set far --receipts-url "http://127.0.0.1:$HERE/msmq/private\$/order_queue\$"
+expect_rc 0 mq-admin --store "$FAR" purge q3
+
 # A receipt the other side refuses (4xx: no retry can succeed) is dropped, not kept for ever.
 killtree "$(tool_pid "$HERE_SERVE")"
 start python3 -c '
