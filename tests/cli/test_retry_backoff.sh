@@ -17,8 +17,16 @@ now_ms() { date +%s%3N; }
 # expect_due Q WANT T0 T1: the rollback that ran between T0 and T1 (ms since the epoch) made
 # Q's first delayed message due WANT ms after it.
 expect_due() {
-  local due
+  local due look
+  look=$(now_ms)
   due=$(due_at "$1")
+  # A look that comes after the due time (a loaded machine) finds the message promoted by
+  # stat's own maintenance: nothing left to check then.
+  if [ "$due" = none ] && ((look >= $3 + $2)); then return 0; fi
+  if [ "$due" = none ]; then
+    fail "$1: no message is delayed $((look - $3)) ms after the rollback began, expected one due at $2 ms"
+    return
+  fi
   if [ "$due" = none ] || ((due < $3 + $2 || due > $4 + $2)); then
     fail "$1: the message is due $((due - $3)) ms after the rollback began and" \
       "$((due - $4)) ms after it ended, expected $2 ms"
