@@ -38,6 +38,7 @@ namespace mq::link {
   X(curl_multi_remove_handle) \
   X(curl_multi_perform)       \
   X(curl_multi_poll)          \
+  X(curl_multi_socket_action) \
   X(curl_multi_info_read)     \
   X(curl_easy_init)           \
   X(curl_easy_cleanup)        \
