@@ -320,17 +320,34 @@ class HttpForward {
   }
 
   // libcurl says which of its sockets to watch for what (CURLMOPT_SOCKETFUNCTION).
-  static int OnSocket(CURL*, curl_socket_t fd, int what, void* self, void*) {
-    int ep = static_cast<HttpForward*>(self)->epoll_.get();
+  // libcurl says which of its sockets to watch for what (CURLMOPT_SOCKETFUNCTION). A socket
+  // it stops watching (a POST answered: its kept-alive connection goes back to libcurl's pool)
+  // stays in the epoll set, so that the next POST on it costs no epoll_ctl; if it wakes while
+  // libcurl does not watch it (the far side closed it), it is taken out then (DriveCurl).
+  // A socket libcurl closed left the set with its close: its number, made again, is added.
+  static int OnSocket(CURL*, curl_socket_t fd, int what, void* self_p, void*) {
+    auto* self = static_cast<HttpForward*>(self_p);
+    if (fd < 0) return 0;
+    auto at = static_cast<size_t>(fd);
+    if (at >= self->sockets_.size()) self->sockets_.resize(at + 1);
+    Socket& sock = self->sockets_[at];
     if (what == CURL_POLL_REMOVE) {
-      ::epoll_ctl(ep, EPOLL_CTL_DEL, fd, nullptr);
+      if (sock.in_set) sock.watched = false;
       return 0;
     }
+    uint32_t events = (what & CURL_POLL_IN ? EPOLLIN : 0u) | (what & CURL_POLL_OUT ? EPOLLOUT : 0u);
     epoll_event e{};
-    e.events = (what & CURL_POLL_IN ? EPOLLIN : 0u) | (what & CURL_POLL_OUT ? EPOLLOUT : 0u);
+    e.events = events;
     e.data.fd = fd;
-    if (::epoll_ctl(ep, EPOLL_CTL_MOD, fd, &e) != 0 && errno == ENOENT)
-      ::epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e);
+    int ep = self->epoll_.get();
+    if (!sock.in_set) {
+      if (::epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e) != 0 && errno == EEXIST)
+        ::epoll_ctl(ep, EPOLL_CTL_MOD, fd, &e);
+    } else if (sock.events != events) {
+      if (::epoll_ctl(ep, EPOLL_CTL_MOD, fd, &e) != 0 && errno == ENOENT)
+        ::epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e);
+    }
+    sock = Socket{true, true, events};
     return 0;
   }
 
@@ -346,6 +363,14 @@ class HttpForward {
     for (int i = 0; i < ready_; ++i) {
       const epoll_event& e = events_[static_cast<size_t>(i)];
       if (e.data.fd == stop_.fd()) continue;
+      auto at = static_cast<size_t>(e.data.fd);
+      if (at < sockets_.size() && sockets_[at].in_set && !sockets_[at].watched) {
+        // A pooled connection woke (closed by the far side, most likely): libcurl finds it
+        // dead when it next looks; it is no longer watched here.
+        ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, e.data.fd, nullptr);
+        sockets_[at].in_set = false;
+        continue;
+      }
       int mask = (e.events & EPOLLIN ? CURL_CSELECT_IN : 0) |
                  (e.events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
                  (e.events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
@@ -567,6 +592,12 @@ class HttpForward {
   std::string receipts_base_;
   CURLM* multi_ = nullptr;
   Fd epoll_;
+  struct Socket {
+    bool in_set = false;   // in epoll_'s set
+    bool watched = false;  // libcurl watches it (else it is a pooled connection)
+    uint32_t events = 0;   // what it is in the set for
+  };
+  std::vector<Socket> sockets_;  // by descriptor
   std::vector<epoll_event> events_;
   int ready_ = 0;          // events_ the last wait found
   int64_t curl_due_ = -1;  // libcurl's timer: monotonic ms, -1 none

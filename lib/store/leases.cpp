@@ -200,7 +200,7 @@ Result<std::vector<Store::Impl::LeaseEntry>> Store::Impl::LeasesOf(lmdb::Txn& tx
   for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix); on = c.Next()) {
     LeaseEntry e;
     e.id = GetU64BE(c.key(), 4);
-    if (!DecodeLease(c.value(), e.rec))
+    if (!DecodeLease(c.value(), e.rec, false))
       return Status::Corrupted("malformed lease record", fmt::format("#{}", qid));
     out.push_back(std::move(e));
   }
@@ -220,8 +220,13 @@ Result<uint64_t> Store::Impl::RecoverLeases(lmdb::Txn& txn, QueueInfo& q, int64_
   auto list = LeasesOf(txn, q.id);
   if (!list.ok()) return list.status();
   uint64_t n = 0;
-  for (const LeaseEntry& e : *list) {
+  for (LeaseEntry& e : *list) {
     if (!LeaseIsOver(q.id, e, now)) continue;
+    // LeasesOf leaves out the keys of the messages a lease holds: read again, whole.
+    auto v = txn.Get(leases, LeaseKey(q.id, e.id));
+    e.rec = LeaseRecord();
+    if (!v || !DecodeLease(*v, e.rec))
+      return Status::Corrupted("malformed lease record", fmt::format("#{}", q.id));
     static const Failure kDied = Failure::Because("receiver died"),
                          kExpired = Failure::Because("lease expired");
     MQ_RETURN_IF_ERROR(RollbackLease(txn, q, e.id, e.rec, 0, now, nullptr, true,

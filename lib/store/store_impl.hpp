@@ -235,6 +235,7 @@ struct Store::Impl {
   Status WithToken(
       const std::string& token, FinishReport* report,
       const std::function<Status(lmdb::Txn&, QueueInfo&, uint64_t, LeaseRecord&, int64_t)>& fn);
+  // The leases of a queue, without the keys of the messages they hold.
   Result<std::vector<LeaseEntry>> LeasesOf(lmdb::Txn& txn, uint32_t qid);
   bool LeaseIsOver(uint32_t qid, const LeaseEntry& e, int64_t now);
   Result<uint64_t> RecoverLeases(lmdb::Txn& txn, QueueInfo& q, int64_t now);
