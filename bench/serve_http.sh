@@ -11,7 +11,9 @@
 #   (d) mq-admin forward of an HTTP link (link add --url) to another store's serve: plain
 #       messages, each ended by its POST's 200
 #   (e) the same, transactional: one <Stream>, each message ended by a stream receipt
-#       (CONNECTIONS, default 16: POSTs in flight at once)
+#       (CONNECTIONS, default 16: POSTs in flight at once; each serve takes up to
+#       MAX_CONNECTIONS, default 256, as --max-connections: a forward with more connections
+#       than the far serve takes has the rest wait for their timeout)
 #
 #   bench/serve_http.sh [N]     default N=20000; LOOP_N (default 500)
 #
@@ -38,7 +40,7 @@ rate() { awk -v n="$1" -v a="$2" -v b="$3" 'BEGIN { printf "%.0f", n / (b - a) }
 export MQ_STORE=$T/src
 mq-admin create q
 head -c 1024 /dev/urandom | base64 -w 0 | head -c 1024 >"$T/body"
-for ((i = 0; i < N; i++)); do cat "$T/body"; echo; done >"$T/lines"
+head -n "$N" < <(yes "$(cat "$T/body")") >"$T/lines"
 mq-send -l q <"$T/lines"
 mq-admin export q --format srmp >"$T/docs" 2>/dev/null
 mkdir "$T/d"
@@ -64,7 +66,7 @@ EOF
 # The receiving store and its endpoint.
 export MQ_STORE=$T/dst
 mq-admin create q
-mq-admin serve --http 127.0.0.1:0 2>"$T/serve.err" &
+mq-admin serve --http 127.0.0.1:0 --max-connections ${MAX_CONNECTIONS:-256} 2>"$T/serve.err" &
 SERVE_PID=$!
 for ((i = 0; i < 200; i++)); do grep -qs "listening on" "$T/serve.err" && break; sleep 0.02; done
 PORT=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/serve.err")
@@ -105,9 +107,9 @@ rc=$(rate "$N" "$c0" "$c1")
 export MQ_STORE=$T/hsrc
 MQ_STORE=$T/hdst mq-admin create q
 MQ_STORE=$T/hdst mq-admin create tq --transactional
-mq-admin serve --http 127.0.0.1:0 2>"$T/here.err" &
+mq-admin serve --http 127.0.0.1:0 --max-connections ${MAX_CONNECTIONS:-256} 2>"$T/here.err" &
 HERE_PID=$!
-MQ_STORE=$T/hdst mq-admin serve --http 127.0.0.1:0 2>"$T/there.err" &
+MQ_STORE=$T/hdst mq-admin serve --http 127.0.0.1:0 --max-connections ${MAX_CONNECTIONS:-256} 2>"$T/there.err" &
 THERE_PID=$!
 for ((i = 0; i < 200; i++)); do
   grep -qs "listening on" "$T/here.err" && grep -qs "listening on" "$T/there.err" && break
