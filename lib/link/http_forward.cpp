@@ -324,7 +324,7 @@ class HttpForward {
   // it stops watching (a POST answered: its kept-alive connection goes back to libcurl's pool)
   // stays in the epoll set, so that the next POST on it costs no epoll_ctl; if it wakes while
   // libcurl does not watch it (the far side closed it), it is taken out then (DriveCurl).
-  // A socket libcurl closed left the set with its close: its number, made again, is added.
+  // A socket libcurl closes is forgotten then (OnClose).
   static int OnSocket(CURL*, curl_socket_t fd, int what, void* self_p, void*) {
     auto* self = static_cast<HttpForward*>(self_p);
     if (fd < 0) return 0;
@@ -349,6 +349,15 @@ class HttpForward {
     }
     sock = Socket{true, true, events};
     return 0;
+  }
+
+  // libcurl closes a socket (CURLOPT_CLOSESOCKETFUNCTION): it leaves the epoll set with its
+  // close, and its number, made again for a new connection, must be added again.
+  static int OnClose(void* self_p, curl_socket_t fd) {
+    auto* self = static_cast<HttpForward*>(self_p);
+    if (fd >= 0 && static_cast<size_t>(fd) < self->sockets_.size())
+      self->sockets_[static_cast<size_t>(fd)] = Socket{};
+    return ::close(fd);
   }
 
   // libcurl's one timer (CURLMOPT_TIMERFUNCTION): -1 none, else due in `ms`.
@@ -437,6 +446,8 @@ class HttpForward {
     if (!t.easy) {
       t.easy = Api().curl_easy_init();
       if (!t.easy) return Status::InsufficientResources("cannot make a libcurl handle");
+      Api().curl_easy_setopt(t.easy, CURLOPT_CLOSESOCKETFUNCTION, &HttpForward::OnClose);
+      Api().curl_easy_setopt(t.easy, CURLOPT_CLOSESOCKETDATA, this);
     }
     if (t.headers) Api().curl_slist_free_all(t.headers);
     t.headers = nullptr;

@@ -205,4 +205,26 @@ for c in 64 16 64 48 64; do
   seq 1 3000 | mq-send -l far:q || fail "send plain"
   expect_rc 0 timeout 60 mq-admin forward far --once --connections "$c" --timeout 5s --retry 0
 done
+
+# The far side closes kept-alive connections while a --follow forward has nothing to post
+# (serve's --idle-timeout 1s): the next messages go on new connections at once, not after
+# the forward's timeout (20 s here). forward keeps a pooled connection watched between POSTs.
+start mq-admin --store "$FAR" serve --http 127.0.0.1:0 --idle-timeout 1s
+IDLE_SERVE=$PID
+until_true 10 grep -qs "listening on" "$T/bg.$IDLE_SERVE.err" || fail "serve did not start"
+IPORT=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$T/bg.$IDLE_SERVE.err")
+expect_rc 0 mq-admin link add idle --url "http://127.0.0.1:$IPORT/msmq"
+far_q_holds() { [ "$(mq-admin --store "$FAR" stat q --json | jq -r .messages)" = "$1" ]; }
+before=$(mq-admin --store "$FAR" stat q --json | jq -r .messages)
+start mq-admin forward idle --follow --connections 4 --timeout 20s
+IDLE_FWD=$PID
+seq 1 8 | mq-send -l idle:q || fail "send plain"
+until_true 10 far_q_holds $((before + 8)) ||
+  fail "forward --follow did not post the first 8 messages"
+sleep 2.5  # serve closes the 4 idle connections after 1 s
+seq 9 16 | mq-send -l idle:q || fail "send plain"
+until_true 5 far_q_holds $((before + 16)) ||
+  fail "after serve closed its idle connections, forward did not post the next 8 within 5 s: $(cat "$T/bg.$IDLE_FWD.err")"
+kill -TERM "$(tool_pid "$IDLE_FWD")"
+wait "$IDLE_FWD" || fail "forward --follow did not end cleanly on SIGTERM"
 finish
