@@ -319,7 +319,6 @@ class HttpForward {
     return {};
   }
 
-  // libcurl says which of its sockets to watch for what (CURLMOPT_SOCKETFUNCTION).
   // libcurl says which of its sockets to watch for what (CURLMOPT_SOCKETFUNCTION). A socket
   // it stops watching (a POST answered: its kept-alive connection goes back to libcurl's pool)
   // stays in the epoll set, so that the next POST on it costs no epoll_ctl; if it wakes while
