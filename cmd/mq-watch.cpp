@@ -28,8 +28,8 @@
 //
 // --exec CMD [ARG...] makes it an activator (Service Broker ACTIVATION): while the queue has
 // available messages it keeps up to --max-readers receivers running, each
-// `mq-receive QUEUE --all --keep-going --quiet --retry-delay D --exec CMD [ARG...]` (the
-// mq-receive beside this program). The engine, and how failures are handled:
+// `mq-receive QUEUE --all --keep-going --quiet --retry-delay D --wait 1s --exec CMD [ARG...]`
+// (the mq-receive beside this program). The engine, and how failures are handled:
 // lib/activate/activator.hpp. SIGTERM/SIGINT: no new receivers; the running ones get SIGTERM,
 // finish their current command (commit or roll back) and exit; then mq-watch exits 0. A queue
 // disabled or deleted: the same, exit 5. If mq-watch dies (SIGKILL included), each receiver
@@ -79,7 +79,10 @@ int Activate(Store& store, const QueueRef& ref, const std::vector<std::string>& 
                 "--quiet",
                 "--retry-delay",
                 retry_delay,
+                "--wait",
+                "1s",  // for a rate limit's token, when started rate_lead_ms before it
                 "--exec"};
+  o.rate_lead_ms = 50;
   o.receiver.insert(o.receiver.end(), cmd.begin(), cmd.end());
   if (cli::StopOnSignals() < 0)
     return cli::Fail(ErrnoStatus(errno, "pipe", "cannot set up signal handling"));

@@ -104,9 +104,10 @@ Status RunActivator(Store& store, const ActivatorOptions& o, const proc::StopSig
             q.receive_paused ? 0 : q.count - std::min(q.count, q.delayed + q.locked + q.retained);
         // A rate limit (mq-admin set --rate): no more receivers than tokens; with none, look
         // again when the next one comes.
-        int64_t now_ns = NowNs();
+        // Tokens due within the lead count: their receivers start now and wait for them.
+        int64_t now_ns = NowNs() + o.rate_lead_ms * 1'000'000;
         uint64_t tokens = RateTokens(q, now_ns);
-        int64_t token_due = available && tokens == 0 ? RateNextMs(q, now_ns) : 0;
+        int64_t token_due = available && tokens == 0 ? RateNextMs(q, now_ns) - o.rate_lead_ms : 0;
         available = std::min(available, tokens);
         // A ring is owed a probe only if something was sent since the last receiver started:
         // one send may ring twice (two wake-ups), and the second ring, after the probe, is no

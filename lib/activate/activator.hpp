@@ -1,12 +1,13 @@
 // activator.hpp: Service Broker activation (mq-watch --exec). While a queue has available
 // messages, keeps up to `max_readers` receivers running, each a process that takes messages
 // in transactions until none is left (mq-watch starts `mq-receive QUEUE --all --keep-going
-// --quiet --retry-delay D --exec CMD...`). Owns its receivers; nothing in the store (it reads
-// the queue's counts and deadlines, and sleeps on its doorbell).
+// --quiet --retry-delay D --wait 1s --exec CMD...`). Owns its receivers; nothing in the store (it
+// reads the queue's counts and deadlines, and sleeps on its doorbell).
 //
 // The loop, and why it neither spins nor stalls:
 //  - It starts receivers as messages arrive (doorbell) or become due (deadline), never more
-//    than there are available messages (count less delayed, Locked and retained).
+//    than there are available messages (count less delayed, Locked and retained), nor than
+//    the rate limit's tokens due within `rate_lead_ms` (the receivers wait for them).
 //  - A receiver's exit status says what it did. 0: it committed, the pool works (a hold ends).
 //    8: some of its commands failed; their messages were rolled back and wait a retry delay
 //    while it went on with the next (a failing message waits, not the pool): nothing is held.
@@ -45,6 +46,11 @@ struct ActivatorOptions {
   QueueRef queue;
   std::vector<std::string> receiver;  // the argv of one receiver
   int max_readers = 1;
+  // How long before a rate limit's token is due a receiver may start: the receiver's own
+  // first receive must wait at least this long (mq-watch passes --wait), and takes the token
+  // as it comes. Without a lead, the time a receiver takes to start is lost from every
+  // token of a full bucket (10/s ran 9 commands a second on a loaded machine).
+  int64_t rate_lead_ms = 0;
 };
 
 // What the activator did, for tests and logs.
