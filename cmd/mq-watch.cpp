@@ -46,6 +46,7 @@
 #include <fmt/format.h>
 
 #include "activate/activator.hpp"
+#include "base/paths.hpp"
 #include "base/units.hpp"
 #include "common.hpp"
 #include "exec.hpp"
@@ -54,14 +55,6 @@ namespace mq {
 namespace {
 
 void OnChild(int) { cli::WakeStopPipe(); }
-
-std::string SiblingProgram(const char* name) {
-  char self[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return name;
-  std::string dir(self, static_cast<size_t>(n));
-  return dir.substr(0, dir.rfind('/') + 1) + name;
-}
 
 int Activate(Store& store, const QueueRef& ref, const std::vector<std::string>& cmd,
              int max_readers, const std::string& retry_delay) {

@@ -1,9 +1,19 @@
 // mq-admin message-type create NAME [--validation none|empty|well-formed-xml]
 // mq-admin message-type delete NAME
 // mq-admin message-type list [--json]
+// mq-admin message-type check (NAME | --validation KIND) [--null]
+//   Checks bodies read from stdin as a send of type NAME would, and sends nothing: the whole
+//   input as one body, or with --null each NUL-terminated body. One line per body on stdout,
+//   "ok" or "invalid: requires WHAT: WHY", written as soon as that body is checked; exit 0 if
+//   every body passes, 7 if one does not. --validation needs no store. The statically linked
+//   tools check XML through it (lib/store/xml_check.hpp).
 //   Service Broker CREATE/DROP MESSAGE TYPE. A send with --message-type NAME is checked
 //   against NAME's validation in its transaction: a body that fails stores nothing (exit 7).
 //   DEFAULT and the Service Broker system types are built in.
+#include <unistd.h>
+
+#include <cerrno>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -13,14 +23,82 @@
 
 namespace mq::admin {
 
-Command SetupMessageType(CLI::App& app, Context&) {
-  struct Args {
-    std::string name;
-    std::string validation = "none";
-    bool json = false;
+namespace {
+
+struct MessageTypeArgs {
+  std::string name;
+  std::string validation = "none";
+  bool json = false;
+  bool null = false;
+};
+
+// mq-admin message-type check: each body's line as soon as it is checked (a static tool waits
+// for it, its body written).
+int CheckBodies(Context& ctx, const MessageTypeArgs& a, bool by_kind) {
+  if (!by_kind && a.name.empty())
+    return cli::Fail(Status::InvalidArg("message-type check needs NAME or --validation"));
+  char validation = 0;
+  std::string what = a.name;
+  if (by_kind) {
+    auto v = ParseValidation(a.validation);
+    if (!v.ok()) return cli::Fail(v.status());
+    validation = *v;
+  } else {
+    auto store = ctx.OpenForReading();
+    if (!store.ok()) return cli::Fail(store.status());
+    auto types = (*store)->ListMessageTypes();
+    if (!types.ok()) return cli::Fail(types.status());
+    for (const MessageTypeInfo& t : *types)
+      if (t.name == a.name) validation = t.validation;
+    if (!validation)
+      return cli::Fail(Status::InvalidArg(fmt::format("no message type '{}'", a.name)));
+  }
+  FdWriter out(1, "stdout");
+  bool all_ok = true;
+  auto one = [&](std::string_view body) -> Status {
+    auto fault = BodyFault(validation, body);
+    if (!fault.ok()) return fault.status();
+    std::string line = fault->empty() ? "ok" : "invalid: requires " + *fault;
+    for (char& c : line)
+      if (c == '\n' || c == '\r') c = ' ';
+    all_ok = all_ok && fault->empty();
+    out.Append(line + "\n");
+    return out.Flush();
   };
+  std::string buf;
+  char chunk[65536];
+  for (;;) {
+    ssize_t n = ::read(0, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return cli::Fail(ErrnoStatus(errno, "stdin", "cannot read"));
+    if (n == 0) break;
+    buf.append(chunk, static_cast<size_t>(n));
+    if (!a.null) continue;
+    size_t start = 0;
+    for (size_t nul; (nul = buf.find('\0', start)) != std::string::npos; start = nul + 1) {
+      Status s = one(std::string_view(buf).substr(start, nul - start));
+      if (s.code() == Code::kBrokenPipe) return 0;
+      if (!s.ok()) return cli::Fail(s);
+    }
+    buf.erase(0, start);
+  }
+  if (!a.null || !buf.empty()) {
+    Status s = one(buf);
+    if (s.code() == Code::kBrokenPipe) return 0;
+    if (!s.ok()) return cli::Fail(s);
+  }
+  if (all_ok) return 0;
+  return cli::Fail(Status::ValidationFailed(
+      fmt::format("a body does not pass the validation of {}",
+                  by_kind ? a.validation : "message type '" + what + "'")));
+}
+
+}  // namespace
+
+Command SetupMessageType(CLI::App& app, Context&) {
+  using Args = MessageTypeArgs;
   auto args = std::make_shared<Args>();
-  auto* sub = app.add_subcommand("message-type", "Create, delete or list message types");
+  auto* sub = app.add_subcommand("message-type", "Create, delete, list or check message types");
   sub->require_subcommand(1);
   auto* create = sub->add_subcommand("create", "Create a message type");
   create->add_option("NAME", args->name, "Message type name, up to 128 characters")->required();
@@ -32,7 +110,20 @@ Command SetupMessageType(CLI::App& app, Context&) {
   del->add_option("NAME", args->name, "Message type name")->required();
   auto* list = sub->add_subcommand("list", "List message types and their validation");
   AddJsonOption(*list, args->json, "One JSON object per message type");
-  return {sub, [args, create, del, list](Context& ctx) {
+  auto* check = sub->add_subcommand(
+      "check", "Check bodies from stdin against a message type's validation, sending nothing");
+  auto* check_name = check->add_option("NAME", args->name, "Message type name");
+  auto* check_kind =
+      check
+          ->add_option("--validation", args->validation,
+                       "Check against this validation instead of a type's (needs no store)")
+          ->type_name("KIND")
+          ->check(CLI::IsMember({"none", "empty", "well-formed-xml"}));
+  check_name->excludes(check_kind);
+  check->add_flag("-0,--null", args->null,
+                  "Bodies end with a NUL byte, each checked as it comes (default: one body)");
+  return {sub, [args, create, del, list, check, check_kind](Context& ctx) {
+            if (check->parsed()) return CheckBodies(ctx, *args, check_kind->count() > 0);
             auto store = list->parsed() ? ctx.OpenForReading() : ctx.Open();
             if (!store.ok()) return cli::Fail(store.status());
             if (create->parsed()) {

@@ -151,10 +151,10 @@ complete -c mq-admin -n '__mq_admin_using touch' -l lease -x -d 'The lease ends 
 complete -c mq-admin -n __mq_admin_needs_command -a locks -d 'List open transactional receives and leases'
 complete -c mq-admin -n __mq_admin_needs_command -a requeue -d 'Move poison or dead-letter messages back'
 complete -c mq-admin -n __mq_admin_needs_command -a move -d 'Move a message to a subqueue, keeping its lookup id'
-complete -c mq-admin -n __mq_admin_needs_command -a message-type -d 'Create, delete or list message types'
+complete -c mq-admin -n __mq_admin_needs_command -a message-type -d 'Create, delete, list or check message types'
 complete -c mq-admin -n __mq_admin_needs_command -a end-conversation -d 'End a conversation: queue EndDialog or Error'
 complete -c mq-admin -n __mq_admin_needs_command -a conversations -d 'List conversations and their groups'
-complete -c mq-admin -n '__mq_admin_needs_operand message-type' -a 'create delete list' -d action
+complete -c mq-admin -n '__mq_admin_needs_operand message-type' -a 'create delete list check' -d action
 
 complete -c mq-admin -n '__mq_admin_needs_operand set delete stat purge export import delete-cursor requeue move' -a '(__mq_queues)' -d queue
 complete -c mq-admin -n __mq_admin_needs_cursor -a '(__mq_admin_cursors)' -d cursor
@@ -209,6 +209,7 @@ complete -c mq-admin -n '__mq_admin_using create set' -l rate -x -a 'off 10/s 10
 complete -c mq-admin -n '__mq_admin_using create set' -l burst -x -d 'How many messages of the rate may leave at once'
 complete -c mq-admin -n '__mq_admin_using message-type' -l validation -x -a 'none empty well-formed-xml' -d 'What a body must be'
 complete -c mq-admin -n '__mq_admin_using message-type' -l json -d 'One JSON object per message type'
+complete -c mq-admin -n '__mq_admin_using message-type' -s 0 -l null -d 'Bodies end with a NUL byte (check)'
 complete -c mq-admin -n '__mq_admin_using end-conversation' -l error -x -d 'End with an error: queue the Error message with CODE'
 complete -c mq-admin -n '__mq_admin_using end-conversation' -l description -x -d "The error's description"
 complete -c mq-admin -n '__mq_admin_using conversations' -l json -d 'One JSON object per conversation'
@@ -223,7 +224,7 @@ complete -c mq-admin -n __mq_admin_needs_command -a help -d "Print the overview,
 complete -c mq-admin -n '__mq_admin_using help; and test (count (__mq_admin_words)) -eq 1' -a 'init create set delete list stat top purge check backup compact upgrade export import cursors delete-cursor sweep ack nack touch locks requeue move message-type end-conversation conversations bridge link forward accept serve' -d 'Command'
 complete -c mq-admin -n '__mq_admin_help_of bridge' -a 'out in' -d 'Direction'
 complete -c mq-admin -n '__mq_admin_help_of link' -a 'add set delete list stat' -d 'Action'
-complete -c mq-admin -n '__mq_admin_help_of message-type' -a 'create delete list' -d 'Action'
+complete -c mq-admin -n '__mq_admin_help_of message-type' -a 'create delete list check' -d 'Action'
 complete -c mq-admin -n '__mq_admin_using bridge' -f -a 'out in' -d 'Direction'
 complete -c mq-admin -n __mq_admin_needs_command -a link -d 'Links to other stores'
 complete -c mq-admin -n __mq_admin_needs_command -a forward -d 'Move messages waiting for a link to its far store'

@@ -2,14 +2,16 @@
 #include "base/paths.hpp"
 
 #include <fcntl.h>
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 
 #include <fmt/format.h>
+
+#include "base/accounts.hpp"
 
 namespace mq {
 
@@ -17,13 +19,23 @@ Result<std::string> DefaultStoreDir() {
   if (const char* s = std::getenv("MQ_STORE"); s && *s) return std::string(s);
   if (const char* x = std::getenv("XDG_DATA_HOME"); x && *x) return std::string(x) + "/mq";
   const char* home = std::getenv("HOME");
+  std::string account_home;  // the account's, when HOME is unset (a cron job, a service)
   if (!home || !*home) {
-    if (passwd* pw = getpwuid(getuid()); pw && pw->pw_dir) home = pw->pw_dir;
+    if (auto pw = UserById(getuid()); pw && !pw->home.empty()) account_home = pw->home;
+    home = account_home.c_str();
   }
   if (!home || !*home)
     return Status::ServiceNotAvailable(
         "no default store: set MQ_STORE, XDG_DATA_HOME or HOME, or use --store");
   return std::string(home) + "/.local/share/mq";
+}
+
+std::string SiblingProgram(const char* name) {
+  char self[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return name;
+  std::string dir(self, static_cast<size_t>(n));
+  return dir.substr(0, dir.rfind('/') + 1) + name;
 }
 
 namespace {

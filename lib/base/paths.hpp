@@ -61,6 +61,10 @@ class StorePaths {
 // The default store directory: $MQ_STORE, else $XDG_DATA_HOME/mq, else ~/.local/share/mq.
 Result<std::string> DefaultStoreDir();
 
+// The program `name` in this program's own directory (/proc/self/exe's): mq-watch's receivers
+// (mq-receive), the static tools' XML checker (mq-admin). Just `name` if that cannot be read.
+std::string SiblingProgram(const char* name);
+
 // The owner and group of the store in use (its directory's), set by Store::Open.
 void SetStoreOwner(uid_t uid, gid_t gid);
 // Gives a file or directory just created in the store to the store's owner and group when

@@ -1,12 +1,12 @@
 // conversation.cpp: conversation and group records, index keys, message-type validation.
 #include "store/conversation.hpp"
 
-#include <dlfcn.h>
-#include <libxml/parser.h>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "base/codec.hpp"
+#include "store/xml_check.hpp"
 
 namespace mq {
 
@@ -105,48 +105,6 @@ const char* ValidationName(char v) {
 
 namespace {
 
-// libxml2 is loaded when a body is first checked, not linked: with its ICU, zlib, lzma and
-// libstdc++ it costs every tool 1.2-1.7 ms at start-up (measured here), which a send that
-// checks no XML must not pay. Its headers come from pkg-config; the ABI is libxml2.so.2's.
-struct XmlApi {
-  decltype(&xmlInitParser) init = nullptr;
-  decltype(&xmlNewParserCtxt) new_ctxt = nullptr;
-  decltype(&xmlCtxtReadMemory) read = nullptr;
-  decltype(&xmlCtxtGetLastError) last_error = nullptr;
-  decltype(&xmlFreeDoc) free_doc = nullptr;
-  decltype(&xmlFreeParserCtxt) free_ctxt = nullptr;
-  std::string error;  // why it could not be loaded
-};
-
-template <typename F>
-bool Bind(void* lib, const char* name, F& fn) {
-  fn = reinterpret_cast<F>(::dlsym(lib, name));
-  return fn != nullptr;
-}
-
-const XmlApi& Xml() {
-  static const XmlApi api = [] {
-    XmlApi x;
-    void* lib = ::dlopen("libxml2.so.2", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-      const char* e = ::dlerror();
-      x.error = e ? e : "dlopen failed";
-      return x;
-    }
-    if (!Bind(lib, "xmlInitParser", x.init) || !Bind(lib, "xmlNewParserCtxt", x.new_ctxt) ||
-        !Bind(lib, "xmlCtxtReadMemory", x.read) ||
-        !Bind(lib, "xmlCtxtGetLastError", x.last_error) ||
-        !Bind(lib, "xmlFreeDoc", x.free_doc) || !Bind(lib, "xmlFreeParserCtxt", x.free_ctxt)) {
-      x.error = "libxml2.so.2 lacks a function mq needs";
-      x.new_ctxt = nullptr;
-      return x;
-    }
-    x.init();
-    return x;
-  }();
-  return api;
-}
-
 // Limits no real document meets, checked in one linear pass before libxml2 sees a body: its
 // duplicate-attribute check is quadratic in an element's attributes (60,000 of them took 37
 // s), and its tree grows with every element.
@@ -210,47 +168,67 @@ std::string OverXmlLimits(std::string_view body) {
 
 }  // namespace
 
-Status ValidateBody(char validation, std::string_view body, std::string_view type_name) {
+namespace {
+
+// What a look at `body` finds it lacks for `validation` ("" nothing), or nullopt when only an
+// XML parser can say.
+std::optional<std::string> LexicalFault(char validation, std::string_view body) {
   if (validation == 'E' && !body.empty())
-    return Status::ValidationFailed(
-        fmt::format("message type '{}' requires an empty body ({} bytes given); "
-                    "nothing was sent",
-                    type_name, body.size()));
-  if (validation != 'X') return {};
-  if (body.empty())
-    return Status::ValidationFailed(
-        fmt::format("message type '{}' requires well-formed XML: the body is empty; "
-                    "nothing was sent",
-                    type_name));
+    return fmt::format("an empty body ({} bytes given)", body.size());
+  if (validation != 'X') return std::string();
+  if (body.empty()) return std::string("well-formed XML: the body is empty");
   if (std::string over = OverXmlLimits(body); !over.empty())
-    return Status::ValidationFailed(
-        fmt::format("message type '{}' requires well-formed XML, and mq checks no document "
-                    "over its limits: {}; nothing was sent",
-                    type_name, over));
-  const XmlApi& xml = Xml();
-  if (!xml.new_ctxt)
-    return Status::Error(
-        fmt::format("cannot check well-formed XML: cannot load libxml2 ({}); nothing "
-                    "was sent",
-                    xml.error));
-  xmlParserCtxtPtr ctxt = xml.new_ctxt();
-  if (!ctxt) return Status::InsufficientResources("cannot allocate an XML parser");
-  // No network, no external entities or DTD loading: a check of form, never a fetch.
-  xmlDocPtr doc = xml.read(ctxt, body.data(), static_cast<int>(body.size()), nullptr, nullptr,
-                           XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
-  bool ok = doc != nullptr && ctxt->wellFormed;
-  std::string error;
-  if (const xmlError* err = xml.last_error(ctxt); !ok && err && err->message) {
-    error = err->message;
-    while (!error.empty() && (error.back() == '\n' || error.back() == ' ')) error.pop_back();
-    if (err->line > 0) error += fmt::format(" (line {})", err->line);
-  }
-  if (doc) xml.free_doc(doc);
-  xml.free_ctxt(ctxt);
-  if (ok) return {};
+    return fmt::format("well-formed XML, and mq checks no document over its limits: {}", over);
+  return std::nullopt;
+}
+
+Status CannotCheck(const Status& why) {
+  return Status(why.code(),
+                fmt::format("cannot check well-formed XML: {}; nothing was sent", why.text()));
+}
+
+Status Refused(std::string_view type_name, const std::string& fault) {
   return Status::ValidationFailed(
-      fmt::format("message type '{}' requires well-formed XML: {}; nothing was sent", type_name,
-                  error.empty() ? "not well-formed" : error));
+      fmt::format("message type '{}' requires {}; nothing was sent", type_name, fault));
+}
+
+}  // namespace
+
+Result<std::string> BodyFault(char validation, std::string_view body) {
+  if (auto fault = LexicalFault(validation, body)) return *fault;
+  auto error = XmlWellFormedError(body);
+  if (!error.ok()) return error.status();
+  if (error->empty()) return std::string();
+  return fmt::format("well-formed XML: {}", *error);
+}
+
+Status ValidateBodies(const std::vector<BodyCheck>& bodies) {
+  std::vector<std::optional<std::string>> faults;
+  std::vector<std::string_view> xml;
+  std::vector<size_t> xml_at;
+  faults.reserve(bodies.size());
+  for (const BodyCheck& b : bodies) {
+    faults.push_back(LexicalFault(b.validation, b.body));
+    if (faults.back()) continue;
+    xml.push_back(b.body);
+    xml_at.push_back(faults.size() - 1);
+  }
+  if (!xml.empty()) {
+    auto errors = XmlWellFormedErrors(xml);
+    if (!errors.ok()) return CannotCheck(errors.status());
+    for (size_t k = 0; k < xml.size(); ++k)
+      faults[xml_at[k]] = (*errors)[k].empty() ? "" : "well-formed XML: " + (*errors)[k];
+  }
+  for (size_t i = 0; i < bodies.size(); ++i)
+    if (!faults[i]->empty()) return Refused(bodies[i].type_name, *faults[i]);
+  return {};
+}
+
+Status ValidateBody(char validation, std::string_view body, std::string_view type_name) {
+  auto fault = BodyFault(validation, body);
+  if (!fault.ok()) return CannotCheck(fault.status());
+  if (fault->empty()) return {};
+  return Refused(type_name, *fault);
 }
 
 char BuiltinValidation(std::string_view name) {

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/ids.hpp"
 #include "base/status.hpp"
@@ -72,9 +73,21 @@ bool DecodeGroup(std::string_view v, GroupRecord& r);
 // Message-type validation: 'N' none, 'E' empty, 'X' well-formed XML.
 Result<char> ParseValidation(std::string_view text);
 const char* ValidationName(char v);
+// What `body` lacks for `validation`: "" if nothing, else the requirement and why it is not
+// met ("an empty body (5 bytes given)", "well-formed XML: Opening and ending tag mismatch:
+// a line 1 and b (line 1)"). XML is checked by libxml2, with no network and no external
+// entities (xml_check.hpp); an error if it could not be asked.
+Result<std::string> BodyFault(char validation, std::string_view body);
 // Whether `body` satisfies `validation`: MQ_VALIDATION_FAILED (exit 7) with the reason if not.
-// XML is checked by libxml2 (no network, no external entities).
 Status ValidateBody(char validation, std::string_view body, std::string_view type_name);
+// ValidateBody over several bodies: the first in their order that fails is the status. The XML
+// ones are checked together (XmlWellFormedErrors: one round trip to a static tool's helper).
+struct BodyCheck {
+  char validation = 'N';
+  std::string body;
+  std::string type_name;
+};
+Status ValidateBodies(const std::vector<BodyCheck>& bodies);
 // The validation of a built-in type (DEFAULT, the Service Broker system types); 0 if `name` is
 // not built in.
 char BuiltinValidation(std::string_view name);

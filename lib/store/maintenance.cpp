@@ -21,12 +21,13 @@
 
 #include <fmt/format.h>
 
+#include "base/accounts.hpp"
 #include "base/codec.hpp"
+#include "base/paths.hpp"
+#include "base/units.hpp"
 #include "store/conversation.hpp"
 #include "store/filelock.hpp"
 #include "store/lmdb.hpp"
-#include "base/paths.hpp"
-#include "base/units.hpp"
 #include "store/waiter.hpp"
 
 namespace mq {
@@ -247,9 +248,9 @@ Result<Store::Sizes> Store::FileSizes() {
 }
 
 Status Store::ShareWithGroup(const std::string& group_name) {
-  struct group* g = getgrnam(group_name.c_str());
+  auto g = GroupByName(group_name);
   if (!g) return Status::InvalidArg(fmt::format("no such group '{}'", group_name));
-  gid_t gid = g->gr_gid;
+  gid_t gid = *g;
   const StorePaths& p = impl_->paths;
   for (const std::string& d : {p.dir(), p.locks_dir(), p.notify_dir()}) {
     MQ_RETURN_IF_ERROR(SetDirMode(d, 02770, gid));

@@ -6,8 +6,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <pwd.h>
 #include <poll.h>
 #include <sys/file.h>
 #include <sys/inotify.h>
@@ -29,12 +27,13 @@
 #include <fmt/format.h>
 #include <lmdb.h>
 
+#include "base/accounts.hpp"
 #include "base/codec.hpp"
+#include "base/paths.hpp"
+#include "base/units.hpp"
 #include "store/conversation.hpp"
 #include "store/filelock.hpp"
 #include "store/lmdb.hpp"
-#include "base/paths.hpp"
-#include "base/units.hpp"
 #include "store/waiter.hpp"
 
 namespace mq {
@@ -545,21 +544,21 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   std::optional<uid_t> owner;
   gid_t owner_gid = static_cast<gid_t>(-1);  // the named owner's own group
   if (!options.owner.empty()) {
-    struct passwd* pw = getpwnam(options.owner.c_str());
+    auto pw = UserByName(options.owner);
     if (!pw) return Status::InvalidArg(fmt::format("no such user '{}'", options.owner));
-    if (pw->pw_uid != ::geteuid() && ::geteuid() != 0)
+    if (pw->uid != ::geteuid() && ::geteuid() != 0)
       return Status::AccessDenied(
           fmt::format("only root may make a store for another account ({})", options.owner),
           dir);
-    owner = pw->pw_uid;
-    owner_gid = pw->pw_gid;
+    owner = pw->uid;
+    owner_gid = pw->gid;
   }
   if (options.create && exists && !PathExists(paths.data())) {
     uid_t wanted = owner.value_or(::geteuid());
     if (st.st_uid != wanted) {
-      struct passwd* pw = getpwuid(st.st_uid);
-      std::string who = pw ? fmt::format("uid {} ({})", st.st_uid, pw->pw_name)
-                           : fmt::format("uid {}", st.st_uid);
+      auto pw = UserById(st.st_uid);
+      std::string who =
+          pw ? fmt::format("uid {} ({})", st.st_uid, pw->name) : fmt::format("uid {}", st.st_uid);
       if (owner)
         return Status::InvalidArg(
             fmt::format("--owner {}, but the directory belongs to {}", options.owner, who),
@@ -617,9 +616,9 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
 
   gid_t gid = static_cast<gid_t>(-1);
   if (creating && !options.group.empty()) {
-    struct group* g = getgrnam(options.group.c_str());
+    auto g = GroupByName(options.group);
     if (!g) return Status::InvalidArg(fmt::format("no such group '{}'", options.group));
-    gid = g->gr_gid;
+    gid = *g;
   }
   mode_t dir_mode = group ? 02770 : 0700;
   mode_t old_umask = ::umask(group ? 007 : 077);

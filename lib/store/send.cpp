@@ -61,55 +61,72 @@ Status Store::Append(std::span<const Destination> dests, const AppendOptions& op
                                   : "a conversation belongs to one queue: send to one queue");
   const std::string first = dests.front().ref.Full();
   // Bodies are checked against their message types before the write transaction begins, so
-  // that libxml2's time is never spent holding the store's write lock (a send elsewhere would
-  // wait for it); inside, a body whose type still has the validation it passed is not
-  // checked again. A type it cannot find here, the transaction reports.
+  // that no XML check (libxml2's time, or a static tool's helper, xml_check.hpp) is ever made
+  // holding the store's write lock; inside, a body whose type still has the validation it
+  // passed is not checked again. A type it cannot find here, the transaction reports. A type
+  // whose validation turned into well-formed XML meanwhile makes the send begin again.
   std::map<std::string, char> prechecked;  // type name -> the validation its bodies passed
-  if (!options.keep_identity && any_local && source.MayHaveTypes()) {
-    Message m;
-    for (;;) {
-      auto more = source.Next(m);
-      if (!more.ok()) return more.status();
-      if (!*more) break;
-      if (m.message_type_name.empty()) continue;
-      char v = impl_->PrecheckValidation(prechecked, m.message_type_name);
-      if (!v) continue;
-      Status valid = ValidateBody(v, m.body, m.message_type_name);
-      if (!valid.ok()) return valid.WithSubject(first);
-    }
-  }
   size_t ids_before = ids ? ids->size() : 0;
   // With several destinations, each one's ids apart, then interleaved; with one, straight
   // into `ids`.
   std::vector<std::vector<std::string>> each(several ? dests.size() : 0);
-  return impl_->Write([&](lmdb::Txn& txn) -> Status {
-    if (report) *report = AppendReport();
-    if (ids) ids->resize(ids_before);
-    for (size_t i = 0; i < dests.size(); ++i) {
-      std::vector<std::string>* out = ids;
-      if (several && ids) {
-        each[i].clear();
-        out = &each[i];
+  for (int attempt = 0;; ++attempt) {
+    prechecked.clear();
+    if (!options.keep_identity && any_local && source.MayHaveTypes()) {
+      if (attempt) MQ_RETURN_IF_ERROR(source.Rewind());
+      std::vector<BodyCheck> batch;
+      size_t batch_bytes = 0;
+      auto check = [&]() -> Status {
+        Status valid = ValidateBodies(batch);
+        batch.clear();
+        batch_bytes = 0;
+        return valid.ok() ? valid : valid.WithSubject(first);
+      };
+      Message m;
+      for (;;) {
+        auto more = source.Next(m);
+        if (!more.ok()) return more.status();
+        if (!*more) break;
+        if (m.message_type_name.empty()) continue;
+        char v = impl_->PrecheckValidation(prechecked, m.message_type_name);
+        if (!v || v == 'N') continue;
+        batch_bytes += m.body.size();
+        batch.push_back({v, std::move(m.body), m.message_type_name});
+        if (batch.size() >= 1000 || batch_bytes >= (4u << 20)) MQ_RETURN_IF_ERROR(check());
       }
-      MQ_RETURN_IF_ERROR(source.Rewind());
-      MQ_RETURN_IF_ERROR(
-          impl_->AppendTo(txn, dests[i], options, source, out, report, prechecked, several));
+      MQ_RETURN_IF_ERROR(check());
     }
-    if (several && ids) {
-      // The copies of each message together, in the order of the destinations.
-      for (size_t k = 0; k < each.front().size(); ++k)
-        for (const auto& d : each)
-          if (k < d.size()) ids->push_back(d[k]);
-    }
-    return {};
-  });
+    bool recheck = false;
+    Status s = impl_->Write([&](lmdb::Txn& txn) -> Status {
+      if (report) *report = AppendReport();
+      if (ids) ids->resize(ids_before);
+      for (size_t i = 0; i < dests.size(); ++i) {
+        std::vector<std::string>* out = ids;
+        if (several && ids) {
+          each[i].clear();
+          out = &each[i];
+        }
+        MQ_RETURN_IF_ERROR(source.Rewind());
+        MQ_RETURN_IF_ERROR(impl_->AppendTo(txn, dests[i], options, source, out, report, prechecked,
+                                           several, &recheck));
+      }
+      if (several && ids) {
+        // The copies of each message together, in the order of the destinations.
+        for (size_t k = 0; k < each.front().size(); ++k)
+          for (const auto& d : each)
+            if (k < d.size()) ids->push_back(d[k]);
+      }
+      return {};
+    });
+    if (!recheck || attempt == 2) return s;
+  }
 }
 
 // One destination of an append, in its write transaction (Append above).
 Status Store::Impl::AppendTo(lmdb::Txn& txn, const Destination& dest, const AppendOptions& options,
                              MessageSource& source, std::vector<std::string>* ids,
                              AppendReport* report, const std::map<std::string, char>& prechecked,
-                             bool several) {
+                             bool several, bool* recheck) {
   const QueueRef& ref = dest.ref;
   bool remote = !dest.remote_queue.empty();
   uint64_t appended = 0;
@@ -267,6 +284,15 @@ Status Store::Impl::AppendTo(lmdb::Txn& txn, const Destination& dest, const Appe
       }
       auto passed = prechecked.find(m.message_type_name);
       if (passed == prechecked.end() || passed->second != *validation) {
+        // Made or changed since the bodies were checked (mq-admin message-type): no XML
+        // check in a write transaction; the send begins again (Append).
+        if (*validation == 'X') {
+          *recheck = true;
+          return Status::Error(fmt::format("message type '{}' changed while the bodies were "
+                                           "checked; nothing was sent",
+                                           m.message_type_name),
+                               q.name);
+        }
         Status valid = ValidateBody(*validation, m.body, m.message_type_name);
         if (!valid.ok()) return valid.WithSubject(q.name);
       }

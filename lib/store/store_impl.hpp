@@ -169,10 +169,11 @@ struct Store::Impl {
   }
   // One destination of Store::Append in its transaction: the messages of `source` (rewound)
   // into `dest` (its remote queue, not options.remote_queue); `several` when other
-  // destinations take copies too.
+  // destinations take copies too. A body of a type whose validation became well-formed XML
+  // after `prechecked` was made sets *recheck, and the transaction fails: Append checks again.
   Status AppendTo(lmdb::Txn& txn, const Destination& dest, const AppendOptions& options,
                   MessageSource& source, std::vector<std::string>* ids, AppendReport* report,
-                  const std::map<std::string, char>& prechecked, bool several);
+                  const std::map<std::string, char>& prechecked, bool several, bool* recheck);
   Status InsertMessage(lmdb::Txn& txn, QueueInfo& q, Message& m, uint64_t quota,
                        uint64_t lookup = 0, bool promoted = false);
   // `change`, if given, changes the message once it is out of `q` (a deadline changed before

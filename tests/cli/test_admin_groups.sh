@@ -37,7 +37,7 @@ expect_err_match "^mq-admin: unknown link subcommand 'foo'$link_tail$inval"
 expect_rc 2 mq-admin bridge sideways q
 expect_err_match "^mq-admin: unknown bridge subcommand 'sideways'; the bridge subcommands are out, in \\(see mq-admin bridge --help\\)$inval"
 expect_rc 2 mq-admin message-type
-expect_err_match "^mq-admin: a message-type subcommand is required; the message-type subcommands are create, delete, list \\(see mq-admin message-type --help\\)$inval"
+expect_err_match "^mq-admin: a message-type subcommand is required; the message-type subcommands are create, delete, list, check \\(see mq-admin message-type --help\\)$inval"
 
 # help of a group's subcommand.
 for w in "link add" "link stat" "bridge in" "message-type create"; do

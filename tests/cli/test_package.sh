@@ -2,7 +2,8 @@
 # The Debian package (issue 15): `cpack -G DEB` in the build directory under test makes
 # mq_VERSION_ARCH.deb; extracted with `dpkg -x` into a fresh root, it has the tools, man pages,
 # completions where Debian's shells look, and the copyright file under /usr; its Depends names
-# libxml2 and librabbitmq4 (both loaded with dlopen, so declared by hand); the extracted
+# libxml2 (mq-admin's, which checks XML for the static tools) and librabbitmq4 (loaded with
+# dlopen, so declared by hand); the extracted
 # mq-send and mq-receive work on a store; lintian (when installed) reports no error.
 . "$(dirname "$0")/lib.sh"
 

@@ -163,6 +163,25 @@ TEST_CASE("validation: none, empty, well-formed XML", "[conversation]") {
   CHECK(body.find("a\xEF\xBF\xBD" "b") != std::string::npos);
 }
 
+TEST_CASE("validation of several bodies: the first that fails, in their order", "[conversation]") {
+  CHECK(ValidateBodies({}).ok());
+  CHECK(ValidateBodies({{'X', "<a/>", "x"}, {'E', "", "e"}, {'N', "<", "n"}}).ok());
+  // An XML fault after a lexical one: the lexical one, which comes first, is the status.
+  Status s = ValidateBodies({{'X', "<a/>", "x"}, {'E', "full", "e"}, {'X', "<a>", "x"}});
+  CHECK(s.code() == Code::kValidationFailed);
+  CHECK(s.text() == "message type 'e' requires an empty body (4 bytes given); nothing was sent");
+  // An XML fault before a lexical one: the XML one, though the parser is asked last.
+  s = ValidateBodies({{'X', "<a></b>", "x"}, {'X', "", "y"}});
+  CHECK(s.code() == Code::kValidationFailed);
+  CHECK(s.text().rfind("message type 'x' requires well-formed XML: Opening and ending tag "
+                       "mismatch",
+                       0) == 0);
+  auto fault = BodyFault('X', "<a/><b/>");
+  REQUIRE(fault.ok());
+  CHECK(fault->rfind("well-formed XML: ", 0) == 0);
+  CHECK(BodyFault('X', "<a/>").value().empty());
+}
+
 TEST_CASE("group selection: highest priority, whole group, locked groups skipped",
           "[conversation]") {
   TempStore t;
