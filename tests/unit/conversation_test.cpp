@@ -182,6 +182,60 @@ TEST_CASE("validation of several bodies: the first that fails, in their order", 
   CHECK(BodyFault('X', "<a/>").value().empty());
 }
 
+// A message type made well-formed XML after a send checked its bodies and before its write
+// transaction: the transaction checks no XML (a static tool's check is a helper process), the
+// send checks its bodies again, and a bad body is refused with nothing stored.
+class TypeMadeLate : public MessageSource {
+ public:
+  TypeMadeLate(Store& st, std::string body) : st_(st), body_(std::move(body)) {}
+  Result<bool> Next(Message& m) override {
+    if (done_) {
+      // The end of a pass: the first is the precheck's, before the transaction.
+      if (++passes_ == 1) REQUIRE(st_.CreateMessageType("late", 'X').ok());
+      return false;
+    }
+    m = Message();
+    m.body = body_;
+    m.message_type_name = "late";
+    done_ = true;
+    return true;
+  }
+  Status Rewind() override {
+    done_ = false;
+    return {};
+  }
+  int passes_ = 0;
+
+ private:
+  Store& st_;
+  std::string body_;
+  bool done_ = false;
+};
+
+TEST_CASE("a type made XML while a send checked its bodies: checked again, outside the "
+          "transaction",
+          "[conversation]") {
+  {
+    TempStore t;
+    TypeMadeLate src(*t.store, "<a>");
+    Status s = t.store->Append(*ParseQueueRef("q"), {}, src, nullptr);
+    CHECK(s.code() == Code::kValidationFailed);
+    CHECK(s.text().find("requires well-formed XML") != std::string::npos);
+    CHECK(Receive(*t.store).empty());
+  }
+  {
+    TempStore t;
+    TypeMadeLate src(*t.store, "<a/>");
+    Status s = t.store->Append(*ParseQueueRef("q"), {}, src, nullptr);
+    INFO(s.ToString());
+    CHECK(s.ok());
+    CHECK(Receive(*t.store) == V{"<a/>"});
+    // Read by the precheck, the transaction that found the type changed, the precheck
+    // again and the transaction that stored it.
+    CHECK(src.passes_ == 4);
+  }
+}
+
 TEST_CASE("group selection: highest priority, whole group, locked groups skipped",
           "[conversation]") {
   TempStore t;
