@@ -23,16 +23,44 @@ BatchSender::BatchSender(Store& store, std::vector<Destination> dests, Message p
       proto_(std::move(proto)),
       options_(std::move(options)) {}
 
+namespace {
+
+// A batch's messages: the prototype with each body in turn.
+class BodiesSource : public MessageSource {
+ public:
+  BodiesSource(const Message& proto, const std::string& bodies, const std::vector<size_t>& ends)
+      : proto_(proto), bodies_(bodies), ends_(ends) {}
+  Result<bool> Next(Message& m) override {
+    if (i_ == ends_.size()) return false;
+    size_t begin = i_ ? ends_[i_ - 1] : 0;
+    m = proto_;
+    m.body.assign(bodies_, begin, ends_[i_] - begin);
+    ++i_;
+    return true;
+  }
+  Status Rewind() override {
+    i_ = 0;
+    return {};
+  }
+  bool MayHaveTypes() const override { return !proto_.message_type_name.empty(); }
+
+ private:
+  const Message& proto_;
+  const std::string& bodies_;
+  const std::vector<size_t>& ends_;
+  size_t i_ = 0;
+};
+
+}  // namespace
+
 void BatchSender::Add(std::string_view body) {
-  if (used_ == batch_.size()) batch_.push_back(proto_);
-  batch_[used_].body.assign(body);
-  bytes_ += body.size();
-  ++used_;
+  bodies_.append(body);
+  ends_.push_back(bodies_.size());
 }
 
 Status BatchSender::Commit() {
-  if (used_ == 0) return {};
-  VectorSource src(batch_, used_);
+  if (ends_.empty()) return {};
+  BodiesSource src(proto_, bodies_, ends_);
   return Append(src);
 }
 
@@ -56,9 +84,9 @@ Status BatchSender::Append(MessageSource& src) {
                     s.subject());
     return s;
   }
-  sent_ += used_;
-  used_ = 0;
-  bytes_ = 0;
+  sent_ += ends_.size();
+  ends_.clear();
+  bodies_.clear();
   if (options_.append.new_conversation) {
     // The new conversation's handle, once it exists: later batches send on it.
     options_.append.new_conversation = false;

@@ -42,12 +42,13 @@ class BatchSender {
   // `dests` in its transaction (Store::Append).
   BatchSender(Store& store, std::vector<Destination> dests, Message proto, BatchOptions options);
 
-  // Adds the prototype with `body` to the batch. The batch's messages stay from one batch to
-  // the next, so that their bodies' buffers are reused: a long send allocates nothing per
-  // message once the first batch is made.
+  // Adds the prototype with `body` to the batch. The batch keeps only the bodies, end to end
+  // in one buffer that stays from one batch to the next: a long send allocates nothing per
+  // message once the first batch is made, and a batch of 10,000 small messages is its bodies'
+  // bytes, not 10,000 copies of the prototype (7 MB to fault in, and to walk).
   void Add(std::string_view body);
   // Whether the batch should be committed before more is added.
-  bool Full() const { return used_ >= kMaxMessages || bytes_ >= kMaxBytes; }
+  bool Full() const { return ends_.size() >= kMaxMessages || bodies_.size() >= kMaxBytes; }
   // Appends the batch, if any, in one transaction.
   Status Commit();
   // Appends everything `src` gives in one transaction. An error after earlier commits says
@@ -59,11 +60,10 @@ class BatchSender {
   std::vector<Destination> dests_;
   Message proto_;
   BatchOptions options_;
-  std::vector<Message> batch_;
-  size_t used_ = 0;  // the messages of batch_ in this batch
+  std::string bodies_;        // the batch's bodies, end to end
+  std::vector<size_t> ends_;  // where each ends in bodies_
   std::vector<std::string> ids_;
   std::set<std::string> noted_;  // notes already given (one per admin queue, not per batch)
-  size_t bytes_ = 0;
   uint64_t sent_ = 0;
 };
 
