@@ -34,6 +34,13 @@
 #include "store/waiter.hpp"
 
 namespace mq {
+namespace {
+
+// The storage of this thread's last ended lease's messages, for its next lease: a drain's
+// leases of 4,000 messages (2.8 MB of Message) would otherwise fault in fresh pages each time.
+thread_local std::vector<Message> spare_messages;
+
+}  // namespace
 
 std::string Store::Impl::LeaseLockPath(uint32_t qid, uint64_t lease_id) {
   return paths.lease_lock(qid, lease_id);
@@ -299,6 +306,7 @@ Result<uint64_t> Store::Impl::BeginLease(QueueInfo& q, const LockOptions& lo, in
       lease_id = q.next_lease++;
     }
   }
+  if (lease.messages_.capacity() == 0) lease.messages_.swap(spare_messages);
   lease.messages_.clear();
   lease.sizes_.clear();
   lease.queue_ = q.name;
@@ -541,6 +549,10 @@ Status Store::Release(Lease& lease) {
 Lease::~Lease() {
   // Unfinished: closing the lock file hands the messages to the next reader, as a death would.
   if (lock_fd_ >= 0) ::close(lock_fd_);
+  if (messages_.capacity() > spare_messages.capacity()) {
+    messages_.clear();
+    spare_messages.swap(messages_);
+  }
 }
 
 // A --lease token's lease, found in a write transaction: `fn` runs on it unless the token is
