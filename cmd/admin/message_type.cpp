@@ -10,16 +10,13 @@
 //   Service Broker CREATE/DROP MESSAGE TYPE. A send with --message-type NAME is checked
 //   against NAME's validation in its transaction: a body that fails stores nothing (exit 7).
 //   DEFAULT and the Service Broker system types are built in.
-#include <unistd.h>
-
-#include <cerrno>
-
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "admin.hpp"
-#include "store/conversation.hpp"
 #include "base/units.hpp"
+#include "send/input.hpp"
+#include "store/conversation.hpp"
 
 namespace mq::admin {
 
@@ -38,7 +35,6 @@ int CheckBodies(Context& ctx, const MessageTypeArgs& a, bool by_kind) {
   if (!by_kind && a.name.empty())
     return cli::Fail(Status::InvalidArg("message-type check needs NAME or --validation"));
   char validation = 0;
-  std::string what = a.name;
   if (by_kind) {
     auto v = ParseValidation(a.validation);
     if (!v.ok()) return cli::Fail(v.status());
@@ -65,32 +61,20 @@ int CheckBodies(Context& ctx, const MessageTypeArgs& a, bool by_kind) {
     out.Append(line + "\n");
     return out.Flush();
   };
-  std::string buf;
-  char chunk[65536];
-  for (;;) {
-    ssize_t n = ::read(0, chunk, sizeof chunk);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return cli::Fail(ErrnoStatus(errno, "stdin", "cannot read"));
-    if (n == 0) break;
-    buf.append(chunk, static_cast<size_t>(n));
-    if (!a.null) continue;
-    size_t start = 0;
-    for (size_t nul; (nul = buf.find('\0', start)) != std::string::npos; start = nul + 1) {
-      Status s = one(std::string_view(buf).substr(start, nul - start));
-      if (s.code() == Code::kBrokenPipe) return 0;
-      if (!s.ok()) return cli::Fail(s);
-    }
-    buf.erase(0, start);
+  Status read;
+  if (a.null) {
+    read = ForEachRecord(0, '\0', one);
+  } else {
+    std::string body;
+    read = ReadAll(0, "stdin", body);
+    if (read.ok()) read = one(body);
   }
-  if (!a.null || !buf.empty()) {
-    Status s = one(buf);
-    if (s.code() == Code::kBrokenPipe) return 0;
-    if (!s.ok()) return cli::Fail(s);
-  }
+  if (read.code() == Code::kBrokenPipe) return 0;
+  if (!read.ok()) return cli::Fail(read);
   if (all_ok) return 0;
   return cli::Fail(Status::ValidationFailed(
       fmt::format("a body does not pass the validation of {}",
-                  by_kind ? a.validation : "message type '" + what + "'")));
+                  by_kind ? a.validation : "message type '" + a.name + "'")));
 }
 
 }  // namespace

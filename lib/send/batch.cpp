@@ -13,6 +13,7 @@
 
 #include "base/ids.hpp"
 #include "output/format.hpp"
+#include "send/input.hpp"
 
 namespace mq {
 
@@ -103,36 +104,10 @@ Status BatchSender::Append(MessageSource& src) {
 }
 
 Status SendRecords(int fd, char sep, BatchSender& sender) {
-  std::string pending;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus(errno, "stdin", "read failed");
-    }
-    if (n == 0) break;
-    // memchr finds each separator; a record whole in `buf` goes to the batch from there, one
-    // that spans reads is put together in `pending`.
-    const char* p = buf;
-    const char* end = buf + n;
-    for (;;) {
-      auto* hit = static_cast<const char*>(memchr(p, sep, static_cast<size_t>(end - p)));
-      if (!hit) break;
-      std::string_view rec(p, static_cast<size_t>(hit - p));
-      if (pending.empty()) {
-        sender.Add(rec);
-      } else {
-        pending.append(rec);
-        sender.Add(pending);
-        pending.clear();
-      }
-      p = hit + 1;
-      if (sender.Full()) MQ_RETURN_IF_ERROR(sender.Commit());
-    }
-    pending.append(p, static_cast<size_t>(end - p));
-  }
-  if (!pending.empty()) sender.Add(pending);
+  MQ_RETURN_IF_ERROR(ForEachRecord(fd, sep, [&](std::string_view rec) -> Status {
+    sender.Add(rec);
+    return sender.Full() ? sender.Commit() : Status();
+  }));
   return sender.Commit();
 }
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -23,6 +24,39 @@ Status ReadAll(int fd, const std::string& name, std::string& out) {
     }
     out.append(buf, static_cast<size_t>(n));
   }
+}
+
+Status ForEachRecord(int fd, char sep, const std::function<Status(std::string_view)>& fn) {
+  std::string pending;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(errno, "stdin", "read failed");
+    }
+    if (n == 0) break;
+    // memchr finds each separator; a record whole in `buf` is passed from there, one that
+    // spans reads is put together in `pending`.
+    const char* p = buf;
+    const char* end = buf + n;
+    for (;;) {
+      auto* hit = static_cast<const char*>(memchr(p, sep, static_cast<size_t>(end - p)));
+      if (!hit) break;
+      std::string_view rec(p, static_cast<size_t>(hit - p));
+      if (pending.empty()) {
+        MQ_RETURN_IF_ERROR(fn(rec));
+      } else {
+        pending.append(rec);
+        MQ_RETURN_IF_ERROR(fn(pending));
+        pending.clear();
+      }
+      p = hit + 1;
+    }
+    pending.append(p, static_cast<size_t>(end - p));
+  }
+  if (!pending.empty()) return fn(pending);
+  return {};
 }
 
 Status ReadBody(const std::string& file, std::string& out) {

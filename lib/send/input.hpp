@@ -4,7 +4,9 @@
 // --extension.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
 
 #include "base/status.hpp"
 
@@ -13,6 +15,12 @@ namespace mq {
 // Appends everything `fd` gives until end of file to `out`, retrying on EINTR. `name` is the
 // subject of an error ("stdin", a file name).
 Status ReadAll(int fd, const std::string& name, std::string& out);
+
+// Splits what `fd` gives on `sep` and calls `fn` on each record (the separator left out; a
+// last one without it included) as soon as it is whole, so that a reader at the other end of
+// a pipe can wait for what `fn` does with it. A record whole in one read is passed from the
+// read's buffer; memory is bounded by the longest record. Stops at `fn`'s first error.
+Status ForEachRecord(int fd, char sep, const std::function<Status(std::string_view)>& fn);
 
 // A message body: the contents of `file`, or all of stdin when `file` is empty or "-". A file
 // that does not exist is E_INVALIDARG ("cannot open body file: no such file").
