@@ -125,9 +125,14 @@ expect_rc 0 mq-admin sweep
 t0=$(ms)
 expect_rc 0 mq-admin requeue 'system;deadletter'
 t_requeued=$(ms)
-[ "$(count q)" = 1 ] || fail "requeue without --ttbr: not back"
+n=$(count q)
 t1=$(ms)
-((t1 - t0 < 1200)) || fail "the count after requeue took $((t1 - t0)) ms, not inside the 1200ms"
+# A count of 1 shows the message back however long it took; a count taken after its 1200ms
+# (a loaded ASan run took 1311 ms) cannot tell "not back" from "expired again".
+if [ "$n" != 1 ]; then
+  ((t1 - t0 < 1200)) || fail "the count after requeue took $((t1 - t0)) ms, not inside the 1200ms"
+  fail "requeue without --ttbr: not back"
+fi
 sleep_until $((t_requeued + 1300))
 [ "$(count q)" = 0 ] || fail "requeue without --ttbr kept no deadline (the original 1200ms)"
 expect_rc 0 mq-admin check

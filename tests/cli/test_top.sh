@@ -26,7 +26,9 @@ expect_rc 0 sh -c 'mq-admin top --interval 50ms | head -n1 >/dev/null'
 # Rates: messages sent and received during the run show in the second object's rates.
 mq-admin top -n 2 --interval 1s --json >"$T/json" &
 top=$!
-sleep 0.3
+# The sends come after the first sample (a fixed pause was too short for a loaded ASan run:
+# the first sample then already held them, and the second showed no rate).
+until_true 10 test -s "$T/json" || fail "top --json printed no first sample within 10 s"
 seq 30 | mq-send -l jobs
 mq-receive jobs -n 10 -l >/dev/null
 wait "$top" || fail "top --json exited $?"
