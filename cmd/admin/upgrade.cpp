@@ -26,9 +26,11 @@ Command SetupUpgrade(CLI::App& app, Context& ctx) {
             progress.Done((*store)->dir(),
                           r->before == r->after
                               ? fmt::format("already format {}: nothing to do", r->after)
-                              : fmt::format("upgraded: format {} -> {} ({} queues); an mq "
-                                            "older than this one no longer opens it",
-                                            r->before, r->after, r->queues));
+                              : fmt::format("upgraded: format {} -> {}{}; an mq older than "
+                                            "this one no longer opens it",
+                                            r->before, r->after,
+                                            r->queues ? fmt::format(" ({} queues)", r->queues)
+                                                      : std::string()));
             return 0;
           }};
 }

@@ -13,33 +13,9 @@ void PutU16BE(std::string& out, uint16_t v) {
   out.push_back(static_cast<char>(v));
 }
 
-void PutU32BE(std::string& out, uint32_t v) {
-  char buf[4];
-  for (int i = 0; i < 4; ++i) buf[i] = static_cast<char>(v >> (24 - 8 * i));
-  out.append(buf, 4);
-}
-
-void PutU64BE(std::string& out, uint64_t v) {
-  char buf[8];
-  for (int i = 0; i < 8; ++i) buf[i] = static_cast<char>(v >> (56 - 8 * i));
-  out.append(buf, 8);
-}
-
 uint16_t GetU16BE(std::string_view in, size_t pos) {
   return static_cast<uint16_t>((static_cast<uint8_t>(in[pos]) << 8) |
                                static_cast<uint8_t>(in[pos + 1]));
-}
-
-uint32_t GetU32BE(std::string_view in, size_t pos) {
-  uint32_t v = 0;
-  for (size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<uint8_t>(in[pos + i]);
-  return v;
-}
-
-uint64_t GetU64BE(std::string_view in, size_t pos) {
-  uint64_t v = 0;
-  for (size_t i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(in[pos + i]);
-  return v;
 }
 
 namespace {

@@ -15,11 +15,28 @@
 namespace mq {
 
 void PutU16BE(std::string& out, uint16_t v);
-void PutU32BE(std::string& out, uint32_t v);
-void PutU64BE(std::string& out, uint64_t v);
+// Inline: every key is built and read with these (a bulk send makes millions).
+inline void PutU32BE(std::string& out, uint32_t v) {
+  char buf[4];
+  for (int i = 0; i < 4; ++i) buf[i] = static_cast<char>(v >> (24 - 8 * i));
+  out.append(buf, 4);
+}
+inline void PutU64BE(std::string& out, uint64_t v) {
+  char buf[8];
+  for (int i = 0; i < 8; ++i) buf[i] = static_cast<char>(v >> (56 - 8 * i));
+  out.append(buf, 8);
+}
 uint16_t GetU16BE(std::string_view in, size_t pos);
-uint32_t GetU32BE(std::string_view in, size_t pos);
-uint64_t GetU64BE(std::string_view in, size_t pos);
+inline uint32_t GetU32BE(std::string_view in, size_t pos) {
+  uint32_t v = 0;
+  for (size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<uint8_t>(in[pos + i]);
+  return v;
+}
+inline uint64_t GetU64BE(std::string_view in, size_t pos) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(in[pos + i]);
+  return v;
+}
 
 void PutVarint(std::string& out, uint64_t v);
 // Reads a varint at `pos`, advancing it; nullopt if truncated or longer than 10 bytes.

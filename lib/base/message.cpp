@@ -64,6 +64,7 @@ enum Tag : uint32_t {
   kTagLastSignal = 62,
   kTagLastStderr = 63,
   kTagLastFailureTime = 64,
+  kTagImplied = 70,  // Implied bits: what a version 2 record leaves out
 };
 
 uint64_t Signed(int64_t v) { return static_cast<uint64_t>(v); }
@@ -76,14 +77,14 @@ std::string EncodeRecord(const Message& m) {
   return out;
 }
 
-void EncodeRecordInto(const Message& m, std::string& out) {
+void EncodeRecordInto(const Message& m, std::string& out, uint32_t implied) {
   // The properties are encoded first (the record gives their length before them), into a
   // buffer each thread keeps.
   thread_local std::string props;
   props.clear();
   props.reserve(96 + m.label.size());
   TlvWriter w(props);
-  w.BytesIfNotEmpty(kTagId, m.id);
+  if (!(implied & kImpliedNativeId)) w.BytesIfNotEmpty(kTagId, m.id);
   w.UintIfNot(kTagClass, m.msg_class, kClassNormal);
   w.UintIfNot(kTagPriority, m.priority, kDefaultPriority);
   w.BytesIfNotEmpty(kTagLabel, m.label);
@@ -99,7 +100,8 @@ void EncodeRecordInto(const Message& m, std::string& out) {
   w.UintIfNot(kTagArrivedTime, Signed(m.arrived_time), 0);
   w.UintIfNot(kTagTtrq, Signed(m.ttrq), 0);
   w.UintIfNot(kTagTtbr, Signed(m.ttbr), 0);
-  if (!IsNil(m.source_qm_guid)) w.Bytes(kTagSourceQm, GuidBytes(m.source_qm_guid));
+  if (!IsNil(m.source_qm_guid) && !(implied & kImpliedSourceQm))
+    w.Bytes(kTagSourceQm, GuidBytes(m.source_qm_guid));
   w.UintIfNot(kTagHashAlg, m.hash_algorithm, 0);
   w.UintIfNot(kTagProviderType, m.provider_type, 0);
   w.BytesIfNotEmpty(kTagProviderName, m.provider_name);
@@ -126,36 +128,45 @@ void EncodeRecordInto(const Message& m, std::string& out) {
   w.BytesIfNotEmpty(kTagMessageTypeName, m.message_type_name);
   w.UintIfNot(kTagValidation, static_cast<uint8_t>(m.validation), 'N');
   w.UintIfNot(kTagStatus, m.status, 1);
-  w.UintIfNot(kTagQueuingOrder, m.queuing_order, 0);
-  w.UintIfNot(kTagEnqueueTime, Signed(m.message_enqueue_time), 0);
+  if (!(implied & kImpliedQueuingOrder)) w.UintIfNot(kTagQueuingOrder, m.queuing_order, 0);
+  if (!(implied & kImpliedEnqueueTime))
+    w.UintIfNot(kTagEnqueueTime, Signed(m.message_enqueue_time), 0);
   w.UintIfNot(kTagDeliveryCount, m.delivery_count, 0);
   w.BytesIfNotEmpty(kTagLastFailure, m.last_failure);
   w.UintIfNot(kTagLastExitStatus, m.last_exit_status < 0 ? 0 : uint64_t(m.last_exit_status) + 1, 0);
   w.UintIfNot(kTagLastSignal, m.last_signal < 0 ? 0 : uint64_t(m.last_signal), 0);
   w.BytesIfNotEmpty(kTagLastStderr, m.last_stderr);
   w.UintIfNot(kTagLastFailureTime, Signed(m.last_failure_time), 0);
+  w.UintIfNot(kTagImplied, implied, 0);
 
   out.clear();
   out.reserve(1 + 5 + props.size() + m.body.size());
-  out.push_back(static_cast<char>(kRecordVersion));
+  out.push_back(static_cast<char>(implied ? 2 : 1));
   PutVarint(out, props.size());
   out += props;
   out += m.body;
 }
 
-std::string_view RecordId(std::string_view record) {
+std::string_view RecordId(std::string_view record, uint32_t* implied) {
+  if (implied) *implied = 0;
   if (record.empty() || record[0] == 0 || static_cast<uint8_t>(record[0]) > kRecordVersion)
     return {};
   size_t pos = 1;
   auto plen = GetVarint(record, pos);
   if (!plen || *plen > record.size() - pos) return {};
   TlvReader r(record.substr(pos, *plen));
-  while (r.Next())
-    if (r.tag() == kTagId) return r.bytes();
-  return {};
+  std::string_view id;
+  uint32_t left_out = 0;
+  while (r.Next()) {
+    if (r.tag() == kTagId) id = r.bytes();
+    if (r.tag() == kTagImplied) left_out = static_cast<uint32_t>(r.uint());
+  }
+  if (left_out && !implied) return {};
+  if (implied) *implied = left_out;
+  return id;
 }
 
-Status DecodeRecord(std::string_view record, Message& m) {
+Status DecodeRecord(std::string_view record, Message& m, uint32_t* implied) {
   if (record.empty()) return Status::Corrupted("empty message record");
   auto version = static_cast<uint8_t>(record[0]);
   if (version > kRecordVersion)
@@ -169,6 +180,7 @@ Status DecodeRecord(std::string_view record, Message& m) {
   if (!plen || *plen > record.size() - pos) return Status::Corrupted("truncated message record");
   TlvReader r(record.substr(pos, *plen));
   std::string_view body = record.substr(pos + *plen);
+  uint32_t left_out = 0;
   Message d;  // defaults for every absent tag
   d.lookup_id = m.lookup_id;
   d.queue = std::move(m.queue);
@@ -242,10 +254,14 @@ Status DecodeRecord(std::string_view record, Message& m) {
         break;
       case kTagLastStderr: d.last_stderr = r.bytes(); break;
       case kTagLastFailureTime: d.last_failure_time = static_cast<int64_t>(r.uint()); break;
+      case kTagImplied: left_out = static_cast<uint32_t>(r.uint()); break;
       default: break;  // a newer writer's property: skip it
     }
   }
   if (r.error()) return Status::Corrupted("malformed message record");
+  if (left_out && !implied)
+    return Status::Corrupted("message record leaves out what only its store can say");
+  if (implied) *implied = left_out;
   d.body = body;
   m = std::move(d);
   return {};

@@ -12,6 +12,11 @@
 // Readers skip tags they do not know and give absent tags their defaults, so records from an
 // older writer decode and new properties never force a rewrite. A version byte above
 // kRecordVersion is refused with a remedy (upgrade mq). Tags are never reused.
+//
+// Version 2 (a store of format 3) may leave out what the store knows already: the record's
+// "implied" field (a bit set of Implied below) says which, and only the message table, which
+// knows the store, decodes such a record (message_table.hpp). A record that leaves out
+// nothing is of version 1, as before.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +29,15 @@
 
 namespace mq {
 
-inline constexpr uint8_t kRecordVersion = 1;
+inline constexpr uint8_t kRecordVersion = 2;
+
+// What a store record (version 2) may leave out, as the store can say it again.
+enum Implied : uint32_t {
+  kImpliedNativeId = 1,      // the id is the store's id prefix, the queue id and the lookup id
+  kImpliedSourceQm = 2,      // source_qm_guid is the store's GUID
+  kImpliedEnqueueTime = 4,   // message_enqueue_time is arrived_time
+  kImpliedQueuingOrder = 8,  // queuing_order is the lookup id
+};
 inline constexpr uint8_t kDefaultPriority = 3;
 inline constexpr size_t kMaxLabel = 250;
 inline constexpr uint64_t kDefaultMaxMessageSize = 4 * 1024 * 1024;
@@ -161,12 +174,14 @@ uint16_t ExpiryClass(const Message& m, bool outgoing);
 std::string EncodeRecord(const Message& m);
 // The same into `out`, replacing what it held: a caller that encodes many records reuses
 // its buffers (no allocation once they are large enough).
-void EncodeRecordInto(const Message& m, std::string& out);
-// Decodes a record; lookup_id and queue are left as they are in `m`.
-Status DecodeRecord(std::string_view record, Message& m);
+// With `implied` (Implied bits) those properties are left out, and the record says so.
+void EncodeRecordInto(const Message& m, std::string& out, uint32_t implied = 0);
+// Decodes a record; lookup_id and queue are left as they are in `m`. What the record leaves
+// out is in `*implied` (the caller fills it in); without `implied`, such a record is refused.
+Status DecodeRecord(std::string_view record, Message& m, uint32_t* implied = nullptr);
 // The message id in an encoded record, without decoding the rest; empty if the record has
-// none or is damaged (DecodeRecord says what is wrong).
-std::string_view RecordId(std::string_view record);
+// none or is damaged (DecodeRecord says what is wrong). `*implied` as for DecodeRecord.
+std::string_view RecordId(std::string_view record, uint32_t* implied = nullptr);
 // The size a message is charged against quotas: its whole record.
 inline uint64_t RecordSize(std::string_view record) { return record.size(); }
 

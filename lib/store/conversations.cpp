@@ -747,45 +747,41 @@ void Store::Impl::CheckConversations(lmdb::Txn& t, const std::map<uint32_t, Queu
   std::map<std::pair<uint32_t, Guid>, uint64_t> group_count, group_locked, group_convs;
   std::map<uint32_t, uint64_t> retained;
   uint64_t ready = 0, kept = 0;
-  msgs.ForEachRecord(t, [&](uint32_t qid, uint64_t lookup, std::string_view rec) {
-      auto qit = by_qid.find(qid);
-      if (qit == by_qid.end()) return;
-      const QueueInfo& q = qit->second;
-      Message m;
-      m.lookup_id = lookup;
-      if (!DecodeRecord(rec, m).ok()) return;
-      if (!IsConvMessage(q, m)) {
-        if (m.status == 0) retained[qid]++;  // a plain message kept by RETENTION ON
-        return;
-      }
-      std::string where = fmt::format("queue {} lookup id {}", q.name, m.lookup_id);
-      auto cr = LoadConv(t, m.conversation_handle);
-      if (!cr.ok() || !*cr || (*cr)->qid != qid) {
-        problem(where + ": its conversation is not in the queue");
-        return;
-      }
-      const ConvRecord& cv = **cr;
-      conv_count[m.conversation_handle]++;
-      group_count[{qid, cv.group}]++;
-      if (m.priority != cv.priority)
-        problem(where + ": priority differs from its conversation's");
-      if (m.message_sequence_number >= cv.next_seq)
-        problem(where + ": sequence number not below the conversation's next");
-      std::string key = OrderKeyFor(q, m);
-      bool is_locked = msgs.IsLocked(t, key);
-      if (is_locked) group_locked[{qid, cv.group}]++;
-      if (m.status == 0) {
-        ++kept;
-        retained[qid]++;
-        auto v = t.Get(conv_kept, KeptKey(m.conversation_handle, m.message_sequence_number));
-        if (!v || v->size() != 8 || GetU64BE(*v, 0) != m.lookup_id)
-          problem(where + ": retained message missing from conv_kept");
-      } else if (!is_locked) {
-        ++ready;
-        auto v = t.Get(conv_msgs, ConvMsgKeyOf(q, cv, m));
-        if (!v || v->size() != 8 || GetU64BE(*v, 0) != m.lookup_id)
-          problem(where + ": ready conversation message missing from conv_msgs");
-      }
+  msgs.ForEachRecord(t, [&](uint32_t qid, const Message& m) {
+    auto qit = by_qid.find(qid);
+    if (qit == by_qid.end()) return;
+    const QueueInfo& q = qit->second;
+    if (!IsConvMessage(q, m)) {
+      if (m.status == 0) retained[qid]++;  // a plain message kept by RETENTION ON
+      return;
+    }
+    std::string where = fmt::format("queue {} lookup id {}", q.name, m.lookup_id);
+    auto cr = LoadConv(t, m.conversation_handle);
+    if (!cr.ok() || !*cr || (*cr)->qid != qid) {
+      problem(where + ": its conversation is not in the queue");
+      return;
+    }
+    const ConvRecord& cv = **cr;
+    conv_count[m.conversation_handle]++;
+    group_count[{qid, cv.group}]++;
+    if (m.priority != cv.priority) problem(where + ": priority differs from its conversation's");
+    if (m.message_sequence_number >= cv.next_seq)
+      problem(where + ": sequence number not below the conversation's next");
+    std::string key = OrderKeyFor(q, m);
+    bool is_locked = msgs.IsLocked(t, key);
+    if (is_locked) group_locked[{qid, cv.group}]++;
+    if (m.status == 0) {
+      ++kept;
+      retained[qid]++;
+      auto v = t.Get(conv_kept, KeptKey(m.conversation_handle, m.message_sequence_number));
+      if (!v || v->size() != 8 || GetU64BE(*v, 0) != m.lookup_id)
+        problem(where + ": retained message missing from conv_kept");
+    } else if (!is_locked) {
+      ++ready;
+      auto v = t.Get(conv_msgs, ConvMsgKeyOf(q, cv, m));
+      if (!v || v->size() != 8 || GetU64BE(*v, 0) != m.lookup_id)
+        problem(where + ": ready conversation message missing from conv_msgs");
+    }
   });
   if (t.Count(conv_msgs) != ready)
     problem(fmt::format("conv_msgs has {} entries for {} ready conversation messages",

@@ -150,21 +150,25 @@ Result<Store::UpgradeReport> Store::Upgrade() {
     MQ_RETURN_IF_ERROR(impl_->LoadFormat(txn));
     report.before = impl_->format;
     if (impl_->format >= kFormatVersion) return {};
-    // Format 1 -> 2: the store's id prefix, and each queue's id source starts over from it
-    // (a GUID never used before, so every id stays unique). The messages keep their by_id
-    // entries: their ids are not native.
-    Guid fresh = NewGuid();
-    std::string prefix(GuidBytes(fresh).substr(0, 12));
-    MQ_RETURN_IF_ERROR(impl_->PutMeta(txn, "id_prefix", prefix));
-    auto all = impl_->AllQueues(txn);
-    if (!all.ok()) return all.status();
-    for (QueueInfo& q : *all) {
-      q.id_guid = prefix;
-      PutU32BE(q.id_guid, q.id);
-      q.id_counter = 0;
-      MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, q));
-      ++report.queues;
+    if (impl_->format < 2) {
+      // Format 1 -> 2: the store's id prefix, and each queue's id source starts over from it
+      // (a GUID never used before, so every id stays unique). The messages keep their by_id
+      // entries: their ids are not native.
+      Guid fresh = NewGuid();
+      std::string prefix(GuidBytes(fresh).substr(0, 12));
+      MQ_RETURN_IF_ERROR(impl_->PutMeta(txn, "id_prefix", prefix));
+      auto all = impl_->AllQueues(txn);
+      if (!all.ok()) return all.status();
+      for (QueueInfo& q : *all) {
+        q.id_guid = prefix;
+        PutU32BE(q.id_guid, q.id);
+        q.id_counter = 0;
+        MQ_RETURN_IF_ERROR(impl_->PutQueue(txn, q));
+        ++report.queues;
+      }
     }
+    // Format 2 -> 3: nothing to rewrite. The whole records already there still decode; the
+    // records written from now on are lean.
     std::string v;
     PutU32BE(v, kFormatVersion);
     MQ_RETURN_IF_ERROR(impl_->PutMeta(txn, "format", v));

@@ -47,6 +47,36 @@ void MessageTable::ForEachDb(
   fn("deadlines", deadlines_);
 }
 
+void MessageTable::Encode(uint32_t qid, const Message& m, std::string& out) const {
+  uint32_t implied = 0;
+  if (lean_) {
+    if (IsNative(qid, m.id, m.lookup_id)) implied |= kImpliedNativeId;
+    if (!IsNil(m.source_qm_guid) && m.source_qm_guid == store_guid_) implied |= kImpliedSourceQm;
+    if (m.message_enqueue_time && m.message_enqueue_time == m.arrived_time)
+      implied |= kImpliedEnqueueTime;
+    if (m.queuing_order && m.queuing_order == m.lookup_id) implied |= kImpliedQueuingOrder;
+  }
+  EncodeRecordInto(m, out, implied);
+}
+
+Status MessageTable::Decode(std::string_view rec, uint32_t qid, uint64_t lookup, Message& m) const {
+  m.lookup_id = lookup;
+  uint32_t implied = 0;
+  MQ_RETURN_IF_ERROR(DecodeRecord(rec, m, &implied));
+  if (!implied) return {};
+  if (implied & kImpliedNativeId) {
+    if (id_prefix_.size() != 12 || lookup > UINT32_MAX)
+      return Status::Corrupted("message record leaves out an id the store cannot say");
+    m.id.assign(id_prefix_);
+    PutU32BE(m.id, qid);
+    PutU32BE(m.id, static_cast<uint32_t>(lookup));
+  }
+  if (implied & kImpliedSourceQm) m.source_qm_guid = store_guid_;
+  if (implied & kImpliedEnqueueTime) m.message_enqueue_time = m.arrived_time;
+  if (implied & kImpliedQueuingOrder) m.queuing_order = lookup;
+  return {};
+}
+
 Status MessageTable::Load(lmdb::Txn& txn, const QueueInfo& q, uint64_t lookup,
                           FoundMessage& f) const {
   auto rec = txn.GetSeq(messages_, MsgKey(q.id, lookup));
@@ -54,10 +84,9 @@ Status MessageTable::Load(lmdb::Txn& txn, const QueueInfo& q, uint64_t lookup,
     return Status::Corrupted(fmt::format("index names lookup id {} but the message is missing",
                                          lookup),
                              q.name);
-  f.msg.lookup_id = lookup;
   f.msg.queue = q.name;
   f.size = rec->size();
-  Status s = DecodeRecord(*rec, f.msg);
+  Status s = Decode(*rec, q.id, lookup, f.msg);
   if (!s.ok()) return s.WithSubject(q.name);
   return {};
 }
@@ -76,7 +105,12 @@ std::optional<std::pair<uint32_t, uint64_t>> MessageTable::NativeWhere(lmdb::Txn
   // The record at that lookup id is this message only if it carries the id: a message whose
   // counter missed its lookup id has a by_id entry, and another message may sit there.
   auto rec = txn.Get(messages_, MsgKey(qid, lookup));
-  if (!rec || RecordId(*rec) != id) return std::nullopt;
+  if (!rec) return std::nullopt;
+  uint32_t implied = 0;
+  std::string_view has = RecordId(*rec, &implied);
+  // A lean record leaves out exactly this id: the native id of where it is.
+  if (!(implied & kImpliedNativeId) && has != id) return std::nullopt;
+  if ((implied & kImpliedNativeId) && !has.empty()) return std::nullopt;
   return std::pair<uint32_t, uint64_t>(qid, lookup);
 }
 
@@ -99,10 +133,9 @@ Status MessageTable::Batch(lmdb::Txn& txn, const QueueInfo& q, uint64_t from_loo
   for (bool on = c.SeekGe(MsgKey(q.id, from_lookup));
        on && HasPrefix(c.key(), prefix) && out.size() < max; on = c.Next()) {
     FoundMessage& f = out.emplace_back();
-    f.msg.lookup_id = GetU64BE(c.key(), 4);
     f.msg.queue = q.name;
     f.size = c.value().size();
-    MQ_RETURN_IF_ERROR(DecodeRecord(c.value(), f.msg));
+    MQ_RETURN_IF_ERROR(Decode(c.value(), q.id, GetU64BE(c.key(), 4), f.msg));
   }
   return {};
 }
@@ -113,13 +146,14 @@ Result<std::optional<int64_t>> MessageTable::OldestArrival(lmdb::Txn& txn, uint3
   std::string prefix = QueueIdKey(qid);
   if (!c.SeekGe(prefix) || !HasPrefix(c.key(), prefix)) return std::optional<int64_t>();
   Message m;
-  MQ_RETURN_IF_ERROR(DecodeRecord(c.value(), m));
+  MQ_RETURN_IF_ERROR(Decode(c.value(), qid, GetU64BE(c.key(), 4), m));
   return std::optional<int64_t>(m.arrived_time);
 }
 
 Status MessageTable::Rewrite(lmdb::Txn& txn, QueueInfo& q, const Message& m, uint64_t old_size,
                              uint64_t* new_size) {
-  std::string rec = EncodeRecord(m);
+  std::string rec;
+  Encode(q.id, m, rec);
   MQ_RETURN_IF_ERROR(txn.Put(messages_, MsgKey(q.id, m.lookup_id), rec));
   q.bytes = q.bytes - std::min(q.bytes, old_size) + rec.size();
   if (new_size) *new_size = rec.size();
@@ -381,9 +415,8 @@ Status MessageTable::ForEachArrival(
   for (bool on = c.SeekGe(MsgKey(q.id, after + 1)); on && HasPrefix(c.key(), prefix);
        on = c.Next()) {
     Message m;
-    m.lookup_id = GetU64BE(c.key(), 4);
     m.queue = q.name;
-    MQ_RETURN_IF_ERROR(DecodeRecord(c.value(), m));
+    MQ_RETURN_IF_ERROR(Decode(c.value(), q.id, GetU64BE(c.key(), 4), m));
     std::string okey = OrderKeyOf(q, m);
     bool ready = IsReady(txn, okey);
     bool locked = !ready && IsLocked(txn, okey);
@@ -444,10 +477,9 @@ Status MessageTable::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection
     for (; on && HasPrefix(c.key(), prefix) && !full(); on = c.Next()) {
       FoundMessage f;
       f.walk_key = std::string(c.key());
-      f.msg.lookup_id = GetU64BE(c.key(), 4);
       f.msg.queue = q.name;
       f.size = c.value().size();
-      MQ_RETURN_IF_ERROR(DecodeRecord(c.value(), f.msg));
+      MQ_RETURN_IF_ERROR(Decode(c.value(), q.id, GetU64BE(c.key(), 4), f.msg));
       bytes += f.size;
       out.push_back(std::move(f));
     }
@@ -607,11 +639,14 @@ Status MessageTable::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection
 }
 
 void MessageTable::ForEachRecord(
-    lmdb::Txn& txn,
-    const std::function<void(uint32_t qid, uint64_t lookup, std::string_view rec)>& fn) const {
+    lmdb::Txn& txn, const std::function<void(uint32_t qid, const Message& m)>& fn) const {
   lmdb::Cursor c(txn, messages_);
-  for (bool on = c.First(); on; on = c.Next())
-    if (c.key().size() == 12) fn(GetU32BE(c.key(), 0), GetU64BE(c.key(), 4), c.value());
+  Message m;
+  for (bool on = c.First(); on; on = c.Next()) {
+    if (c.key().size() != 12) continue;
+    uint32_t qid = GetU32BE(c.key(), 0);
+    if (Decode(c.value(), qid, GetU64BE(c.key(), 4), m).ok()) fn(qid, m);
+  }
 }
 
 void MessageTable::Check(lmdb::Txn& txn, const std::map<uint32_t, QueueInfo>& by_qid,
@@ -637,7 +672,7 @@ void MessageTable::Check(lmdb::Txn& txn, const std::map<uint32_t, QueueInfo>& by
       std::string where = fmt::format("queue {} lookup id {}", qname, lookup);
       if (qit == by_qid.end()) problem(where + ": message of an unknown queue");
       Message m;
-      Status s = DecodeRecord(c.value(), m);
+      Status s = Decode(c.value(), qid, lookup, m);
       if (!s.ok()) {
         problem(fmt::format("{}: {}", where, s.text()));
         continue;
@@ -647,7 +682,6 @@ void MessageTable::Check(lmdb::Txn& txn, const std::map<uint32_t, QueueInfo>& by
       ty.bytes += c.value().size();
       ty.max_lookup = std::max(ty.max_lookup, lookup);
       if (m.priority > 7) problem(where + ": priority out of range");
-      m.lookup_id = lookup;
       std::string okey = qit == by_qid.end() ? OrderKey(qid, m.priority, lookup)
                                              : OrderKeyOf(qit->second, m);
       bool in_order = txn.Get(order_, okey).has_value();
@@ -719,7 +753,7 @@ void MessageTable::Check(lmdb::Txn& txn, const std::map<uint32_t, QueueInfo>& by
       uint32_t oqid = GetU32BE(c.key(), 0);
       auto rec = txn.Get(messages_, MsgKey(oqid, GetU64BE(c.key(), 5)));
       Message m;
-      bool decoded = rec && DecodeRecord(*rec, m).ok();
+      bool decoded = rec && Decode(*rec, oqid, GetU64BE(c.key(), 5), m).ok();
       m.lookup_id = GetU64BE(c.key(), 5);
       auto oq = by_qid.find(oqid);
       uint8_t band = !decoded || oq == by_qid.end()
@@ -759,7 +793,8 @@ void MessageTable::Check(lmdb::Txn& txn, const std::map<uint32_t, QueueInfo>& by
       }
       auto rec = txn.Get(messages_, MsgKey(GetU32BE(c.key(), 20), GetU64BE(c.key(), 25)));
       Message m;
-      if (!rec || !DecodeRecord(*rec, m).ok() || m.correlation_id != c.key().substr(0, 20))
+      if (!rec || !Decode(*rec, GetU32BE(c.key(), 20), GetU64BE(c.key(), 25), m).ok() ||
+          m.correlation_id != c.key().substr(0, 20))
         problem(fmt::format("by_corr: entry for lookup id {} has no matching message",
                             GetU64BE(c.key(), 25)));
     }

@@ -29,6 +29,12 @@
 //    entry for it: one B-tree put and one delete fewer per message. Every other message (sent
 //    before format 2, transferred, imported, moved, promoted from a delay, a journal copy)
 //    has its by_id entry as before.
+//  - Lean records (store format 3): a record leaves out what the store can say again (record
+//    version 2, message.hpp Implied): a native id, the store's own GUID as the source, an
+//    enqueue time equal to the arrival time, a queuing order equal to the lookup id. About 50
+//    bytes of a message's 70 of properties: fewer pages to write, sync and free. Only this
+//    table encodes and decodes records (Encode, Decode); a store of format 2 keeps writing
+//    whole records, which an older mq reads.
 #pragma once
 
 #include <cstdint>
@@ -99,6 +105,16 @@ class MessageTable {
   // The store's id prefix (12 bytes; empty for a format 1 store, where every id has a by_id
   // entry).
   void SetIdPrefix(std::string prefix) { id_prefix_ = std::move(prefix); }
+  // Whether records are lean (format 3), and the store's GUID they may leave out.
+  void SetLean(bool lean, const Guid& store_guid) {
+    lean_ = lean;
+    store_guid_ = store_guid;
+  }
+  // The record of `m`, a message of queue `qid` at m.lookup_id, as this store writes it.
+  void Encode(uint32_t qid, const Message& m, std::string& out) const;
+  // Decodes the record of the message `lookup` of `qid` into `m` (lookup_id set, queue left
+  // as it is), filling in what the record leaves out.
+  Status Decode(std::string_view rec, uint32_t qid, uint64_t lookup, Message& m) const;
   // Whether the message `id` at `lookup` of queue `qid` is native: located by its id alone,
   // with no by_id entry.
   bool IsNative(uint32_t qid, std::string_view id, uint64_t lookup) const;
@@ -204,11 +220,10 @@ class MessageTable {
                                                          bool locked)>& fn) const;
 
   // ---- check (mq-admin check)
-  // Every record of the store, in key order (records with a bad key are skipped: Check
-  // reports them).
+  // Every message of the store, in key order (records with a bad key or that do not decode
+  // are skipped: Check reports them).
   void ForEachRecord(lmdb::Txn& txn,
-                     const std::function<void(uint32_t qid, uint64_t lookup,
-                                              std::string_view rec)>& fn) const;
+                     const std::function<void(uint32_t qid, const Message& m)>& fn) const;
   // Every record against its indexes and the queue's counters, every index entry against its
   // record; `id_sources` maps each queue's id GUID to the queue (an id beyond its counter
   // is reported).
@@ -221,6 +236,8 @@ class MessageTable {
   std::optional<std::pair<uint32_t, uint64_t>> NativeWhere(lmdb::Txn& txn,
                                                            std::string_view id) const;
   std::string id_prefix_;
+  bool lean_ = false;
+  Guid store_guid_{};
   lmdb::Dbi messages_ = 0, order_ = 0, locked_ = 0, delays_ = 0, by_id_ = 0, by_corr_ = 0,
             deadlines_ = 0;
 };

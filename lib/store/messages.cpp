@@ -37,7 +37,7 @@ Status Store::Impl::InsertMessage(lmdb::Txn& txn, QueueInfo& q, Message& m, uint
   m.queue = q.name;
   // Reused from one insert to the next (a batch of sends inserts thousands).
   thread_local std::string rec;
-  EncodeRecordInto(m, rec);
+  msgs.Encode(q.id, m, rec);
   if (quota && q.bytes + rec.size() > quota)
     return Status::InsufficientResources(
         fmt::format("queue quota of {} bytes would be exceeded ({} used, {} more)", quota, q.bytes,

@@ -125,6 +125,10 @@ Status Store::Impl::LoadFormat(lmdb::Txn& txn) {
     id_prefix.assign(*p);
   }
   msgs.SetIdPrefix(id_prefix);
+  Guid store_guid{};
+  if (auto g = GetMeta(txn, "guid"); g && g->size() == 16) store_guid = GuidFromBytes(*g);
+  // Format 3: lean records, which leave out what the store says (message_table.hpp).
+  msgs.SetLean(format >= 3 && !IsNil(store_guid), store_guid);
   return {};
 }
 

@@ -12,7 +12,8 @@
 //   meta       store-wide records, by key (the meta keys below)           [open.cpp and others]
 //   queues     name -> queue record (queue.hpp)                                   [queues.cpp]
 //   queue_ids  queue id (u32) -> name                                             [queues.cpp]
-//   messages   queue id (u32), lookup id (u64) -> message record (message.hpp)  [message table]
+//   messages   queue id (u32), lookup id (u64) -> message record (message.hpp; format 3:
+//              lean, message_table.hpp)                                    [message table]
 //   order      queue id (u32), band (u8: 7 - priority, conversation and retained bands:
 //              conversation.hpp), lookup id (u64) -> "": delivery order; the head of a queue
 //              is one seek                                                     [message table]

@@ -65,10 +65,12 @@
 
 namespace mq {
 
-// The store format this mq writes. 1: every message id has a by_id entry. 2 (mq-admin
-// upgrade, or a store made by this mq): native ids (message_table.hpp). An mq that knows
-// format N opens every store of format <= N, and refuses a newer one.
-inline constexpr uint32_t kFormatVersion = 2;
+// The store format this mq writes. 1: every message id has a by_id entry. 2: native ids
+// (message_table.hpp). 3 (mq-admin upgrade, or a store made by this mq): lean records, which
+// leave out what the store can say (message_table.hpp); records written before stay as
+// they are. An mq that knows format N opens every store of format <= N, and refuses a newer
+// one.
+inline constexpr uint32_t kFormatVersion = 3;
 
 struct OpenOptions {
   std::string dir;      // empty: the default location (CLI.md), created on first use
@@ -691,10 +693,11 @@ class Store {
   // opened alone (OpenOptions::exclusive_wait_ms); the Store must not be used afterwards. A
   // crash leaves either the old file or the new one, whole.
   Result<CompactReport> Compact();
-  // Brings the store to this mq's format (kFormatVersion): from format 1, the store gets its
-  // id prefix and each queue the native id source (message_table.hpp), in one write
-  // transaction; the messages stay as they are. Only for a store opened alone (an older mq
-  // still running would not see the change). Returns the format before and after.
+  // Brings the store to this mq's format (kFormatVersion), in one write transaction: from
+  // format 1, the store gets its id prefix and each queue the native id source; from format
+  // 2, new records are lean (message_table.hpp). The messages stay as they are. Only for a
+  // store opened alone (an older mq still running would not see the change). Returns the
+  // format before and after.
   struct UpgradeReport {
     uint32_t before = 0;
     uint32_t after = 0;

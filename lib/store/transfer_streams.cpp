@@ -222,7 +222,9 @@ Result<uint16_t> Store::Impl::AcceptConvMessage(lmdb::Txn& txn, QueueInfo& q, Me
     Message probe = m;
     if (IsNil(probe.conversation_group_id)) probe.conversation_group_id = m.conversation_handle;
     probe.lookup_id = probe.queuing_order = q.next_lookup;
-    if (q.bytes + EncodeRecord(probe).size() > q.quota) return kClassNackQExceedQuota;
+    std::string rec;
+    msgs.Encode(q.id, probe, rec);
+    if (q.bytes + rec.size() > q.quota) return kClassNackQExceedQuota;
   }
   MQ_RETURN_IF_ERROR(ConvPrepare(txn, q, m, true, true, created, now));
   if (m.message_type_name == kEndDialogType || m.message_type_name == kErrorType) {

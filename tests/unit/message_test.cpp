@@ -141,7 +141,7 @@ TEST_CASE("a record with a property from a newer writer decodes, skipping it", "
 TEST_CASE("records of a newer version or corrupted are refused", "[message]") {
   Message d;
   std::string rec = EncodeRecord(Full());
-  rec[0] = 2;
+  rec[0] = static_cast<char>(kRecordVersion + 1);
   Status s = DecodeRecord(rec, d);
   CHECK(s.code() == Code::kError);
   CHECK(s.text().find("upgrade") != std::string::npos);
@@ -240,4 +240,45 @@ TEST_CASE("a failure record: exit status 0 and none, a signal, stderr not UTF-8"
   CHECK(j["last_signal"] == 9);
   CHECK(j["last_stderr"] == "half \xEF\xBF\xBD done");
   CHECK(MessageToJson(Message())["last_exit_status"].is_null());
+}
+
+TEST_CASE("a lean record leaves out what its store says, and says so", "[message][format]") {
+  Message m = Full();
+  std::string whole = EncodeRecord(m);
+  CHECK(static_cast<uint8_t>(whole[0]) == 1);  // a record that leaves out nothing: version 1
+  std::string lean;
+  uint32_t all = kImpliedNativeId | kImpliedSourceQm | kImpliedEnqueueTime | kImpliedQueuingOrder;
+  EncodeRecordInto(m, lean, all);
+  CHECK(static_cast<uint8_t>(lean[0]) == 2);
+  // Left out: the id (22 bytes with tag and length), the source GUID (18), the enqueue time
+  // (8) and the queuing order (3); added: the bit set (3).
+  CHECK(whole.size() - lean.size() == 22 + 18 + 8 + 3 - 3);
+  // Only a caller that fills in what is left out may decode it.
+  Message d;
+  Status s = DecodeRecord(lean, d);
+  CHECK(s.code() == Code::kCorrupted);
+  CHECK(RecordId(lean).empty());
+  uint32_t implied = 0;
+  d = Message();
+  d.lookup_id = m.lookup_id;
+  d.queue = m.queue;
+  REQUIRE(DecodeRecord(lean, d, &implied).ok());
+  CHECK(implied == all);
+  CHECK(d.id.empty());
+  CHECK(IsNil(d.source_qm_guid));
+  CHECK(d.message_enqueue_time == 0);
+  CHECK(d.queuing_order == 0);
+  d.id = m.id;
+  d.source_qm_guid = m.source_qm_guid;
+  d.message_enqueue_time = m.message_enqueue_time;
+  d.queuing_order = m.queuing_order;
+  CHECK(d == m);
+  // A whole record decodes the same with or without the caller's help.
+  d = Message();
+  d.lookup_id = m.lookup_id;
+  d.queue = m.queue;
+  REQUIRE(DecodeRecord(whole, d, &implied).ok());
+  CHECK(implied == 0);
+  CHECK(d == m);
+  CHECK(RecordId(whole, &implied) == m.id);
 }

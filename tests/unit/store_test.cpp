@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "base/codec.hpp"
@@ -1261,7 +1262,7 @@ TEST_CASE("a message sent in a format 2 store is found by its id alone", "[store
   CHECK(ByIdEntries(dir) == 2);
 }
 
-TEST_CASE("mq-admin upgrade brings a format 1 store to format 2 and keeps its messages",
+TEST_CASE("mq-admin upgrade brings a format 1 store to this mq's format and keeps its messages",
           "[store][format]") {
   TempDir t;
   std::string dir = t.path + "/s";
@@ -1300,12 +1301,12 @@ TEST_CASE("mq-admin upgrade brings a format 1 store to format 2 and keeps its me
   CHECK(ByIdEntries(dir) == 4);  // every id has its entry in format 1
   auto r = UpgradeAlone(dir);
   CHECK(r.before == 1);
-  CHECK(r.after == 2);
+  CHECK(r.after == kFormatVersion);
   CHECK(r.queues == 4);  // q and the three system queues
   {
     auto st = Store::Open(o);
     REQUIRE(st.ok());
-    CHECK((*st)->format() == 2);
+    CHECK((*st)->format() == kFormatVersion);
     RequireFound(**st, old_ids);
     new_ids = SendIds(**st, "q", 3, false);
     for (const auto& id : new_ids)
@@ -1316,8 +1317,8 @@ TEST_CASE("mq-admin upgrade brings a format 1 store to format 2 and keeps its me
   }
   CHECK(ByIdEntries(dir) == 4);  // the new messages' ids need none
   r = UpgradeAlone(dir);
-  CHECK(r.before == 2);
-  CHECK(r.after == 2);
+  CHECK(r.before == kFormatVersion);
+  CHECK(r.after == kFormatVersion);
   {
     // Everything received, old and new, and the store still checks.
     auto st = Store::Open(o);
@@ -1328,4 +1329,104 @@ TEST_CASE("mq-admin upgrade brings a format 1 store to format 2 and keeps its me
     RequireChecked(**st);
   }
   CHECK(ByIdEntries(dir) == 0);
+}
+
+namespace {
+
+// How many records of the closed store at `dir` are of each record version.
+std::map<int, uint64_t> RecordVersions(const std::string& dir) {
+  lmdb::Env env;
+  REQUIRE(env.Open(dir, 0600, 256 << 20, 32).ok());
+  auto txn = lmdb::Txn::Begin(env, false);
+  REQUIRE(txn.ok());
+  auto messages = txn->OpenDb("messages", false);
+  REQUIRE(messages.ok());
+  std::map<int, uint64_t> n;
+  lmdb::Cursor c(*txn, *messages);
+  for (bool on = c.First(); on; on = c.Next()) n[static_cast<uint8_t>(c.value()[0])]++;
+  return n;
+}
+
+// The properties a lean record leaves out, as a reader sees them.
+void RequireWhole(Store& st, const std::vector<std::string>& ids) {
+  for (const auto& id : ids) {
+    auto m = st.FindMessage(id);
+    INFO(FormatMessageId(id));
+    REQUIRE(m.ok());
+    CHECK(m->id == id);
+    CHECK(m->source_qm_guid == st.guid());
+    CHECK(m->message_enqueue_time == m->arrived_time);
+    CHECK(m->message_enqueue_time != 0);
+    CHECK(m->queuing_order == m->lookup_id);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("format 3 records leave out what the store says, a format 2 store writes whole ones",
+          "[store][format]") {
+  TempDir t;
+  std::string dir = t.path + "/s";
+  std::vector<std::string> ids;
+  {
+    auto st = OpenNew(t.path);
+    CHECK(st->format() == 3);
+    ids = SendIds(*st, "q", 3);
+    RequireWhole(*st, ids);
+    RequireChecked(*st);
+  }
+  CHECK(RecordVersions(dir) == std::map<int, uint64_t>{{2, 3}});
+  {
+    // The same store as an mq of format 2 left it.
+    lmdb::Env env;
+    REQUIRE(env.Open(dir, 0600, 256 << 20, 32).ok());
+    auto txn = lmdb::Txn::Begin(env, true);
+    REQUIRE(txn.ok());
+    auto meta = txn->OpenDb("meta", false);
+    REQUIRE(meta.ok());
+    std::string v;
+    PutU32BE(v, 2);
+    REQUIRE(txn->Put(*meta, "format", v).ok());
+    REQUIRE(txn->Commit().ok());
+  }
+  OpenOptions o;
+  o.dir = dir;
+  {
+    auto st = Store::Open(o);
+    REQUIRE(st.ok());
+    CHECK((*st)->format() == 2);
+    auto more = SendIds(**st, "q", 2, false);
+    ids.insert(ids.end(), more.begin(), more.end());
+    RequireWhole(**st, ids);
+    RequireChecked(**st);
+  }
+  // An older mq reads what a format 2 store gets from now on.
+  CHECK(RecordVersions(dir) == std::map<int, uint64_t>{{1, 2}, {2, 3}});
+  auto r = UpgradeAlone(dir);
+  CHECK(r.before == 2);
+  CHECK(r.after == 3);
+  CHECK(r.queues == 0);
+  {
+    auto st = Store::Open(o);
+    REQUIRE(st.ok());
+    auto more = SendIds(**st, "q", 2, false);
+    ids.insert(ids.end(), more.begin(), more.end());
+    RequireWhole(**st, ids);
+    // Moved to a subqueue, a message's id is no longer where it is: its record keeps it.
+    auto first = (*st)->FindMessage(ids[0]);
+    REQUIRE(first.ok());
+    REQUIRE((*st)->MoveToSubqueue(Q("q"), first->lookup_id, Q("q;poison")).ok());
+    RequireWhole(**st, ids);
+    RequireChecked(**st);
+    // Every message received as it was sent.
+    Collect all;
+    REQUIRE((*st)->Receive(Q("q"), All(), {}, all).ok());
+    REQUIRE(all.got.size() == ids.size() - 1);
+    for (size_t i = 0; i < all.got.size(); ++i) {
+      CHECK(all.got[i].id == ids[i + 1]);
+      CHECK(all.got[i].source_qm_guid == (*st)->guid());
+      CHECK(all.got[i].queuing_order == all.got[i].lookup_id);
+    }
+    RequireChecked(**st);
+  }
 }
