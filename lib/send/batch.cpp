@@ -104,10 +104,15 @@ Status BatchSender::Append(MessageSource& src) {
 }
 
 Status SendRecords(int fd, char sep, BatchSender& sender) {
-  MQ_RETURN_IF_ERROR(ForEachRecord(fd, sep, [&](std::string_view rec) -> Status {
-    sender.Add(rec);
-    return sender.Full() ? sender.Commit() : Status();
-  }));
+  MQ_RETURN_IF_ERROR(ForEachRecord(
+      fd, sep,
+      [&](std::string_view rec) -> Status {
+        sender.Add(rec);
+        return sender.Full() ? sender.Commit() : Status();
+      },
+      // A writer that pauses (tail -f): what it wrote so far is sent now, not with the next
+      // 10,000 lines.
+      [&] { return sender.Commit(); }));
   return sender.Commit();
 }
 

@@ -68,7 +68,8 @@ class BatchSender {
 };
 
 // Splits what `fd` gives on `sep`, each record (the separator left out; a last one without it
-// included) a message, committed in batches; memory stays bounded by the batch.
+// included) a message, committed in batches of at most kMaxMessages, and whenever `fd` has
+// nothing more to read at the moment; memory stays bounded by the batch.
 Status SendRecords(int fd, char sep, BatchSender& sender);
 
 // The records of `fd` (split on `sep` as SendRecords does) for a --tx send: spooled to an

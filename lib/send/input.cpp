@@ -2,6 +2,7 @@
 #include "send/input.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,10 +27,20 @@ Status ReadAll(int fd, const std::string& name, std::string& out) {
   }
 }
 
-Status ForEachRecord(int fd, char sep, const std::function<Status(std::string_view)>& fn) {
+Status ForEachRecord(int fd, char sep, const std::function<Status(std::string_view)>& fn,
+                     const std::function<Status()>& idle) {
   std::string pending;
   char buf[65536];
+  bool first = true;
   for (;;) {
+    if (idle && !first) {
+      // Nothing to read now (a pipe whose writer pauses; a file or a busy pipe always has):
+      // the records so far are handled before the read waits.
+      pollfd p{fd, POLLIN, 0};
+      int ready = ::poll(&p, 1, 0);
+      if (ready == 0) MQ_RETURN_IF_ERROR(idle());
+    }
+    first = false;
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;

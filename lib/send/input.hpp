@@ -20,7 +20,10 @@ Status ReadAll(int fd, const std::string& name, std::string& out);
 // last one without it included) as soon as it is whole, so that a reader at the other end of
 // a pipe can wait for what `fn` does with it. A record whole in one read is passed from the
 // read's buffer; memory is bounded by the longest record. Stops at `fn`'s first error.
-Status ForEachRecord(int fd, char sep, const std::function<Status(std::string_view)>& fn);
+// `idle`, if given, runs whenever `fd` has nothing to read at the moment, before the read that
+// waits for more (a writer that pauses: what came so far can be committed meanwhile).
+Status ForEachRecord(int fd, char sep, const std::function<Status(std::string_view)>& fn,
+                     const std::function<Status()>& idle = nullptr);
 
 // A message body: the contents of `file`, or all of stdin when `file` is empty or "-". A file
 // that does not exist is E_INVALIDARG ("cannot open body file: no such file").

@@ -1,6 +1,7 @@
 #!/bin/bash
 # mq-send -l / -0: one message per line or NUL-terminated record; 100,000 of them arrive
-# complete and in order, and a last record without a terminator is still a message.
+# complete and in order, a last record without a terminator is still a message, and the lines
+# of a writer that pauses are sent during the pause.
 . "$(dirname "$0")/lib.sh"
 
 count() { mq-admin stat "$1" --json | jq -r .messages; }
@@ -55,5 +56,22 @@ mq-receive q -n 100000 -0 >"$T/got0"
 { cat "$T/records"; printf '\0'; } | cmp -s - "$T/got0" || fail "-0 100000: received records differ"
 expect_rc 1 mq-peek q
 expect_rc 0 mq-admin check
+
+# A writer that pauses (tail -f LOG | mq-send -l): what it wrote is sent before the pause
+# ends, not with the next 10,000 lines or at the end of the input. The writer holds the pipe
+# open until the first lines are in the queue, and gives up after 10 s.
+mkfifo "$T/fifo"
+mq-send -l --print-id q <"$T/fifo" >"$T/ids" &
+sender=$!
+exec 3>"$T/fifo"
+printf 'first\nsecond\n' >&3
+until_true 10 test "$(count q)" = 2 || fail "-l: the lines before a pause were not sent during it ($(count q))"
+until_true 5 test "$(wc -l <"$T/ids")" = 2 || fail "-l --print-id: the ids came late ($(wc -l <"$T/ids"))"
+printf 'third\n' >&3
+until_true 10 test "$(count q)" = 3 || fail "-l: the line after a pause was not sent ($(count q))"
+exec 3>&-
+wait "$sender" || fail "mq-send -l from a pausing writer failed"
+expect_rc 0 mq-receive q --all --template '[{body}]'
+expect_out '[first][second][third]'
 
 finish
