@@ -1181,6 +1181,22 @@ uint64_t ByIdEntries(const std::string& dir) {
   return txn->Count(*by_id);
 }
 
+// Makes the closed store at `dir` look as an mq of `format` left it: its format record, and
+// for format 1 no id prefix.
+void SetFormat(const std::string& dir, uint32_t format) {
+  lmdb::Env env;
+  REQUIRE(env.Open(dir, 0600, 256 << 20, 32).ok());
+  auto txn = lmdb::Txn::Begin(env, true);
+  REQUIRE(txn.ok());
+  auto meta = txn->OpenDb("meta", false);
+  REQUIRE(meta.ok());
+  std::string v;
+  PutU32BE(v, format);
+  REQUIRE(txn->Put(*meta, "format", v).ok());
+  if (format < 2) REQUIRE(txn->Del(*meta, "id_prefix").ok());
+  REQUIRE(txn->Commit().ok());
+}
+
 void RequireFound(Store& st, const std::vector<std::string>& ids) {
   for (const auto& id : ids) {
     auto m = st.FindMessage(id);
@@ -1271,20 +1287,7 @@ TEST_CASE("mq-admin upgrade brings a format 1 store to this mq's format and keep
     auto st = OpenNew(t.path);
     REQUIRE(st->CreateQueue(Q("q"), {}).ok());
   }
-  {
-    // What an mq of format 1 left: no id prefix, format 1.
-    lmdb::Env env;
-    REQUIRE(env.Open(dir, 0600, 256 << 20, 32).ok());
-    auto txn = lmdb::Txn::Begin(env, true);
-    REQUIRE(txn.ok());
-    auto meta = txn->OpenDb("meta", false);
-    REQUIRE(meta.ok());
-    std::string v;
-    PutU32BE(v, 1);
-    REQUIRE(txn->Put(*meta, "format", v).ok());
-    REQUIRE(txn->Del(*meta, "id_prefix").ok());
-    REQUIRE(txn->Commit().ok());
-  }
+  SetFormat(dir, 1);  // what an mq of format 1 left: no id prefix, format 1
   OpenOptions o;
   o.dir = dir;
   {
@@ -1376,19 +1379,7 @@ TEST_CASE("format 3 records leave out what the store says, a format 2 store writ
     RequireChecked(*st);
   }
   CHECK(RecordVersions(dir) == std::map<int, uint64_t>{{2, 3}});
-  {
-    // The same store as an mq of format 2 left it.
-    lmdb::Env env;
-    REQUIRE(env.Open(dir, 0600, 256 << 20, 32).ok());
-    auto txn = lmdb::Txn::Begin(env, true);
-    REQUIRE(txn.ok());
-    auto meta = txn->OpenDb("meta", false);
-    REQUIRE(meta.ok());
-    std::string v;
-    PutU32BE(v, 2);
-    REQUIRE(txn->Put(*meta, "format", v).ok());
-    REQUIRE(txn->Commit().ok());
-  }
+  SetFormat(dir, 2);  // the same store as an mq of format 2 left it
   OpenOptions o;
   o.dir = dir;
   {
