@@ -182,6 +182,8 @@ class HttpForward {
     bool active = false;
     std::string doc;     // what it posts (the document after its Content-Type line)
     std::string answer;  // the first bytes of the answer's body (a refusal's reason)
+    std::string url;     // what CURLOPT_URL holds
+    std::string content_type;  // the Content-Type line of `headers`
     Batch* batch = nullptr;
     size_t index = 0;
   };
@@ -443,32 +445,42 @@ class HttpForward {
     size_t body = t.doc.find("\r\n\r\n");
     body = body == std::string::npos ? t.doc.size() : body + 4;
     if (!t.easy) {
+      // What every POST of this handle shares is set once: a POST's own work is its URL and
+      // headers when they change (rarely: one link, one boundary), and its document.
       t.easy = Api().curl_easy_init();
       if (!t.easy) return Status::InsufficientResources("cannot make a libcurl handle");
-      Api().curl_easy_setopt(t.easy, CURLOPT_CLOSESOCKETFUNCTION, &HttpForward::OnClose);
-      Api().curl_easy_setopt(t.easy, CURLOPT_CLOSESOCKETDATA, this);
+      CURL* e = t.easy;
+      Api().curl_easy_setopt(e, CURLOPT_CLOSESOCKETFUNCTION, &HttpForward::OnClose);
+      Api().curl_easy_setopt(e, CURLOPT_CLOSESOCKETDATA, this);
+      Api().curl_easy_setopt(e, CURLOPT_PRIVATE, static_cast<void*>(&t));
+      Api().curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+      Api().curl_easy_setopt(e, CURLOPT_POST, 1L);
+      Api().curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+      Api().curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(o_.timeout_ms));
+      Api().curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o_.timeout_ms));
+      Api().curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &HttpForward::Collect);
+      Api().curl_easy_setopt(e, CURLOPT_WRITEDATA, &t.answer);
+      Api().curl_easy_setopt(e, CURLOPT_USERAGENT, "mq-admin forward");
+      if (!o_.ca_file.empty()) Api().curl_easy_setopt(e, CURLOPT_CAINFO, o_.ca_file.c_str());
     }
-    if (t.headers) Api().curl_slist_free_all(t.headers);
-    t.headers = nullptr;
-    for (const std::string& h :
-         {content_type, std::string("SOAPAction: \"MSMQMessage\""),
-          std::string("Proxy-Accept: NonInteractiveClient"), std::string("Expect:")})
-      t.headers = Api().curl_slist_append(t.headers, h.c_str());
     CURL* e = t.easy;
-    Api().curl_easy_setopt(e, CURLOPT_URL, url.c_str());
-    Api().curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    Api().curl_easy_setopt(e, CURLOPT_POST, 1L);
+    if (content_type != t.content_type || !t.headers) {
+      if (t.headers) Api().curl_slist_free_all(t.headers);
+      t.headers = nullptr;
+      for (const std::string& h :
+           {content_type, std::string("SOAPAction: \"MSMQMessage\""),
+            std::string("Proxy-Accept: NonInteractiveClient"), std::string("Expect:")})
+        t.headers = Api().curl_slist_append(t.headers, h.c_str());
+      Api().curl_easy_setopt(e, CURLOPT_HTTPHEADER, t.headers);
+      t.content_type = std::move(content_type);
+    }
+    if (url != t.url) {
+      Api().curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+      t.url = std::move(url);
+    }
     Api().curl_easy_setopt(e, CURLOPT_POSTFIELDS, t.doc.data() + body);
     Api().curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
                            static_cast<curl_off_t>(t.doc.size() - body));
-    Api().curl_easy_setopt(e, CURLOPT_HTTPHEADER, t.headers);
-    Api().curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    Api().curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(o_.timeout_ms));
-    Api().curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o_.timeout_ms));
-    Api().curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &HttpForward::Collect);
-    Api().curl_easy_setopt(e, CURLOPT_WRITEDATA, &t.answer);
-    Api().curl_easy_setopt(e, CURLOPT_USERAGENT, "mq-admin forward");
-    if (!o_.ca_file.empty()) Api().curl_easy_setopt(e, CURLOPT_CAINFO, o_.ca_file.c_str());
     t.answer.clear();
     t.batch = &b;
     t.index = index;
@@ -484,9 +496,10 @@ class HttpForward {
     int left = 0;
     while (CURLMsg* msg = Api().curl_multi_info_read(multi_, &left)) {
       if (msg->msg != CURLMSG_DONE) continue;
-      auto t = std::find_if(transfers_.begin(), transfers_.end(),
-                            [&](const Transfer& x) { return x.easy == msg->easy_handle; });
-      if (t == transfers_.end()) continue;
+      char* priv = nullptr;  // CURLOPT_PRIVATE: its Transfer
+      Api().curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
+      auto* t = reinterpret_cast<Transfer*>(priv);
+      if (!t) continue;
       CURLcode rc = msg->data.result;
       Api().curl_multi_remove_handle(multi_, t->easy);
       t->active = false;
