@@ -8,6 +8,7 @@ packages=(
   clang                                  # the fuzz targets (libFuzzer: scripts/fuzz.sh)
   liblmdb-dev libcli11-dev libfmt-dev nlohmann-json3-dev uuid-dev libxml2-dev libmicrohttpd-dev libcurl4-openssl-dev zlib1g-dev libzstd-dev libisal-dev catch2   # libraries
   lmdb-utils mandoc jq util-linux zsh fish procps strace curl   # tests: mdb tools, man lint, setpriv, fault injection, HTTP posts (serve)
+  gdb                                    # tests: a process stopped inside LMDB's open (test_open_kill.sh)
   python3                                # tests: their small helpers (bg.sh, HTTP and TCP clients)
   lintian                                # tests: the Debian package (test_package.sh)
   systemd                                # tests: systemd-analyze verify of the units (test_install_layout.sh)

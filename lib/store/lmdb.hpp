@@ -62,7 +62,7 @@ class Env {
  public:
   Env() = default;
   ~Env();
-  Env(Env&& o) noexcept : env_(std::exchange(o.env_, nullptr)) {}
+  Env(Env&& o) noexcept : env_(std::exchange(o.env_, nullptr)), dir_(std::move(o.dir_)) {}
   Env& operator=(Env&& o) noexcept;
   Env(const Env&) = delete;
   Env& operator=(const Env&) = delete;
@@ -71,6 +71,8 @@ class Env {
   // `read_only` opens with MDB_RDONLY. Always uses MDB_NOTLS (read txns are not tied to a
   // thread) and never MDB_WRITEMAP (a full disk must be an error from write(), not SIGBUS).
   // extra_flags: MDB_RDONLY (and MDB_NOLOCK) for a store opened read-only.
+  // LMDB opens and closes an environment under an exclusive flock of `dir` (OpenCloseLock in
+  // lmdb.cpp says why).
   Status Open(const std::string& dir, unsigned mode, uint64_t map_size, unsigned max_dbs,
               unsigned extra_flags = 0);
   // Grows (or adopts another process's) map size. Only with no transaction open in this
@@ -95,8 +97,12 @@ class Env {
   int DataFd() const;
   MDB_env* raw() const { return env_; }
 
+  // Closes the environment (under the same lock as Open), if it is open.
+  void Close();
+
  private:
   MDB_env* env_ = nullptr;
+  std::string dir_;  // where it was opened
 };
 
 class Cursor;
