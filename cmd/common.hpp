@@ -202,6 +202,7 @@ class OutputSink : public MessageSink {
   std::unique_ptr<FileAppender> into_;
   std::string into_path_;
   std::string batch_;         // --into: the batch not yet appended
+  std::string text_;          // the message being written (its storage reused)
   uint64_t batch_rows_ = 0;
   uint64_t unconfirmed_rows_ = 0;
   std::string lease_token_;

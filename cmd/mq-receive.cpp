@@ -123,7 +123,8 @@ int RunExec(Store& store, const QueueRef& ref, Selection sel, ReadOptions ro, co
       return cli::Fail(s.WithSubject(ref.Full()));
     }
     ro.wait_ms = 0;  // only the first message is waited for
-    const auto& msgs = (*lease)->messages();
+    // A copy for the command's environment and input (one per batch, not per message).
+    const std::vector<Message> msgs((*lease)->messages().begin(), (*lease)->messages().end());
     Result<cli::ExecResult> ran = cli::ExecResult();
     if (batch || msgs.size() == 1) {
       ran = cli::RunCommand(cmd, msgs, batch, sep, store_dir, (*lease)->lock_fd());

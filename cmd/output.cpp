@@ -118,11 +118,9 @@ Status OutputSink::Accept(size_t n) {
 }
 
 Status OutputSink::Add(const Message& m) {
-  std::string text;
+  std::string& text = text_;
   switch (mode_) {
-    case Mode::kRaw:
-      text = m.body + sep_;
-      break;
+    case Mode::kRaw: text.assign(m.body).append(sep_); break;
     case Mode::kJson:
       if (lease_token_.empty()) {
         text = MessageToJsonLine(m);

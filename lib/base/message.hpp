@@ -92,6 +92,8 @@ inline constexpr uint32_t kBodyBytes = 0x1011;   // VT_VECTOR | VT_UI1
 inline constexpr uint32_t kBodyJson = 0x10001;
 inline constexpr uint32_t kBodyXml = 0x10002;
 
+// A new property goes into the record (EncodeRecordInto, DecodeRecord), into ResetProperties,
+// and into Full() of message_test.cpp, whose tests then check all three.
 struct Message {
   // Identity and place. lookup_id comes from the key; queue from the catalog.
   std::string id;  // 20 bytes (ids.hpp)
@@ -176,8 +178,13 @@ std::string EncodeRecord(const Message& m);
 // its buffers (no allocation once they are large enough).
 // With `implied` (Implied bits) those properties are left out, and the record says so.
 void EncodeRecordInto(const Message& m, std::string& out, uint32_t implied = 0);
-// Decodes a record; lookup_id and queue are left as they are in `m`. What the record leaves
-// out is in `*implied` (the caller fills it in); without `implied`, such a record is refused.
+// Sets every property of `m` to a default Message's, but for lookup_id and queue, and keeps
+// the storage of its strings (for decoding into a Message again and again).
+void ResetProperties(Message& m);
+// Decodes a record into `m` (in place: its strings keep their storage); lookup_id and queue
+// are left as they are in `m`, and on an error the other properties are unspecified. What the
+// record leaves out is in `*implied` (the caller fills it in); without `implied`, such a record is
+// refused.
 Status DecodeRecord(std::string_view record, Message& m, uint32_t* implied = nullptr);
 // The message id in an encoded record, without decoding the rest; empty if the record has
 // none or is damaged (DecodeRecord says what is wrong). `*implied` as for DecodeRecord.

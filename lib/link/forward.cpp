@@ -257,7 +257,7 @@ class Forwarder::Impl {
     // compression waits for, and so that acknowledgements are read between parts; the first
     // messages of a batch are on their way while the next are framed.
     Batch& b = inflight_.back();
-    const std::vector<Message>& msgs = b.lease->messages();
+    LeaseMessages msgs = b.lease->messages();
     size_t part = 1000;
     if (frame_bytes_ > 0) {
       size_t room = kOutgoingBytes - std::min(out_.Size(), kOutgoingBytes);

@@ -237,7 +237,7 @@ class HttpForward {
     // A batch ends as a whole: one of transactional messages waits for a stream receipt,
     // so that the others are not kept waiting with it, a batch holds one kind. When the
     // head of the queue changes kind inside it, it is returned and its first run Locked.
-    const std::vector<Message>& got = (*lease)->messages();
+    LeaseMessages got = (*lease)->messages();
     size_t run = 1;
     while (run < got.size() && got[run].xact_id.empty() == got[0].xact_id.empty()) ++run;
     if (run < got.size()) {

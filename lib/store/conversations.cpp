@@ -526,7 +526,8 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockGroupOnce(const QueueRef& ref,
           if (!conv.ok()) return conv.status();
           auto r = txn.Del(conv_msgs, ConvMsgKeyOf(*q, *conv, f.msg));
           if (!r.ok()) return r.status();
-          MQ_RETURN_IF_ERROR(MarkLocked(txn, *q, f, *lease_id, count_delivery, rec, *lease));
+          MQ_RETURN_IF_ERROR(MarkLocked(txn, *q, f, *lease_id, count_delivery, rec));
+          lease->held_.push_back(std::move(f));
         }
         uint64_t n_locked = batch.size();
         MQ_RETURN_IF_ERROR(TouchGroup(txn, *q, pick->group, [&](GroupRecord& g) {

@@ -247,7 +247,8 @@ Status Store::CursorReceive(const QueueRef& ref, const CursorOptions& co, const 
         LeaseRecord rec;
         auto lease_id = impl_->BeginLease(*q, LockOptions(), now, *lease, rec);
         if (!lease_id.ok()) return lease_id.status();
-        MQ_RETURN_IF_ERROR(impl_->MarkLocked(txn, *q, f, *lease_id, false, rec, *lease));
+        MQ_RETURN_IF_ERROR(impl_->MarkLocked(txn, *q, f, *lease_id, false, rec));
+        lease->held_.push_back(std::move(f));
         MQ_RETURN_IF_ERROR(impl_->PutLease(txn, q->id, *lease_id, rec));
         return impl_->PutQueue(txn, *q);
       },

@@ -36,9 +36,10 @@
 namespace mq {
 namespace {
 
-// The storage of this thread's last ended lease's messages, for its next lease: a drain's
-// leases of 4,000 messages (2.8 MB of Message) would otherwise fault in fresh pages each time.
-thread_local std::vector<Message> spare_messages;
+// The messages of this thread's last ended lease, kept whole for its next plain lease: a
+// drain's batch decodes into them again (MessageTable::Collect), where making and freeing
+// 4,000 Messages (2.8 MB, some twenty strings each) a batch would cost more than the reads.
+thread_local std::vector<FoundMessage> spare_held;
 
 }  // namespace
 
@@ -51,8 +52,7 @@ std::string Store::Impl::LeaseLockPath(uint32_t qid, uint64_t lease_id) {
 // Locked (a Locked record does not change), so they need not be read and decoded again.
 Status Store::Impl::CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
                                 const LeaseRecord& rec, const Lease* held, bool ends) {
-  bool known = held && held->messages_.size() == rec.keys.size() &&
-               held->sizes_.size() == rec.keys.size();
+  bool known = held && held->held_.size() == rec.keys.size();
   bool cleared = false;
   if (known) {
     auto all = ClearIfAllLocked(txn, q, lease_id, rec, *held);
@@ -66,16 +66,22 @@ Status Store::Impl::CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
       // RemoveMessage then deletes it from there, through the same sequential cursor.
       if (msgs.Holder(txn, key, true) != lease_id) continue;
     }
-    Found f;
-    if (known && held->messages_[i].lookup_id == GetU64BE(key, 5)) {
-      MQ_RETURN_IF_ERROR(Received(txn, q, held->messages_[i], now));
+    bool mine = known && held->held_[i].msg.lookup_id == GetU64BE(key, 5);
+    if (mine) {
+      const Found& h = held->held_[i];
+      MQ_RETURN_IF_ERROR(Received(txn, q, h.msg, now));
       if (!q.retention) {
-        MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, held->messages_[i], held->sizes_[i],
-                                         cleared ? Held::kLockedCleared : Held::kLocked));
+        MQ_RETURN_IF_ERROR(
+            RemoveMessage(txn, q, h.msg, h.size, cleared ? Held::kLockedCleared : Held::kLocked));
         continue;
       }
-      f.msg = held->messages_[i];
-      f.size = held->sizes_[i];
+    }
+    // Retained, or not this process's lease: a Message of its own (made only here, as a
+    // drain removes thousands of messages a commit).
+    Found f;
+    if (mine) {
+      f.msg = held->held_[i].msg;
+      f.size = held->held_[i].size;
     } else {
       MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(key, 5), f));
       MQ_RETURN_IF_ERROR(Received(txn, q, f.msg, now));
@@ -105,7 +111,7 @@ Result<bool> Store::Impl::ClearIfAllLocked(lmdb::Txn& txn, const QueueInfo& q,
   if (q.retention || rec.keys.size() < kWorthIt || msgs.LockedCount(txn) != rec.keys.size())
     return false;
   for (size_t i = 0; i < rec.keys.size(); ++i) {
-    const Message& m = held.messages_[i];
+    const Message& m = held.held_[i].msg;
     if (IsConvMessage(q, m) || m.lookup_id != GetU64BE(rec.keys[i], 5)) return false;
     if (msgs.Holder(txn, rec.keys[i], true) != lease_id) return false;
   }
@@ -306,9 +312,7 @@ Result<uint64_t> Store::Impl::BeginLease(QueueInfo& q, const LockOptions& lo, in
       lease_id = q.next_lease++;
     }
   }
-  if (lease.messages_.capacity() == 0) lease.messages_.swap(spare_messages);
-  lease.messages_.clear();
-  lease.sizes_.clear();
+  lease.held_.clear();
   lease.queue_ = q.name;
   lease.qid_ = q.id;
   lease.lease_id_ = lease_id;
@@ -321,9 +325,9 @@ Result<uint64_t> Store::Impl::BeginLease(QueueInfo& q, const LockOptions& lo, in
 // Marks the message `f` of `q` Locked under `lease_id`: out of `order`, into `locked` under the
 // same key. With `count_delivery` its delivery count rises (a transactional receive); a plain
 // receive leaves the record alone, as its messages are either removed once taken or returned
-// as if never received. The message moves into `lease`.
+// as if never received. The caller puts `f` into the lease (its size is the record's now).
 Status Store::Impl::MarkLocked(lmdb::Txn& txn, QueueInfo& q, Found& f, uint64_t lease_id,
-                               bool count_delivery, LeaseRecord& rec, Lease& lease) {
+                               bool count_delivery, LeaseRecord& rec) {
   std::string key = OrderKeyFor(q, f.msg);
   MQ_RETURN_IF_ERROR(msgs.Lock(txn, q, key, lease_id));
   if (count_delivery) {
@@ -331,8 +335,6 @@ Status Store::Impl::MarkLocked(lmdb::Txn& txn, QueueInfo& q, Found& f, uint64_t 
     MQ_RETURN_IF_ERROR(Rewrite(txn, q, f.msg, f.size, &f.size));
   }
   rec.keys.push_back(std::move(key));
-  lease.messages_.push_back(std::move(f.msg));
-  lease.sizes_.push_back(f.size);
   return {};
 }
 
@@ -385,10 +387,12 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockPlainOnce(const QueueRef& ref,
         auto lease_id = BeginLease(*q, lo, now, *lease, rec);
         if (!lease_id.ok()) return lease_id.status();
         walked = batch.back().walk_key;
-        lease->messages_.reserve(batch.size());
-        lease->sizes_.reserve(batch.size());
         for (auto& f : batch)
-          MQ_RETURN_IF_ERROR(MarkLocked(txn, *q, f, *lease_id, count_delivery, rec, *lease));
+          MQ_RETURN_IF_ERROR(MarkLocked(txn, *q, f, *lease_id, count_delivery, rec));
+        // The lease takes the batch as it is, and the next Collect decodes into the messages
+        // of the last lease ended.
+        lease->held_.swap(batch);
+        batch.swap(spare_held);
         MQ_RETURN_IF_ERROR(txn.Put(leases, LeaseKey(q->id, *lease_id), EncodeLease(rec)));
         MQ_RETURN_IF_ERROR(PutQueue(txn, *q));
         found = true;
@@ -440,9 +444,9 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockAny(const QueueRef& ref, const S
 // Writes a lease's messages to `sink` with no transaction open (the token first for an
 // expiring lease); with `wait_taken`, returns only once the reader has taken them.
 Status Store::Impl::Deliver(Lease& lease, MessageSink& sink, bool wait_taken) {
-  MQ_RETURN_IF_ERROR(sink.Accept(lease.messages_.size()));
+  MQ_RETURN_IF_ERROR(sink.Accept(lease.held_.size()));
   if (!lease.token_.empty()) sink.SetLease(lease.token_, lease.expires_);
-  for (const Message& m : lease.messages_) MQ_RETURN_IF_ERROR(sink.Add(m));
+  for (const Found& f : lease.held_) MQ_RETURN_IF_ERROR(sink.Add(f.msg));
   MQ_RETURN_IF_ERROR(sink.Flush());
   return wait_taken ? sink.Taken() : Status();
 }
@@ -549,10 +553,7 @@ Status Store::Release(Lease& lease) {
 Lease::~Lease() {
   // Unfinished: closing the lock file hands the messages to the next reader, as a death would.
   if (lock_fd_ >= 0) ::close(lock_fd_);
-  if (messages_.capacity() > spare_messages.capacity()) {
-    messages_.clear();
-    spare_messages.swap(messages_);
-  }
+  if (held_.size() > spare_held.size()) spare_held.swap(held_);
 }
 
 // A --lease token's lease, found in a write transaction: `fn` runs on it unless the token is

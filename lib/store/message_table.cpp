@@ -432,12 +432,25 @@ Status MessageTable::ForEachArrival(
 Status MessageTable::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection& sel,
                              const std::string& resume, size_t max_count,
                              std::vector<FoundMessage>& out) const {
-  out.clear();
+  // The elements `out` holds from an earlier call are decoded into again, and only those
+  // left over are destroyed on the way out: a drain's batches reuse a few thousand Messages
+  // (some twenty strings each) instead of making and freeing them for every message.
+  size_t used = 0;
+  struct Trim {
+    std::vector<FoundMessage>& v;
+    const size_t& n;
+    ~Trim() {
+      if (v.size() > n) v.erase(v.begin() + static_cast<std::ptrdiff_t>(n), v.end());
+    }
+  } trim{out, used};
+  auto next = [&]() -> FoundMessage& {
+    return used < out.size() ? out[used++] : (++used, out.emplace_back());
+  };
   if (q.id == 0 || max_count == 0) return {};
   out.reserve(std::min<size_t>(max_count, kLockBatchCount));
   size_t bytes = 0;
   int64_t now = NowMs();
-  auto full = [&] { return out.size() >= max_count || bytes >= kBatchBytes; };
+  auto full = [&] { return used >= max_count || bytes >= kBatchBytes; };
 
   if (sel.plain_only && sel.refuse_conversation && resume.empty()) {
     // A receive aimed at one message (--id, --lookup-id, --last): a conversation message is
@@ -445,15 +458,15 @@ Status MessageTable::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection
     Selection probe = sel;
     probe.plain_only = false;
     probe.refuse_conversation = false;
-    MQ_RETURN_IF_ERROR(Collect(txn, q, probe, resume, 1, out));
-    if (!out.empty() && IsConvMessageOf(q, out[0].msg) && out[0].msg.status != 0)
+    std::vector<FoundMessage> one;
+    MQ_RETURN_IF_ERROR(Collect(txn, q, probe, resume, 1, one));
+    if (!one.empty() && IsConvMessageOf(q, one[0].msg) && one[0].msg.status != 0)
       return Status::ConversationMessage(
           fmt::format("message {} belongs to conversation {}: receive it with "
                       "--conversation {} (a conversation is received in order)",
-                      out[0].msg.lookup_id, FormatGuid(out[0].msg.conversation_handle),
-                      FormatGuid(out[0].msg.conversation_handle)),
+                      one[0].msg.lookup_id, FormatGuid(one[0].msg.conversation_handle),
+                      FormatGuid(one[0].msg.conversation_handle)),
           q.name);
-    out.clear();
   }
 
   if (sel.anchor == Anchor::kId) {
@@ -465,7 +478,7 @@ Status MessageTable::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection
     MQ_RETURN_IF_ERROR(Load(txn, q, where->second, f));
     if (!Visible(txn, q, f.msg, sel.include_locked) || ExpiredAt(q, f.msg, now)) return {};
     if (sel.plain_only && IsConvMessageOf(q, f.msg)) return {};
-    out.push_back(std::move(f));
+    next() = std::move(f);
     return {};
   }
 
@@ -481,7 +494,7 @@ Status MessageTable::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection
       f.size = c.value().size();
       MQ_RETURN_IF_ERROR(Decode(c.value(), q.id, GetU64BE(c.key(), 4), f.msg));
       bytes += f.size;
-      out.push_back(std::move(f));
+      next() = std::move(f);
     }
     return {};
   }
@@ -500,7 +513,7 @@ Status MessageTable::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection
       if (!Visible(txn, q, f.msg, sel.include_locked) || ExpiredAt(q, f.msg, now)) continue;
       if (sel.plain_only && IsConvMessageOf(q, f.msg)) continue;
       bytes += f.size;
-      out.push_back(std::move(f));
+      next() = std::move(f);
     }
     return {};
   }
@@ -625,11 +638,11 @@ Status MessageTable::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection
     if (c.key().size() != 13) return Status::Corrupted("bad order index key", q.name);
     // Decoded in its place in `out` (a Message is some twenty strings: moving one in costs
     // as much as a look-up), and dropped again if it expired.
-    FoundMessage& f = out.emplace_back();
+    FoundMessage& f = next();
     f.walk_key.assign(c.key());
     MQ_RETURN_IF_ERROR(Load(txn, q, GetU64BE(c.key(), 5), f));
     if (ExpiredAt(q, f.msg, now))
-      out.pop_back();
+      --used;
     else
       bytes += f.size;
     bool on = backward ? c.Prev() : c.Next();

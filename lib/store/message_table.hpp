@@ -55,13 +55,6 @@
 
 namespace mq {
 
-// A message read from the table, and where a walk stood when it found it.
-struct FoundMessage {
-  std::string walk_key;  // resume after it
-  Message msg;
-  uint64_t size = 0;  // of its record
-};
-
 // Whether `m`, a message of `q`, is past its deadline at `now` (and so never delivered, even
 // before a writer removes it).
 inline bool ExpiredAt(const QueueInfo& q, const Message& m, int64_t now) {

@@ -49,6 +49,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <span>
@@ -317,13 +318,62 @@ struct LockOptions {
   bool count_delivery = true;
 };
 
+// A message read from the store, and where a walk stood when it found it.
+struct FoundMessage {
+  std::string walk_key;  // resume after it
+  Message msg;
+  uint64_t size = 0;  // of its record
+};
+
+// The messages of a lease, in their order: a read-only view of what the lease holds.
+class LeaseMessages {
+ public:
+  explicit LeaseMessages(const std::vector<FoundMessage>& held) : held_(&held) {}
+  size_t size() const { return held_->size(); }
+  bool empty() const { return held_->empty(); }
+  const Message& operator[](size_t i) const { return (*held_)[i].msg; }
+  const Message& at(size_t i) const { return held_->at(i).msg; }
+  const Message& front() const { return held_->front().msg; }
+  const Message& back() const { return held_->back().msg; }
+  class Iterator {
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = Message;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const Message*;
+    using reference = const Message&;
+    Iterator() = default;
+    explicit Iterator(std::vector<FoundMessage>::const_iterator it) : it_(it) {}
+    const Message& operator*() const { return it_->msg; }
+    const Message* operator->() const { return &it_->msg; }
+    Iterator& operator++() {
+      ++it_;
+      return *this;
+    }
+    Iterator operator++(int) {
+      Iterator was = *this;
+      ++it_;
+      return was;
+    }
+    bool operator==(const Iterator&) const = default;
+
+   private:
+    std::vector<FoundMessage>::const_iterator it_;
+  };
+  Iterator begin() const { return Iterator(held_->begin()); }
+  Iterator end() const { return Iterator(held_->end()); }
+
+ private:
+  const std::vector<FoundMessage>* held_;
+};
+
 // An open transactional receive: its messages are Locked in the store. A process lease holds
 // the lock file for as long as this object lives; destroying it unfinished leaves the
 // messages to be returned by the next reader, exactly as if the process had died.
 class Lease {
  public:
   ~Lease();
-  const std::vector<Message>& messages() const { return messages_; }
+  LeaseMessages messages() const { return LeaseMessages(held_); }
   const std::string& token() const { return token_; }
   int64_t expires() const { return expires_; }
   uint64_t id() const { return lease_id_; }
@@ -339,8 +389,8 @@ class Lease {
   uint64_t lease_id_ = 0;
   std::string token_;
   int64_t expires_ = 0;
-  std::vector<Message> messages_;
-  std::vector<uint64_t> sizes_;  // their record sizes, as Locked
+  // Its messages with their record sizes as Locked (FoundMessage::size); walk_key unused.
+  std::vector<FoundMessage> held_;
   std::string lock_path_;
   int lock_fd_ = -1;
   bool finished_ = false;

@@ -249,8 +249,8 @@ struct Store::Impl {
   static Status RateLimited(const QueueInfo& q, int64_t now_ns);
   Result<uint64_t> BeginLease(QueueInfo& q, const LockOptions& lo, int64_t now, Lease& lease,
                               LeaseRecord& rec);
-  Status MarkLocked(lmdb::Txn& txn, QueueInfo& q, Found& f, uint64_t lease_id,
-                    bool count_delivery, LeaseRecord& rec, Lease& lease);
+  Status MarkLocked(lmdb::Txn& txn, QueueInfo& q, Found& f, uint64_t lease_id, bool count_delivery,
+                    LeaseRecord& rec);
   Result<std::unique_ptr<Lease>> LockPlainOnce(const QueueRef& ref, const Selection& sel,
                                                const LockOptions& lo, bool count_delivery,
                                                std::string& resume, int64_t& deadline);

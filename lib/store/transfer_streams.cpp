@@ -588,7 +588,7 @@ Status Store::FinishForwarded(const std::vector<Lease*>& leases,
   for (size_t l = 0; l < leases.size(); ++l) {
     const Lease& lease = *leases[l];
     if (lease.finished_) return Status::TransactionUsage("lease already ended", lease.queue_);
-    if (outcomes[l].size() != lease.messages_.size())
+    if (outcomes[l].size() != lease.held_.size())
       return Status::InvalidArg("one outcome per message", lease.queue_);
     if (lease.queue_ != leases[0]->queue_)
       return Status::InvalidArg("leases of one queue only", lease.queue_);
@@ -608,13 +608,13 @@ Status Store::FinishForwarded(const std::vector<Lease*>& leases,
       LeaseRecord rec;
       if (!impl_->LoadLease(txn, lease.qid_, lease.lease_id_, &rec))
         return Status::TransactionUsage("the lease is gone (expired or returned)", lease.queue_);
-      if (rec.keys.size() != lease.messages_.size())
+      if (rec.keys.size() != lease.held_.size())
         return Status::Corrupted("the lease does not match its record", lease.queue_);
       for (size_t i = 0; i < rec.keys.size(); ++i) {
         if (impl_->msgs.Holder(txn, rec.keys[i]) != lease.lease_id_) continue;
         Store::Impl::Found f;
-        f.msg = lease.messages_[i];
-        f.size = lease.sizes_[i];
+        f.msg = lease.held_[i].msg;
+        f.size = lease.held_[i].size;
         ++acked;
         if (outcomes[l][i] == 0) {
           // It reached its queue: ACK_REACH_QUEUE and source journaling, as an arrival here.

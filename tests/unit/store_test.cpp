@@ -586,6 +586,47 @@ TEST_CASE("committing one of several leases leaves the others Locked", "[store][
   CHECK(rest.got.front().body == "m200");
 }
 
+TEST_CASE("each lease's messages are its own, batch after batch", "[store][lease]") {
+  // A thread's leases reuse the Messages of the last one ended (a drain decodes into them
+  // again): nothing of an earlier batch may show through, whether the next batch is smaller,
+  // larger, or taken while another lease is still open.
+  TempDir t;
+  auto st = OpenNew(t.path);
+  std::vector<std::pair<int, std::string>> big, small;
+  for (int i = 0; i < 50; ++i) big.emplace_back(3, std::string(100, 'a') + std::to_string(i));
+  for (int i = 0; i < 7; ++i) small.emplace_back(3, "s" + std::to_string(i));
+  Send(*st, "q", big, std::string(20, '\x5a'));
+  Send(*st, "q", small);
+  Send(*st, "q", big);
+  Selection fifty;
+  fifty.limit = 50;
+  auto first = st->Lock(Q("q"), fifty, {}, {}, nullptr);
+  REQUIRE(first.ok());
+  REQUIRE((*first)->messages().size() == 50);
+  CHECK((*first)->messages()[49].correlation_id == std::string(20, '\x5a'));
+  REQUIRE(st->Finish(**first, true, 0, nullptr).ok());
+  first->reset();
+  Selection seven;
+  seven.limit = 7;
+  auto second = st->Lock(Q("q"), seven, {}, {}, nullptr);
+  REQUIRE(second.ok());
+  std::vector<std::string> bodies;
+  for (const Message& m : (*second)->messages()) {
+    bodies.push_back(m.body);
+    CHECK(m.correlation_id.empty());
+  }
+  CHECK(bodies == std::vector<std::string>{"s0", "s1", "s2", "s3", "s4", "s5", "s6"});
+  auto third = st->Lock(Q("q"), fifty, {}, {}, nullptr);  // while the second is open
+  REQUIRE(third.ok());
+  REQUIRE((*third)->messages().size() == 50);
+  CHECK((*third)->messages().front().body == std::string(100, 'a') + "0");
+  CHECK((*third)->messages().back().body == std::string(100, 'a') + "49");
+  CHECK((*second)->messages().back().body == "s6");
+  REQUIRE(st->Finish(**second, true, 0, nullptr).ok());
+  REQUIRE(st->Finish(**third, true, 0, nullptr).ok());
+  CHECK(st->StatQueue(Q("q"))->info.count == 0);
+}
+
 TEST_CASE("a lease id whose lock file a dying writer still holds is skipped", "[store][lease]") {
   // A writer killed in its transaction after it locked locks/lease.Q.N: the kernel ends its
   // hold on the LMDB writer mutex (robust futexes, in exit_mm) before it closes its files, so
