@@ -7,6 +7,17 @@
  *                                 deletes it, BATCH (1000) per transaction, each commit synced
  *                                 and made only after the batch's output was written (as
  *                                 mq-receive does); fails unless exactly N entries were there
+ *   rawbulk fill3 DIR N           the same N messages in mq's layout, 10,000 a commit: a record
+ *                                 of 135 bytes (a 100-byte body's lean record) under queue id +
+ *                                 lookup id in "messages", its 13-byte key in "order"
+ *   rawbulk drain3 DIR N [BATCH]  mq's drain with nothing of mq but its LMDB work: per BATCH
+ *                                 (4000), one transaction walks "order", reads each record,
+ *                                 deletes each order key, appends it to "locked", puts a lease
+ *                                 record of the keys and commits without the meta sync; the
+ *                                 bodies are written; a second transaction deletes each record,
+ *                                 drops "locked", deletes the lease and commits synced. Its
+ *                                 time against drain's is what the store's layout costs; mq's
+ *                                 against it is what mq's own code costs
  *
  * Built like the floor: gcc -O2 -static rawbulk.c -llmdb -lpthread.
  */
@@ -27,8 +38,20 @@ static MDB_env *open_env(const char *dir) {
   int rc;
   if ((rc = mdb_env_create(&env))) die("env_create", rc);
   mdb_env_set_mapsize(env, (size_t)16 << 30);
+  mdb_env_set_maxdbs(env, 8);
   if ((rc = mdb_env_open(env, dir, 0, 0600))) die("env_open", rc);
   return env;
+}
+
+static MDB_dbi open_db(MDB_txn* txn, const char* name) {
+  MDB_dbi dbi;
+  int rc = mdb_dbi_open(txn, name, MDB_CREATE, &dbi);
+  if (rc) die("dbi_open", rc);
+  return dbi;
+}
+
+static void put_be(unsigned char* p, uint64_t v, int n) {
+  for (int b = 0; b < n; b++) p[b] = (unsigned char)(v >> (8 * (n - 1 - b)));
 }
 
 static int write_all(const char *p, size_t n) {
@@ -43,7 +66,7 @@ static int write_all(const char *p, size_t n) {
 
 int main(int argc, char **argv) {
   if (argc < 4 || argc > 5) {
-    fprintf(stderr, "usage: rawbulk fill|drain DIR N [BATCH]\n");
+    fprintf(stderr, "usage: rawbulk fill|drain|fill3|drain3 DIR N [BATCH]\n");
     return 2;
   }
   uint64_t n = strtoull(argv[3], NULL, 10);
@@ -100,6 +123,97 @@ int main(int argc, char **argv) {
         mdb_txn_abort(txn);
         break;
       }
+      if ((rc = mdb_txn_commit(txn))) die("commit", rc);
+      got += j;
+    }
+    if (got != n) {
+      fprintf(stderr, "rawbulk: drained %llu entries, expected %llu\n", (unsigned long long)got,
+              (unsigned long long)n);
+      return 1;
+    }
+  } else if (strcmp(argv[1], "fill3") == 0) {
+    char value[135];
+    memset(value, 'x', sizeof value);
+    uint64_t i = 0;
+    while (i < n) {
+      if ((rc = mdb_txn_begin(env, NULL, 0, &txn))) die("txn_begin", rc);
+      MDB_dbi msgs = open_db(txn, "messages"), order = open_db(txn, "order");
+      for (uint64_t j = 0; j < 10000 && i < n; j++) {
+        ++i;
+        unsigned char mk[12], ok[13];
+        put_be(mk, 1, 4);
+        put_be(mk + 4, i, 8);
+        put_be(ok, 1, 4);
+        ok[4] = 4; /* the band of priority 3 */
+        put_be(ok + 5, i, 8);
+        snprintf(value + 20, sizeof value - 20, "%llu", (unsigned long long)i);
+        MDB_val k = {12, mk}, v = {sizeof value, value}, o = {13, ok}, e = {0, ""};
+        if ((rc = mdb_put(txn, msgs, &k, &v, MDB_APPEND))) die("put messages", rc);
+        if ((rc = mdb_put(txn, order, &o, &e, MDB_APPEND))) die("put order", rc);
+      }
+      if ((rc = mdb_txn_commit(txn))) die("commit", rc);
+    }
+  } else if (strcmp(argv[1], "drain3") == 0) {
+    if (argc < 5) batch = 4000;
+    uint64_t got = 0;
+    char* out = malloc(batch * 100);
+    unsigned char* keys = malloc(batch * 13);
+    for (;;) {
+      /* The lock: walk order, read the records, order -> locked, the lease record. */
+      if ((rc = mdb_env_set_flags(env, MDB_NOMETASYNC, 1))) die("set_flags", rc);
+      if ((rc = mdb_txn_begin(env, NULL, 0, &txn))) die("txn_begin", rc);
+      MDB_dbi msgs = open_db(txn, "messages"), order = open_db(txn, "order"),
+              locked = open_db(txn, "locked"), leases = open_db(txn, "leases");
+      MDB_cursor *co, *cm, *cl;
+      if ((rc = mdb_cursor_open(txn, order, &co)) || (rc = mdb_cursor_open(txn, msgs, &cm)) ||
+          (rc = mdb_cursor_open(txn, locked, &cl)))
+        die("cursor_open", rc);
+      MDB_val k, v;
+      uint64_t j = 0;
+      size_t used = 0;
+      for (rc = mdb_cursor_get(co, &k, &v, MDB_FIRST); rc == 0 && j < batch;
+           rc = mdb_cursor_get(co, &k, &v, MDB_NEXT), j++) {
+        memcpy(keys + 13 * j, k.mv_data, 13);
+        unsigned char mk[12];
+        memcpy(mk, keys + 13 * j, 4);
+        memcpy(mk + 4, keys + 13 * j + 5, 8);
+        MDB_val rk = {12, mk}, rv;
+        if ((rc = mdb_cursor_get(cm, &rk, &rv, j ? MDB_NEXT : MDB_SET_KEY))) die("get", rc);
+        memcpy(out + used, (char*)rv.mv_data + 35, 100);
+        used += 100;
+      }
+      if (rc && rc != MDB_NOTFOUND) die("cursor_get", rc);
+      if (j == 0) {
+        mdb_txn_abort(txn);
+        break;
+      }
+      for (uint64_t i = 0; i < j; i++) {
+        MDB_val ok = {13, keys + 13 * i}, at = ok, ov, holder = {8, "\0\0\0\0\0\0\0\1"};
+        /* After a delete the cursor stands on the next key: the next of the batch. */
+        if ((rc = mdb_cursor_get(co, &at, &ov, i ? MDB_GET_CURRENT : MDB_SET))) die("seek", rc);
+        if (at.mv_size != 13 || memcmp(at.mv_data, ok.mv_data, 13)) die("not the next key", 0);
+        if ((rc = mdb_cursor_del(co, 0))) die("cursor_del", rc);
+        if ((rc = mdb_cursor_put(cl, &ok, &holder, MDB_APPEND))) die("put locked", rc);
+      }
+      MDB_val lk = {12, "\0\0\0\1\0\0\0\0\0\0\0\1"}, lv = {13 * j, keys};
+      if ((rc = mdb_put(txn, leases, &lk, &lv, 0))) die("put lease", rc);
+      if ((rc = mdb_txn_commit(txn))) die("commit", rc);
+      if (write_all(out, used)) die("write", 0);
+      /* The commit: the records out, locked dropped, the lease gone; synced. */
+      if ((rc = mdb_env_set_flags(env, MDB_NOMETASYNC, 0))) die("set_flags", rc);
+      if ((rc = mdb_txn_begin(env, NULL, 0, &txn))) die("txn_begin", rc);
+      if ((rc = mdb_cursor_open(txn, msgs, &cm))) die("cursor_open", rc);
+      for (uint64_t i = 0; i < j; i++) {
+        unsigned char mk[12];
+        memcpy(mk, keys + 13 * i, 4);
+        memcpy(mk + 4, keys + 13 * i + 5, 8);
+        MDB_val rk = {12, mk}, rv;
+        if ((rc = mdb_cursor_get(cm, &rk, &rv, i ? MDB_GET_CURRENT : MDB_SET))) die("seek", rc);
+        if (rk.mv_size != 12 || memcmp(rk.mv_data, mk, 12)) die("not the next record", 0);
+        if ((rc = mdb_cursor_del(cm, 0))) die("cursor_del", rc);
+      }
+      if ((rc = mdb_drop(txn, locked, 0))) die("drop", rc);
+      if ((rc = mdb_del(txn, leases, &lk, NULL))) die("del", rc);
       if ((rc = mdb_txn_commit(txn))) die("commit", rc);
       got += j;
     }

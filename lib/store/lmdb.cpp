@@ -440,7 +440,9 @@ Status Txn::Put(Dbi dbi, std::string_view key, std::string_view value) {
 
 Status Txn::PutAppend(Dbi dbi, std::string_view key, std::string_view value) {
   MDB_val k = Val(key), v = Val(value);
-  int rc = mdb_put(txn_, dbi, &k, &v, MDB_APPEND);
+  // Through the sequential cursor: mdb_put would open and close a cursor for each key.
+  MDB_cursor* c = SeqCursor(dbi);
+  int rc = c ? mdb_cursor_put(c, &k, &v, MDB_APPEND) : mdb_put(txn_, dbi, &k, &v, MDB_APPEND);
   if (rc == MDB_KEYEXIST) return Put(dbi, key, value);
   return Check(rc, "put");
 }

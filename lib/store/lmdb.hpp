@@ -132,7 +132,7 @@ class Txn {
   // Stores key -> value, replacing any value.
   Status Put(Dbi dbi, std::string_view key, std::string_view value);
   // Put() for a key that is usually above every key of the database (MDB_APPEND: no search,
-  // pages filled whole); falls back to Put() when it is not.
+  // pages filled whole; through DelSeq's cursor); falls back to Put() when it is not.
   Status PutAppend(Dbi dbi, std::string_view key, std::string_view value);
   // Stores key -> value only if key is absent; false if it was present.
   Result<bool> PutNew(Dbi dbi, std::string_view key, std::string_view value);
