@@ -7,7 +7,8 @@
 #   (a2) single durable receives, one process per message: mq-receive vs the C floor's pop
 #       (floor -p) vs sqlite3 DELETE .. RETURNING
 #   (b) bulk send of 1,000,000 100-byte lines: mq-send -l vs raw LMDB loop vs sqlite3 .import
-#   (c) drain of those 1,000,000 messages: mq-receive --all vs raw LMDB loop vs sqlite3
+#   (c) drain of those 1,000,000 messages: mq-receive --all vs raw LMDB loop vs sqlite3, and
+#       vs the same LMDB work as mq's (rawbulk drain3: what the store layout allows)
 #   (d) head of a queue at depth 1,000 vs 10,000,000: time, peak RSS, page faults and peak heap
 #       of mq-receive/mq-peek
 #   (e) the source: the largest files; with --build-time, a full build of the tools and tests
@@ -378,6 +379,13 @@ for ((round = 1; round <= ROUNDS; round++)); do
   sync
   timed c-raw4k -- "$BIN/rawbulk" drain "$BC/raw10k" "$BULK" 4000 || true
   sync
+  rm -rf "$BC/raw" "$BC/raw10k"
+  mkdir -p "$BC/layout"
+  "$BIN/rawbulk" fill3 "$BC/layout" "$BULK"
+  sync
+  timed c-layout -- "$BIN/rawbulk" drain3 "$BC/layout" "$BULK" 4000 || true
+  rm -rf "$BC/layout"
+  sync
   timed c-mq -- "$RECV" --all -0 -s "$BC/mq" q && check_count c-mq "$(mq_count "$BC/mq" q)" 0
   sync
   timed c-sqlite -i "$DEL" -- "${SQL[@]}" "$BC/sq.db" && check_count c-sqlite "$(sq_count "$BC/sq.db")" 0
@@ -420,9 +428,12 @@ bc_row c-raw "raw LMDB loop (C; first+read+delete, 1,000/commit)"
 bc_row c-mq "mq-receive --all (4,000 a batch, 2 commits each)"
 bc_row c-sqlite "sqlite3 DELETE .. LIMIT 1000 RETURNING, 1 txn each"
 bc_row c-raw4k "raw LMDB loop, 4,000 per commit (info)"
+bc_row c-layout "mq's LMDB work alone, in C (info: rawbulk drain3)"
 r=$(ratio_rate c-mq c-raw)
 printf '  %-52s %8s  target >= 0.6x: %s\n' "ratio mq/raw" "${r}x" "$(verdict "$r" '>=' 0.6)"
 printf '  %-52s %8s\n' "ratio mq/raw (4,000 per commit, as mq)" "$(ratio_rate c-mq c-raw4k)x"
+printf '  %-52s %8s\n' "ratio mq's LMDB work/raw (what the layout allows)" "$(ratio_rate c-layout c-raw)x"
+printf '  %-52s %8s\n' "ratio mq/mq's LMDB work (what mq's own code costs)" "$(ratio_rate c-mq c-layout)x"
 r=$(ratio_rate c-mq c-sqlite)
 printf '  %-52s %8s  target >= 2x:   %s\n' "ratio mq/sqlite3" "${r}x" "$(verdict "$r" '>=' 2)"
 echo
