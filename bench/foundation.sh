@@ -24,7 +24,7 @@
 #              BENCH_ROUNDS rounds of (b) and (c), the median is shown (default 3)
 #
 # Needs (Debian 12): build-essential, liblmdb-dev (liblmdb.a and lmdb.h), sqlite3, and cmake
-# plus the project's build dependencies to build mq; valgrind (optional) for the heap row of
+# plus the project's build dependencies to build mq; strace (optional) for the heap row of
 # (d). Nothing else: times and peak RSS are
 # taken by bench/c/rep.c (posix_spawn + wait4 + CLOCK_MONOTONIC), not by time(1)/hyperfine.
 # The full run needs about 4 GB free in BENCH_DIR and takes a few minutes.
@@ -467,14 +467,26 @@ done
 for ((i = 0; i < HEAD_RUNS; i++)); do
   for d in small big; do timed "d-peek-$d" -- "$PEEK" -s "$D/$d" q || true; done
 done
-# The heap alone (RSS also counts the store's mapped pages a run touched): peak of one run
-# under valgrind's massif, if valgrind is installed.
+# The heap alone (RSS also counts the store's mapped pages a run touched): the peak of the
+# program break's growth plus the live anonymous private mappings (malloc's large blocks and
+# LMDB's page lists) of one mq-receive, from its brk/mmap/munmap calls under strace. (valgrind's
+# massif cannot see the heap of a static binary: its malloc is not replaced, and it reports 0.)
 heap_peak() {  # heap_peak small|big: peak heap bytes of one mq-receive, or "-"
-  command -v valgrind >/dev/null || { echo -; return; }
-  valgrind --tool=massif --massif-out-file="$TMP/massif.$1" "$RECV" -s "$D/$1" q >/dev/null 2>&1 ||
+  command -v strace >/dev/null || { echo -; return; }
+  strace -e trace=brk,mmap,munmap -o "$TMP/heap.$1" "$RECV" -s "$D/$1" q >/dev/null 2>&1 ||
     { echo -; return; }
   "$SEND" --express -s "$D/$1" q "$BODY"
-  sed -n 's/^mem_heap_B=//p' "$TMP/massif.$1" | sort -n | tail -n 1
+  awk '
+    function hex(s,  v, i) {  # mawk has no strtonum
+      s = tolower(s); sub(/^0x/, "", s); v = 0
+      for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+      return v
+    }
+    /^brk\(/ { v = hex($NF); if (!base) base = v; brk = v - base }
+    /^mmap\(NULL,/ && /MAP_PRIVATE\|MAP_ANONYMOUS/ { split($2, a, ","); anon[hex($NF)] = a[1] + 0; live += a[1] }
+    /^munmap\(/ { split($1, a, "[(,]"); at = hex(a[2]); if (at in anon) { live -= anon[at]; delete anon[at] } }
+    { if (brk + live > peak) peak = brk + live }
+    END { printf "%.0f\n", peak }' "$TMP/heap.$1"
 }
 heap_small=$(heap_peak small)
 heap_big=$(heap_peak big)
@@ -517,10 +529,10 @@ d_row peek-rss "mq-peek peak RSS KiB (median/max)"
 d_row recv-flt "mq-receive page faults (median)"
 if [ "$heap_small" != - ] && [ "$heap_big" != - ]; then
   r=$(awk -v s="$heap_small" -v b="$heap_big" 'BEGIN { printf "%.2f", s ? b / s : 0 }')
-  printf '  %-36s %12s %14s %7sx  flat (<= 1.1x): %s\n' "mq-receive peak heap KiB (massif)" \
+  printf '  %-36s %12s %14s %7sx  flat (<= 1.1x): %s\n' "mq-receive peak heap KiB (strace)" \
     "$(commas $((heap_small / 1024)))" "$(commas $((heap_big / 1024)))" "$r" "$(verdict "$r" '<=' 1.1)"
 else
-  printf '  %-36s %s\n' "mq-receive peak heap" "not measured (needs valgrind)"
+  printf '  %-36s %s\n' "mq-receive peak heap" "not measured (needs strace)"
 fi
 printf '  %-36s %12s %14s\n' "store size on disk, KiB" "$(commas "$size_small")" "$(commas "$size_big")"
 printf '  %-36s %27s\n' "fill of the big queue (--express)" \
@@ -536,7 +548,7 @@ done
 [ "$(fails_of d-fill)" = 0 ] || echo "  WARNING fill: $(first_fail d-fill)"
 echo "  (peak RSS is ru_maxrss from wait4, as /usr/bin/time -f %M: it counts the pages of the"
 echo "   memory-mapped store the process touched as well as its heap; the heap alone is the"
-echo "   massif row, the memory that depends on the program rather than on the kernel)"
+echo "   strace row, the memory that depends on the program rather than on the kernel)"
 echo
 load_end=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0)
 echo "(e) source and build"
