@@ -26,6 +26,14 @@ inline void PutU64BE(std::string& out, uint64_t v) {
   for (int i = 0; i < 8; ++i) buf[i] = static_cast<char>(v >> (56 - 8 * i));
   out.append(buf, 8);
 }
+// The same, written at `p`: for a key made at its final size (std::string k(12, 0)) and
+// filled in place, without an append (and its capacity check) per field.
+inline void StoreU32BE(char* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (24 - 8 * i));
+}
+inline void StoreU64BE(char* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (56 - 8 * i));
+}
 uint16_t GetU16BE(std::string_view in, size_t pos);
 inline uint32_t GetU32BE(std::string_view in, size_t pos) {
   uint32_t v = 0;

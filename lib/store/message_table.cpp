@@ -68,8 +68,9 @@ Status MessageTable::Decode(std::string_view rec, uint32_t qid, uint64_t lookup,
     if (id_prefix_.size() != 12 || lookup > UINT32_MAX)
       return Status::Corrupted("message record leaves out an id the store cannot say");
     m.id.assign(id_prefix_);
-    PutU32BE(m.id, qid);
-    PutU32BE(m.id, static_cast<uint32_t>(lookup));
+    m.id.resize(kIdSize);
+    StoreU32BE(m.id.data() + 12, qid);
+    StoreU32BE(m.id.data() + 16, static_cast<uint32_t>(lookup));
   }
   if (implied & kImpliedSourceQm) m.source_qm_guid = store_guid_;
   if (implied & kImpliedEnqueueTime) m.message_enqueue_time = m.arrived_time;
@@ -264,10 +265,10 @@ Status MessageTable::Lock(lmdb::Txn& txn, QueueInfo& q, const std::string& okey,
                           uint64_t lease_id) {
   auto r = txn.DelSeq(order_, okey);
   if (!r.ok()) return r.status();
-  std::string holder;
-  PutU64BE(holder, lease_id);
+  char holder[8];
+  StoreU64BE(holder, lease_id);
   // A batch Locks keys in increasing order, usually above every key Locked before.
-  MQ_RETURN_IF_ERROR(txn.PutAppend(locked_, okey, holder));
+  MQ_RETURN_IF_ERROR(txn.PutAppend(locked_, okey, std::string_view(holder, 8)));
   q.locked++;
   return {};
 }

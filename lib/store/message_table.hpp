@@ -73,14 +73,9 @@ inline bool IsConvMessageOf(const QueueInfo& q, const Message& m) {
 // The key of `m` in `order` (or `locked`): its queue, its band (priority; conversation and
 // retained messages in bands of their own, schema.hpp) and its lookup id.
 inline std::string OrderKeyOf(const QueueInfo& q, const Message& m) {
-  std::string k;
-  k.reserve(13);
-  PutU32BE(k, q.id);
   // An outgoing queue is FIFO (schema.hpp): one band whatever the priority.
   uint8_t priority = IsOutgoingName(q.name) ? 0 : m.priority;
-  k.push_back(static_cast<char>(OrderBand(priority, IsConvMessageOf(q, m), m.status == 0)));
-  PutU64BE(k, m.lookup_id);
-  return k;
+  return BandKey(q.id, OrderBand(priority, IsConvMessageOf(q, m), m.status == 0), m.lookup_id);
 }
 
 // The lookup id in an order key.

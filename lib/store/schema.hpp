@@ -101,20 +101,23 @@ inline std::string QueueIdKey(uint32_t qid) {
 }
 
 inline std::string MsgKey(uint32_t qid, uint64_t lookup) {
-  std::string k;
-  k.reserve(12);
-  PutU32BE(k, qid);
-  PutU64BE(k, lookup);
+  std::string k(12, '\0');
+  StoreU32BE(k.data(), qid);
+  StoreU64BE(k.data() + 4, lookup);
+  return k;
+}
+
+// An order key: queue id, band, lookup id.
+inline std::string BandKey(uint32_t qid, uint8_t band, uint64_t lookup) {
+  std::string k(13, '\0');
+  StoreU32BE(k.data(), qid);
+  k[4] = static_cast<char>(band);
+  StoreU64BE(k.data() + 5, lookup);
   return k;
 }
 
 inline std::string OrderKey(uint32_t qid, uint8_t priority, uint64_t lookup) {
-  std::string k;
-  k.reserve(13);
-  PutU32BE(k, qid);
-  k.push_back(static_cast<char>(7 - priority));
-  PutU64BE(k, lookup);
-  return k;
+  return BandKey(qid, static_cast<uint8_t>(7 - priority), lookup);
 }
 
 inline std::string CorrPrefix(std::string_view corr, uint32_t qid) {
