@@ -12,6 +12,7 @@
 //    MDB_MAP_RESIZED (another process grew it) is handled inside Begin().
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -172,6 +173,9 @@ class Txn {
   bool map_full_ = false;
   std::vector<Cursor*> cursors_;
   std::vector<std::pair<Dbi, MDB_cursor*>> seq_;  // DelSeq's cursors
+  // The same by database handle (LMDB numbers a store's handles from 0): found at once, as a
+  // drain asks for them several times a message.
+  std::array<MDB_cursor*, 64> seq_by_dbi_{};
   MDB_cursor* SeqCursor(Dbi dbi);
   // Puts DelSeq's cursor of `dbi` on `key`: 1 there, 0 absent, < 0 an error (LMDB's, negated).
   int SeqSeek(MDB_cursor* c, std::string_view key);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -93,8 +94,10 @@ Status MessageTable::Load(lmdb::Txn& txn, const QueueInfo& q, uint64_t lookup,
 }
 
 bool MessageTable::IsNative(uint32_t qid, std::string_view id, uint64_t lookup) const {
-  return id_prefix_.size() == 12 && id.size() == kIdSize && lookup <= UINT32_MAX &&
-         id.substr(0, 12) == id_prefix_ && GetU32BE(id, 12) == qid && GetU32BE(id, 16) == lookup;
+  // The counters first: they differ for most ids that are not native.
+  return id.size() == kIdSize && lookup <= UINT32_MAX && GetU32BE(id, 16) == lookup &&
+         GetU32BE(id, 12) == qid && id_prefix_.size() == 12 &&
+         std::memcmp(id.data(), id_prefix_.data(), 12) == 0;
 }
 
 std::optional<std::pair<uint32_t, uint64_t>> MessageTable::NativeWhere(lmdb::Txn& txn,
