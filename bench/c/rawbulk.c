@@ -54,6 +54,13 @@ static void put_be(unsigned char* p, uint64_t v, int n) {
   for (int b = 0; b < n; b++) p[b] = (unsigned char)(v >> (8 * (n - 1 - b)));
 }
 
+static int drained_all(uint64_t got, uint64_t n) {
+  if (got == n) return 1;
+  fprintf(stderr, "rawbulk: drained %llu entries, expected %llu\n", (unsigned long long)got,
+          (unsigned long long)n);
+  return 0;
+}
+
 static int write_all(const char *p, size_t n) {
   while (n) {
     ssize_t w = write(1, p, n);
@@ -126,11 +133,7 @@ int main(int argc, char **argv) {
       if ((rc = mdb_txn_commit(txn))) die("commit", rc);
       got += j;
     }
-    if (got != n) {
-      fprintf(stderr, "rawbulk: drained %llu entries, expected %llu\n", (unsigned long long)got,
-              (unsigned long long)n);
-      return 1;
-    }
+    if (!drained_all(got, n)) return 1;
   } else if (strcmp(argv[1], "fill3") == 0) {
     char value[135];
     memset(value, 'x', sizeof value);
@@ -217,11 +220,7 @@ int main(int argc, char **argv) {
       if ((rc = mdb_txn_commit(txn))) die("commit", rc);
       got += j;
     }
-    if (got != n) {
-      fprintf(stderr, "rawbulk: drained %llu entries, expected %llu\n", (unsigned long long)got,
-              (unsigned long long)n);
-      return 1;
-    }
+    if (!drained_all(got, n)) return 1;
   } else {
     fprintf(stderr, "rawbulk: unknown mode %s\n", argv[1]);
     return 2;
