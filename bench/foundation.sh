@@ -8,7 +8,8 @@
 #       (floor -p) vs sqlite3 DELETE .. RETURNING
 #   (b) bulk send of 1,000,000 100-byte lines: mq-send -l vs raw LMDB loop vs sqlite3 .import
 #   (c) drain of those 1,000,000 messages: mq-receive --all vs raw LMDB loop vs sqlite3, and
-#       vs the same LMDB work as mq's (rawbulk drain3: what the store layout allows)
+#       vs the same LMDB work as mq's (rawbulk drain3: what the store layout allows) and in a
+#       layout with one B-tree delete a message (drain1: what that layout would allow)
 #   (d) head of a queue at depth 1,000 vs 10,000,000: time, peak RSS, page faults and peak heap
 #       of mq-receive/mq-peek
 #   (e) the source: the largest files; with --build-time, a full build of the tools and tests
@@ -385,6 +386,11 @@ for ((round = 1; round <= ROUNDS; round++)); do
   sync
   timed c-layout -- "$BIN/rawbulk" drain3 "$BC/layout" "$BULK" 4000 || true
   rm -rf "$BC/layout"
+  mkdir -p "$BC/layout1"
+  "$BIN/rawbulk" fill1 "$BC/layout1" "$BULK"
+  sync
+  timed c-layout1 -- "$BIN/rawbulk" drain1 "$BC/layout1" "$BULK" 4000 || true
+  rm -rf "$BC/layout1"
   sync
   timed c-mq -- "$RECV" --all -0 -s "$BC/mq" q && check_count c-mq "$(mq_count "$BC/mq" q)" 0
   sync
@@ -429,11 +435,13 @@ bc_row c-mq "mq-receive --all (4,000 a batch, 2 commits each)"
 bc_row c-sqlite "sqlite3 DELETE .. LIMIT 1000 RETURNING, 1 txn each"
 bc_row c-raw4k "raw LMDB loop, 4,000 per commit (info)"
 bc_row c-layout "mq's LMDB work alone, in C (info: rawbulk drain3)"
+bc_row c-layout1 "the same, record keyed by order key (info: drain1)"
 r=$(ratio_rate c-mq c-raw)
 printf '  %-52s %8s  target >= 0.6x: %s\n' "ratio mq/raw" "${r}x" "$(verdict "$r" '>=' 0.6)"
 printf '  %-52s %8s\n' "ratio mq/raw (4,000 per commit, as mq)" "$(ratio_rate c-mq c-raw4k)x"
 printf '  %-52s %8s\n' "ratio mq's LMDB work/raw (what the layout allows)" "$(ratio_rate c-layout c-raw)x"
 printf '  %-52s %8s\n' "ratio mq/mq's LMDB work (what mq's own code costs)" "$(ratio_rate c-mq c-layout)x"
+printf '  %-52s %8s\n' "ratio drain1/raw (what one tree a message allows)" "$(ratio_rate c-layout1 c-raw)x"
 r=$(ratio_rate c-mq c-sqlite)
 printf '  %-52s %8s  target >= 2x:   %s\n' "ratio mq/sqlite3" "${r}x" "$(verdict "$r" '>=' 2)"
 echo

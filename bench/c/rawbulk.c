@@ -18,6 +18,12 @@
  *                                 drops "locked", deletes the lease and commits synced. Its
  *                                 time against drain's is what the store's layout costs; mq's
  *                                 against it is what mq's own code costs
+ *   rawbulk fill1 DIR N           the same messages in a layout mq does not have: the record
+ *                                 keyed by its 13-byte order key, one tree, no "order"
+ *   rawbulk drain1 DIR N [BATCH]  drain3 in that layout: the lock walks the records and
+ *                                 appends each key to "locked" (the records stay where they
+ *                                 are); the commit deletes them: one B-tree delete a message,
+ *                                 not two. What that layout would allow
  *
  * Built like the floor: gcc -O2 -static rawbulk.c -llmdb -lpthread.
  */
@@ -71,9 +77,130 @@ static int write_all(const char *p, size_t n) {
   return 0;
 }
 
+/* The key of message i: in "messages" (queue id, lookup id: 12 bytes), or its order key
+ * (queue id, band, lookup id: 13 bytes), which in the one-tree layout keys the record. */
+static void msg_key(unsigned char *k, uint64_t i) {
+  put_be(k, 1, 4);
+  put_be(k + 4, i, 8);
+}
+static void order_key(unsigned char *k, uint64_t i) {
+  put_be(k, 1, 4);
+  k[4] = 4; /* the band of priority 3 */
+  put_be(k + 5, i, 8);
+}
+
+/* fill3 (one_tree 0) and fill1 (1): N records of 135 bytes, 10,000 a commit. */
+static void layout_fill(MDB_env *env, uint64_t n, int one_tree) {
+  char value[135];
+  memset(value, 'x', sizeof value);
+  MDB_txn *txn;
+  int rc;
+  uint64_t i = 0;
+  while (i < n) {
+    if ((rc = mdb_txn_begin(env, NULL, 0, &txn))) die("txn_begin", rc);
+    MDB_dbi msgs = open_db(txn, "messages"), order = one_tree ? 0 : open_db(txn, "order");
+    for (uint64_t j = 0; j < 10000 && i < n; j++) {
+      ++i;
+      unsigned char mk[12], ok[13];
+      msg_key(mk, i);
+      order_key(ok, i);
+      snprintf(value + 20, sizeof value - 20, "%llu", (unsigned long long)i);
+      MDB_val k = {12, mk}, v = {sizeof value, value}, o = {13, ok}, e = {0, ""};
+      if ((rc = mdb_put(txn, msgs, one_tree ? &o : &k, &v, MDB_APPEND))) die("put record", rc);
+      if (!one_tree && (rc = mdb_put(txn, order, &o, &e, MDB_APPEND))) die("put order", rc);
+    }
+    if ((rc = mdb_txn_commit(txn))) die("commit", rc);
+  }
+}
+
+/* Puts `c` on `want` (size n): the first of a batch by a search, each next one where the
+ * last delete left the cursor. */
+static void seek_next(MDB_cursor *c, const unsigned char *want, size_t n, int first) {
+  MDB_val k = {n, (void *)want}, v;
+  int rc = mdb_cursor_get(c, &k, &v, first ? MDB_SET : MDB_GET_CURRENT);
+  if (rc) die("seek", rc);
+  if (k.mv_size != n || memcmp(k.mv_data, want, n)) die("not the next key", 0);
+}
+
+/* drain3 (one_tree 0) and drain1 (1); returns how many were drained. */
+static uint64_t layout_drain(MDB_env *env, uint64_t batch, int one_tree) {
+  MDB_txn *txn;
+  int rc;
+  uint64_t got = 0;
+  char *out = malloc(batch * 100);
+  unsigned char *keys = malloc(batch * 13);
+  MDB_val lk = {12, "\0\0\0\1\0\0\0\0\0\0\0\1"}, holder = {8, "\0\0\0\0\0\0\0\1"};
+  for (;;) {
+    /* The lock: walk the head ("order" and each record; or the records themselves), mark
+     * each Locked (out of "order" into "locked"; or into "locked" alone), the lease record;
+     * committed without the meta sync. */
+    if ((rc = mdb_env_set_flags(env, MDB_NOMETASYNC, 1))) die("set_flags", rc);
+    if ((rc = mdb_txn_begin(env, NULL, 0, &txn))) die("txn_begin", rc);
+    MDB_dbi msgs = open_db(txn, "messages"), order = one_tree ? 0 : open_db(txn, "order"),
+            locked = open_db(txn, "locked"), leases = open_db(txn, "leases");
+    MDB_cursor *walk, *cm = NULL, *cl;
+    if ((rc = mdb_cursor_open(txn, one_tree ? msgs : order, &walk)) ||
+        (!one_tree && (rc = mdb_cursor_open(txn, msgs, &cm))) ||
+        (rc = mdb_cursor_open(txn, locked, &cl)))
+      die("cursor_open", rc);
+    MDB_val k, v;
+    uint64_t j = 0;
+    size_t used = 0;
+    /* A drain alone: the last batch's records were deleted, so the head is the first. */
+    for (rc = mdb_cursor_get(walk, &k, &v, MDB_FIRST); rc == 0 && j < batch;
+         rc = mdb_cursor_get(walk, &k, &v, MDB_NEXT), j++) {
+      memcpy(keys + 13 * j, k.mv_data, 13);
+      if (!one_tree) {
+        unsigned char mk[12];
+        memcpy(mk, keys + 13 * j, 4);
+        memcpy(mk + 4, keys + 13 * j + 5, 8);
+        MDB_val rk = {12, mk};
+        if ((rc = mdb_cursor_get(cm, &rk, &v, j ? MDB_NEXT : MDB_SET_KEY))) die("get", rc);
+      }
+      memcpy(out + used, (char *)v.mv_data + 35, 100);
+      used += 100;
+    }
+    if (rc && rc != MDB_NOTFOUND) die("cursor_get", rc);
+    if (j == 0) {
+      mdb_txn_abort(txn);
+      break;
+    }
+    for (uint64_t i = 0; i < j; i++) {
+      MDB_val ok = {13, keys + 13 * i};
+      if (!one_tree) {
+        seek_next(walk, keys + 13 * i, 13, i == 0);
+        if ((rc = mdb_cursor_del(walk, 0))) die("cursor_del", rc);
+      }
+      if ((rc = mdb_cursor_put(cl, &ok, &holder, MDB_APPEND))) die("put locked", rc);
+    }
+    MDB_val lv = {13 * j, keys};
+    if ((rc = mdb_put(txn, leases, &lk, &lv, 0))) die("put lease", rc);
+    if ((rc = mdb_txn_commit(txn))) die("commit", rc);
+    if (write_all(out, used)) die("write", 0);
+    /* The commit: the records out, "locked" dropped, the lease gone; synced. */
+    if ((rc = mdb_env_set_flags(env, MDB_NOMETASYNC, 0))) die("set_flags", rc);
+    if ((rc = mdb_txn_begin(env, NULL, 0, &txn))) die("txn_begin", rc);
+    if ((rc = mdb_cursor_open(txn, msgs, &cm))) die("cursor_open", rc);
+    for (uint64_t i = 0; i < j; i++) {
+      unsigned char mk[12];
+      memcpy(mk, keys + 13 * i, 4);
+      memcpy(mk + 4, keys + 13 * i + 5, 8);
+      seek_next(cm, one_tree ? keys + 13 * i : mk, one_tree ? 13 : 12, i == 0);
+      if ((rc = mdb_cursor_del(cm, 0))) die("cursor_del", rc);
+    }
+    if ((rc = mdb_drop(txn, locked, 0))) die("drop", rc);
+    if ((rc = mdb_del(txn, leases, &lk, NULL))) die("del", rc);
+    if ((rc = mdb_txn_commit(txn))) die("commit", rc);
+    got += j;
+  }
+  free(out);
+  free(keys);
+  return got;
+}
+
 int main(int argc, char **argv) {
   if (argc < 4 || argc > 5) {
-    fprintf(stderr, "usage: rawbulk fill|drain|fill3|drain3 DIR N [BATCH]\n");
+    fprintf(stderr, "usage: rawbulk fill|drain|fill3|drain3|fill1|drain1 DIR N [BATCH]\n");
     return 2;
   }
   uint64_t n = strtoull(argv[3], NULL, 10);
@@ -134,93 +261,11 @@ int main(int argc, char **argv) {
       got += j;
     }
     if (!drained_all(got, n)) return 1;
-  } else if (strcmp(argv[1], "fill3") == 0) {
-    char value[135];
-    memset(value, 'x', sizeof value);
-    uint64_t i = 0;
-    while (i < n) {
-      if ((rc = mdb_txn_begin(env, NULL, 0, &txn))) die("txn_begin", rc);
-      MDB_dbi msgs = open_db(txn, "messages"), order = open_db(txn, "order");
-      for (uint64_t j = 0; j < 10000 && i < n; j++) {
-        ++i;
-        unsigned char mk[12], ok[13];
-        put_be(mk, 1, 4);
-        put_be(mk + 4, i, 8);
-        put_be(ok, 1, 4);
-        ok[4] = 4; /* the band of priority 3 */
-        put_be(ok + 5, i, 8);
-        snprintf(value + 20, sizeof value - 20, "%llu", (unsigned long long)i);
-        MDB_val k = {12, mk}, v = {sizeof value, value}, o = {13, ok}, e = {0, ""};
-        if ((rc = mdb_put(txn, msgs, &k, &v, MDB_APPEND))) die("put messages", rc);
-        if ((rc = mdb_put(txn, order, &o, &e, MDB_APPEND))) die("put order", rc);
-      }
-      if ((rc = mdb_txn_commit(txn))) die("commit", rc);
-    }
-  } else if (strcmp(argv[1], "drain3") == 0) {
-    if (argc < 5) batch = 4000;
-    uint64_t got = 0;
-    char* out = malloc(batch * 100);
-    unsigned char* keys = malloc(batch * 13);
-    for (;;) {
-      /* The lock: walk order, read the records, order -> locked, the lease record. */
-      if ((rc = mdb_env_set_flags(env, MDB_NOMETASYNC, 1))) die("set_flags", rc);
-      if ((rc = mdb_txn_begin(env, NULL, 0, &txn))) die("txn_begin", rc);
-      MDB_dbi msgs = open_db(txn, "messages"), order = open_db(txn, "order"),
-              locked = open_db(txn, "locked"), leases = open_db(txn, "leases");
-      MDB_cursor *co, *cm, *cl;
-      if ((rc = mdb_cursor_open(txn, order, &co)) || (rc = mdb_cursor_open(txn, msgs, &cm)) ||
-          (rc = mdb_cursor_open(txn, locked, &cl)))
-        die("cursor_open", rc);
-      MDB_val k, v;
-      uint64_t j = 0;
-      size_t used = 0;
-      for (rc = mdb_cursor_get(co, &k, &v, MDB_FIRST); rc == 0 && j < batch;
-           rc = mdb_cursor_get(co, &k, &v, MDB_NEXT), j++) {
-        memcpy(keys + 13 * j, k.mv_data, 13);
-        unsigned char mk[12];
-        memcpy(mk, keys + 13 * j, 4);
-        memcpy(mk + 4, keys + 13 * j + 5, 8);
-        MDB_val rk = {12, mk}, rv;
-        if ((rc = mdb_cursor_get(cm, &rk, &rv, j ? MDB_NEXT : MDB_SET_KEY))) die("get", rc);
-        memcpy(out + used, (char*)rv.mv_data + 35, 100);
-        used += 100;
-      }
-      if (rc && rc != MDB_NOTFOUND) die("cursor_get", rc);
-      if (j == 0) {
-        mdb_txn_abort(txn);
-        break;
-      }
-      for (uint64_t i = 0; i < j; i++) {
-        MDB_val ok = {13, keys + 13 * i}, at = ok, ov, holder = {8, "\0\0\0\0\0\0\0\1"};
-        /* After a delete the cursor stands on the next key: the next of the batch. */
-        if ((rc = mdb_cursor_get(co, &at, &ov, i ? MDB_GET_CURRENT : MDB_SET))) die("seek", rc);
-        if (at.mv_size != 13 || memcmp(at.mv_data, ok.mv_data, 13)) die("not the next key", 0);
-        if ((rc = mdb_cursor_del(co, 0))) die("cursor_del", rc);
-        if ((rc = mdb_cursor_put(cl, &ok, &holder, MDB_APPEND))) die("put locked", rc);
-      }
-      MDB_val lk = {12, "\0\0\0\1\0\0\0\0\0\0\0\1"}, lv = {13 * j, keys};
-      if ((rc = mdb_put(txn, leases, &lk, &lv, 0))) die("put lease", rc);
-      if ((rc = mdb_txn_commit(txn))) die("commit", rc);
-      if (write_all(out, used)) die("write", 0);
-      /* The commit: the records out, locked dropped, the lease gone; synced. */
-      if ((rc = mdb_env_set_flags(env, MDB_NOMETASYNC, 0))) die("set_flags", rc);
-      if ((rc = mdb_txn_begin(env, NULL, 0, &txn))) die("txn_begin", rc);
-      if ((rc = mdb_cursor_open(txn, msgs, &cm))) die("cursor_open", rc);
-      for (uint64_t i = 0; i < j; i++) {
-        unsigned char mk[12];
-        memcpy(mk, keys + 13 * i, 4);
-        memcpy(mk + 4, keys + 13 * i + 5, 8);
-        MDB_val rk = {12, mk}, rv;
-        if ((rc = mdb_cursor_get(cm, &rk, &rv, i ? MDB_GET_CURRENT : MDB_SET))) die("seek", rc);
-        if (rk.mv_size != 12 || memcmp(rk.mv_data, mk, 12)) die("not the next record", 0);
-        if ((rc = mdb_cursor_del(cm, 0))) die("cursor_del", rc);
-      }
-      if ((rc = mdb_drop(txn, locked, 0))) die("drop", rc);
-      if ((rc = mdb_del(txn, leases, &lk, NULL))) die("del", rc);
-      if ((rc = mdb_txn_commit(txn))) die("commit", rc);
-      got += j;
-    }
-    if (!drained_all(got, n)) return 1;
+  } else if (strcmp(argv[1], "fill3") == 0 || strcmp(argv[1], "fill1") == 0) {
+    layout_fill(env, n, argv[1][4] == '1');
+  } else if (strcmp(argv[1], "drain3") == 0 || strcmp(argv[1], "drain1") == 0) {
+    if (!drained_all(layout_drain(env, argc == 5 ? batch : 4000, argv[1][5] == '1'), n))
+      return 1;
   } else {
     fprintf(stderr, "rawbulk: unknown mode %s\n", argv[1]);
     return 2;
