@@ -666,6 +666,13 @@ void MessageTable::ForEachRecord(
   }
 }
 
+void MessageTable::ForEachLocked(
+    lmdb::Txn& txn, const std::function<void(std::string_view okey, uint64_t lease)>& fn) const {
+  lmdb::Cursor c(txn, locked_);
+  for (bool on = c.First(); on; on = c.Next())
+    fn(c.key(), c.value().size() == 8 ? GetU64BE(c.value(), 0) : 0);
+}
+
 void MessageTable::Check(lmdb::Txn& txn, const std::map<uint32_t, QueueInfo>& by_qid,
                          const std::map<std::string, const QueueInfo*>& id_sources,
                          const std::function<void(std::string)>& problem) const {

@@ -208,6 +208,10 @@ class MessageTable {
                                                          bool locked)>& fn) const;
 
   // ---- check (mq-admin check)
+  // Each `locked` entry: its order key and the lease that holds it (0 if the value is not
+  // one).
+  void ForEachLocked(lmdb::Txn& txn,
+                     const std::function<void(std::string_view okey, uint64_t lease)>& fn) const;
   // Every message of the store, in key order (records with a bad key or that do not decode
   // are skipped: Check reports them).
   void ForEachRecord(lmdb::Txn& txn,

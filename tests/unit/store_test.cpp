@@ -1462,3 +1462,40 @@ TEST_CASE("format 3 records leave out what the store says, a format 2 store writ
     RequireChecked(**st);
   }
 }
+
+TEST_CASE("check finds a Locked message whose lease record is gone", "[store][lease]") {
+  // A lone drain's commit takes the count of `locked` as proof that its lease holds every
+  // mark when its record is the store's only one: the store check verifies what that rests
+  // on, that each mark's lease exists.
+  TempDir t;
+  {
+    auto st = OpenNew(t.path);
+    Send(*st, "q", {{3, "a"}, {3, "b"}});
+    LockOptions lo;
+    lo.lease_ms = 60'000;  // a token lease: its record stays when this process ends
+    auto l = st->Lock(Q("q"), All(), {}, lo, nullptr);
+    REQUIRE(l.ok());
+    REQUIRE((*l)->messages().size() == 2);
+    std::vector<std::string> problems;
+    REQUIRE(st->Check(problems).ok());
+    CHECK(problems.empty());
+  }
+  {
+    // The lease record deleted behind the store's back (a damaged store).
+    lmdb::Env env;
+    REQUIRE(env.Open(t.path + "/s", 0600, 256ULL << 20, 32).ok());
+    auto txn = lmdb::Txn::Begin(env, true);
+    REQUIRE(txn.ok());
+    auto leases = txn->OpenDb("leases", false);
+    REQUIRE(leases.ok());
+    REQUIRE(txn->Count(*leases) == 1);
+    REQUIRE(txn->Clear(*leases).ok());
+    REQUIRE(txn->Commit().ok());
+  }
+  auto st = OpenNew(t.path);
+  std::vector<std::string> problems;
+  REQUIRE(st->Check(problems).ok());
+  REQUIRE(problems.size() == 2);
+  CHECK(problems[0].find("locked: message 1 of queue id") != std::string::npos);
+  CHECK(problems[0].find("which does not exist") != std::string::npos);
+}
