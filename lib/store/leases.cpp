@@ -123,6 +123,19 @@ Result<bool> Store::Impl::ClearIfAllLocked(lmdb::Txn& txn, const QueueInfo& q,
   return true;
 }
 
+// Every Locked message is held by a lease whose record exists: a lease is written and removed
+// with its messages' marks, and a lone drain's commit relies on it (ClearIfAllLocked). A mark
+// without its lease would keep its message out of the queue.
+void Store::Impl::CheckLeases(lmdb::Txn& t, const std::function<void(std::string)>& problem) {
+  msgs.ForEachLocked(t, [&](std::string_view okey, uint64_t lease) {
+    uint32_t qid = okey.size() == 13 ? GetU32BE(okey, 0) : 0;
+    if (!t.Get(leases, LeaseKey(qid, lease)))
+      problem(fmt::format("locked: message {} of queue id {} is held by lease {}, which does "
+                          "not exist",
+                          okey.size() == 13 ? OrderKeyLookup(okey) : 0, qid, lease));
+  });
+}
+
 // Ends a lease by returning its messages to their places (after `delay_ms`), abort count
 // + 1; a message rolled back max_retries times meets the queue's poison action. With
 // `count_abort` false (a release: the reader went away before it took the messages) they

@@ -92,16 +92,7 @@ Status Store::Check(std::vector<std::string>& problems) {
       problem(fmt::format("queue {}: its message id GUID is another queue's too", q.name));
 
   impl_->msgs.Check(t, by_qid, id_sources, problem);
-  // Every Locked message is held by a lease whose record exists: a lease is written and
-  // removed with its messages' marks, and a lone drain's commit relies on it
-  // (ClearIfAllLocked). A mark without its lease would keep its message out of the queue.
-  impl_->msgs.ForEachLocked(t, [&](std::string_view okey, uint64_t lease) {
-    uint32_t qid = okey.size() == 13 ? GetU32BE(okey, 0) : 0;
-    if (!t.Get(impl_->leases, LeaseKey(qid, lease)))
-      problem(fmt::format("locked: message {} of queue id {} is held by lease {}, which does "
-                          "not exist",
-                          okey.size() == 13 ? OrderKeyLookup(okey) : 0, qid, lease));
-  });
+  impl_->CheckLeases(t, problem);
   impl_->CheckConversations(t, by_qid, problem);
   return {};
 }

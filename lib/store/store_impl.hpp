@@ -160,6 +160,10 @@ struct Store::Impl {
   void CheckCatalog(lmdb::Txn& t, std::map<uint32_t, QueueInfo>& by_qid,
                     const std::function<void(std::string)>& problem);
 
+  // The leases' part of mq-admin check (leases.cpp): every Locked message is held by a lease
+  // whose record exists.
+  void CheckLeases(lmdb::Txn& t, const std::function<void(std::string)>& problem);
+
   // ---- messages.cpp
   using Held = MessageTable::Held;
   Status RemoveMessage(lmdb::Txn& txn, QueueInfo& q, const Message& m, uint64_t size,
