@@ -381,16 +381,13 @@ for ((round = 1; round <= ROUNDS; round++)); do
   timed c-raw4k -- "$BIN/rawbulk" drain "$BC/raw10k" "$BULK" 4000 || true
   sync
   rm -rf "$BC/raw" "$BC/raw10k"
-  mkdir -p "$BC/layout"
-  "$BIN/rawbulk" fill3 "$BC/layout" "$BULK"
-  sync
-  timed c-layout -- "$BIN/rawbulk" drain3 "$BC/layout" "$BULK" 4000 || true
-  rm -rf "$BC/layout"
-  mkdir -p "$BC/layout1"
-  "$BIN/rawbulk" fill1 "$BC/layout1" "$BULK"
-  sync
-  timed c-layout1 -- "$BIN/rawbulk" drain1 "$BC/layout1" "$BULK" 4000 || true
-  rm -rf "$BC/layout1"
+  for l in 3 1; do  # mq's layout, and the one-tree layout (c-layout, c-layout1)
+    mkdir -p "$BC/layout"
+    "$BIN/rawbulk" "fill$l" "$BC/layout" "$BULK"
+    sync
+    timed "c-layout${l#3}" -- "$BIN/rawbulk" "drain$l" "$BC/layout" "$BULK" 4000 || true
+    rm -rf "$BC/layout"
+  done
   sync
   timed c-mq -- "$RECV" --all -0 -s "$BC/mq" q && check_count c-mq "$(mq_count "$BC/mq" q)" 0
   sync

@@ -15,24 +15,24 @@
 namespace mq {
 
 void PutU16BE(std::string& out, uint16_t v);
-// Inline: every key is built and read with these (a bulk send makes millions).
-inline void PutU32BE(std::string& out, uint32_t v) {
-  char buf[4];
-  for (int i = 0; i < 4; ++i) buf[i] = static_cast<char>(v >> (24 - 8 * i));
-  out.append(buf, 4);
-}
-inline void PutU64BE(std::string& out, uint64_t v) {
-  char buf[8];
-  for (int i = 0; i < 8; ++i) buf[i] = static_cast<char>(v >> (56 - 8 * i));
-  out.append(buf, 8);
-}
-// The same, written at `p`: for a key made at its final size (std::string k(12, 0)) and
-// filled in place, without an append (and its capacity check) per field.
+// Inline: every key is built and read with these (a bulk send makes millions). The Store
+// forms write at `p`: for a key made at its final size (std::string k(12, 0)) and filled in
+// place, without an append (and its capacity check) per field.
 inline void StoreU32BE(char* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (24 - 8 * i));
 }
 inline void StoreU64BE(char* p, uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (56 - 8 * i));
+}
+inline void PutU32BE(std::string& out, uint32_t v) {
+  char buf[4];
+  StoreU32BE(buf, v);
+  out.append(buf, 4);
+}
+inline void PutU64BE(std::string& out, uint64_t v) {
+  char buf[8];
+  StoreU64BE(buf, v);
+  out.append(buf, 8);
 }
 uint16_t GetU16BE(std::string_view in, size_t pos);
 inline uint32_t GetU32BE(std::string_view in, size_t pos) {

@@ -348,8 +348,7 @@ Txn::Txn(Txn&& o) noexcept
       write_(o.write_),
       map_full_(o.map_full_),
       cursors_(std::move(o.cursors_)),
-      seq_(std::move(o.seq_)),
-      seq_by_dbi_(std::exchange(o.seq_by_dbi_, {})) {
+      seq_(std::exchange(o.seq_, {})) {
   for (Cursor* c : cursors_) c->txn_ = this;
 }
 
@@ -360,8 +359,7 @@ Txn& Txn::operator=(Txn&& o) noexcept {
     write_ = o.write_;
     map_full_ = o.map_full_;
     cursors_ = std::move(o.cursors_);
-    seq_ = std::move(o.seq_);
-    seq_by_dbi_ = std::exchange(o.seq_by_dbi_, {});
+    seq_ = std::exchange(o.seq_, {});
     for (Cursor* c : cursors_) c->txn_ = this;
   }
   return *this;
@@ -395,9 +393,10 @@ Status Txn::Check(int rc, const char* what) {
 }
 
 void Txn::CloseCursors() {
-  for (auto& [dbi, c] : seq_) mdb_cursor_close(c);
-  seq_.clear();
-  seq_by_dbi_.fill(nullptr);
+  for (MDB_cursor*& c : seq_) {
+    if (c) mdb_cursor_close(c);
+    c = nullptr;
+  }
   for (Cursor* c : cursors_) {
     if (c->cur_) mdb_cursor_close(c->cur_);
     c->cur_ = nullptr;
@@ -533,14 +532,9 @@ Result<bool> Txn::Del(Dbi dbi, std::string_view key) {
 }
 
 MDB_cursor* Txn::SeqCursor(Dbi dbi) {
-  if (dbi < seq_by_dbi_.size() && seq_by_dbi_[dbi]) return seq_by_dbi_[dbi];
-  for (auto& [d, cur] : seq_)
-    if (d == dbi) return cur;
-  MDB_cursor* c = nullptr;
-  if (mdb_cursor_open(txn_, dbi, &c) != MDB_SUCCESS) return nullptr;
-  seq_.emplace_back(dbi, c);
-  if (dbi < seq_by_dbi_.size()) seq_by_dbi_[dbi] = c;
-  return c;
+  if (dbi >= seq_.size()) return nullptr;
+  if (!seq_[dbi] && mdb_cursor_open(txn_, dbi, &seq_[dbi]) != MDB_SUCCESS) seq_[dbi] = nullptr;
+  return seq_[dbi];
 }
 
 int Txn::SeqSeek(MDB_cursor* c, std::string_view key) {

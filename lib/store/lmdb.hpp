@@ -172,10 +172,10 @@ class Txn {
   bool write_ = false;
   bool map_full_ = false;
   std::vector<Cursor*> cursors_;
-  std::vector<std::pair<Dbi, MDB_cursor*>> seq_;  // DelSeq's cursors
-  // The same by database handle (LMDB numbers a store's handles from 0): found at once, as a
-  // drain asks for them several times a message.
-  std::array<MDB_cursor*, 64> seq_by_dbi_{};
+  // DelSeq's cursors, by database handle (LMDB numbers them from 0; a store opens 32 named
+  // databases): found at once, as a drain asks for them several times a message.
+  std::array<MDB_cursor*, 64> seq_{};
+  // Null for a handle beyond seq_ or a cursor LMDB would not open: the callers then do without.
   MDB_cursor* SeqCursor(Dbi dbi);
   // Puts DelSeq's cursor of `dbi` on `key`: 1 there, 0 absent, < 0 an error (LMDB's, negated).
   int SeqSeek(MDB_cursor* c, std::string_view key);
