@@ -14,13 +14,20 @@
 #       (CONNECTIONS, default 16: POSTs in flight at once; each serve takes up to
 #       MAX_CONNECTIONS, default 256, as --max-connections: a forward with more connections
 #       than the far serve takes has the rest wait for their timeout)
+#   (f) the transport's floor (bench/c/http_floor.c): the same POST sent N times on
+#       CONNECTIONS connections by a C sender to a C receiver that only finds each request's
+#       end and answers 200, no library on either side: loopback TCP and wake-ups alone
+#   (g) the same with libcurl as the sender, driven as forward drives it (multi interface,
+#       curl_multi_socket_action on epoll, each easy handle set up once): what the library
+#       the issue names for posting costs before any of mq's work, on either side
 #
 #   bench/serve_http.sh [N]     default N=20000; LOOP_N (default 500)
 #
 # Prints messages per second and the ratios: serve through (a) against (c), the issue's "at
 # least 50% of the pipe forward", and (a) against (b), "at least 20x the curl loop"; the same
 # for (d) and (e), the issue's benchmark of forward over HTTP.
-# Needs curl and built mq tools (MQ_BIN, default build/).
+# Needs curl, gcc and libcurl's headers (libcurl4-openssl-dev, which the build needs too) and
+# built mq tools (MQ_BIN, default build/).
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 MQ_BIN=${MQ_BIN:-$SRC/build}
@@ -54,6 +61,8 @@ with open(sys.argv[2] + "/curl.cfg", "w") as cfg:
         ctype = [l.split(b": ", 1)[1] for l in head.split(b"\r\n")
                  if l.lower().startswith(b"content-type:")][0].decode()
         open("%s/%d" % (sys.argv[2], i), "wb").write(body)
+        if i == 0:
+            open(sys.argv[2] + "/request", "wb").write(d)
         cfg.write('url = "http://127.0.0.1:PORT/msmq/private$/q"\n')
         cfg.write('data-binary = "@%s/%d"\n' % (sys.argv[2], i))
         cfg.write('header = "Content-Type: %s"\n' % ctype.replace('"', '\\"'))
@@ -138,16 +147,30 @@ HERE_PID= THERE_PID=
 rd=$(rate "$N" "$d0" "$d1")
 re=$(rate "$N" "$e0" "$e1")
 
+# (f), (g): the floors, with the first of the same documents.
+gcc -O2 -o "$T/http_floor" "$SRC/bench/c/http_floor.c" -lcurl
+read -r _ tf cf < <("$T/http_floor" "$T/d/request" "$N" ${CONNECTIONS:-16})
+read -r _ tg cg < <("$T/http_floor" --libcurl "$T/d/request" "$N" ${CONNECTIONS:-16})
+rf=$(awk -v n="$N" -v t="$tf" 'BEGIN { printf "%.0f", n / t }')
+rg=$(awk -v n="$N" -v t="$tg" 'BEGIN { printf "%.0f", n / t }')
+
 printf '  %-58s %10s msg/s\n' "(a) curl --parallel ${PARALLEL:-16} -> serve (kept-alive)" "$ra"
 printf '  %-58s %10s msg/s\n' "(b) shell loop of curl, one per message ($LOOP_N)" "$rb"
 printf '  %-58s %10s msg/s\n' "(c) mq-admin forward over a pipe (store to store)" "$rc"
 printf '  %-58s %10s msg/s\n' "(d) mq-admin forward over HTTP, plain (${CONNECTIONS:-16} connections)" "$rd"
 printf '  %-58s %10s msg/s\n' "(e) mq-admin forward over HTTP, transactional stream" "$re"
-awk -v a="$ra" -v b="$rb" -v c="$rc" -v d="$rd" -v e="$re" 'BEGIN {
+printf '  %-58s %10s msg/s  (%s us CPU a message)\n' "(f) floor: C sender -> C receiver, no libraries" "$rf" \
+  "$(awk -v n="$N" -v c="$cf" 'BEGIN { printf "%.0f", c * 1e6 / n }')"
+printf '  %-58s %10s msg/s  (%s us CPU a message)\n' "(g) floor with libcurl sending (as forward does)" "$rg" \
+  "$(awk -v n="$N" -v c="$cg" 'BEGIN { printf "%.0f", c * 1e6 / n }')"
+awk -v a="$ra" -v b="$rb" -v c="$rc" -v d="$rd" -v e="$re" -v f="$rf" -v g="$rg" 'BEGIN {
   printf "  ratio (a)/(c)  %.2fx   target >= 0.5x: %s\n", a / c, ((a / c >= 0.5) ? "ok" : "MISS")
   printf "  ratio (a)/(b)  %.1fx   target >= 20x:  %s\n", a / b, ((a / b >= 20) ? "ok" : "MISS")
   printf "  ratio (d)/(c)  %.2fx   target >= 0.5x: %s\n", d / c, ((d / c >= 0.5) ? "ok" : "MISS")
   printf "  ratio (e)/(c)  %.2fx   target >= 0.5x: %s\n", e / c, ((e / c >= 0.5) ? "ok" : "MISS")
   printf "  ratio (d)/(b)  %.1fx   target >= 20x:  %s\n", d / b, ((d / b >= 20) ? "ok" : "MISS")
   printf "  ratio (e)/(b)  %.1fx   target >= 20x:  %s\n", e / b, ((e / b >= 20) ? "ok" : "MISS")
+  printf "  ratio (g)/(c)  %.2fx   libcurl alone against the pipe forward (the 0.5x target)\n", g / c
+  printf "  ratio (d)/(g)  %.2fx   forward over HTTP against libcurl alone\n", d / g
+  printf "  ratio (f)/(c)  %.2fx   the transport alone against the pipe forward\n", f / c
 }'
