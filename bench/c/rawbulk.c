@@ -24,6 +24,11 @@
  *                                 appends each key to "locked" (the records stay where they
  *                                 are); the commit deletes them: one B-tree delete a message,
  *                                 not two. What that layout would allow
+ *   rawbulk drain1r DIR N [BATCH] drain1 with the Locked marks as ranges, as that layout needs
+ *                                 them for readers to seek past what others hold: the walk
+ *                                 first looks for a range over the head, the lock puts one
+ *                                 range (first key -> last key, lease) for the batch, the
+ *                                 commit deletes it with the records (fill1's store)
  *
  * Built like the floor: gcc -O2 -static rawbulk.c -llmdb -lpthread.
  */
@@ -122,8 +127,8 @@ static void seek_next(MDB_cursor *c, const unsigned char *want, size_t n, int fi
   if (k.mv_size != n || memcmp(k.mv_data, want, n)) die("not the next key", 0);
 }
 
-/* drain3 (one_tree 0) and drain1 (1); returns how many were drained. */
-static uint64_t layout_drain(MDB_env *env, uint64_t batch, int one_tree) {
+/* drain3 (one_tree 0), drain1 (1) and drain1r (ranges 1); returns how many were drained. */
+static uint64_t layout_drain(MDB_env* env, uint64_t batch, int one_tree, int ranges) {
   MDB_txn *txn;
   int rc;
   uint64_t got = 0;
@@ -147,8 +152,16 @@ static uint64_t layout_drain(MDB_env *env, uint64_t batch, int one_tree) {
     uint64_t j = 0;
     size_t used = 0;
     /* A drain alone: the last batch's records were deleted, so the head is the first. */
-    for (rc = mdb_cursor_get(walk, &k, &v, MDB_FIRST); rc == 0 && j < batch;
-         rc = mdb_cursor_get(walk, &k, &v, MDB_NEXT), j++) {
+    rc = mdb_cursor_get(walk, &k, &v, MDB_FIRST);
+    if (ranges && rc == 0) {
+      /* A reader's look for a range over the head (there is none: the drain is alone). */
+      MDB_val rk = k, rv;
+      int r2 = mdb_cursor_get(cl, &rk, &rv, MDB_SET_RANGE);
+      if (r2 == 0 && rk.mv_size == k.mv_size && !memcmp(rk.mv_data, k.mv_data, k.mv_size))
+        die("a range over the head", 0);
+      if (r2 && r2 != MDB_NOTFOUND) die("range seek", r2);
+    }
+    for (; rc == 0 && j < batch; rc = mdb_cursor_get(walk, &k, &v, MDB_NEXT), j++) {
       memcpy(keys + 13 * j, k.mv_data, 13);
       if (!one_tree) {
         unsigned char mk[12];
@@ -171,7 +184,14 @@ static uint64_t layout_drain(MDB_env *env, uint64_t batch, int one_tree) {
         seek_next(walk, keys + 13 * i, 13, i == 0);
         if ((rc = mdb_cursor_del(walk, 0))) die("cursor_del", rc);
       }
-      if ((rc = mdb_cursor_put(cl, &ok, &holder, MDB_APPEND))) die("put locked", rc);
+      if (!ranges && (rc = mdb_cursor_put(cl, &ok, &holder, MDB_APPEND))) die("put locked", rc);
+    }
+    if (ranges) {
+      unsigned char range[21];
+      memcpy(range, keys + 13 * (j - 1), 13);
+      memcpy(range + 13, holder.mv_data, 8);
+      MDB_val first = {13, keys}, rv = {sizeof range, range};
+      if ((rc = mdb_put(txn, locked, &first, &rv, 0))) die("put range", rc);
     }
     MDB_val lv = {13 * j, keys};
     if ((rc = mdb_put(txn, leases, &lk, &lv, 0))) die("put lease", rc);
@@ -188,7 +208,9 @@ static uint64_t layout_drain(MDB_env *env, uint64_t batch, int one_tree) {
       seek_next(cm, one_tree ? keys + 13 * i : mk, one_tree ? 13 : 12, i == 0);
       if ((rc = mdb_cursor_del(cm, 0))) die("cursor_del", rc);
     }
-    if ((rc = mdb_drop(txn, locked, 0))) die("drop", rc);
+    MDB_val first = {13, keys};
+    if ((rc = ranges ? mdb_del(txn, locked, &first, NULL) : mdb_drop(txn, locked, 0)))
+      die(ranges ? "del range" : "drop", rc);
     if ((rc = mdb_del(txn, leases, &lk, NULL))) die("del", rc);
     if ((rc = mdb_txn_commit(txn))) die("commit", rc);
     got += j;
@@ -200,7 +222,7 @@ static uint64_t layout_drain(MDB_env *env, uint64_t batch, int one_tree) {
 
 int main(int argc, char **argv) {
   if (argc < 4 || argc > 5) {
-    fprintf(stderr, "usage: rawbulk fill|drain|fill3|drain3|fill1|drain1 DIR N [BATCH]\n");
+    fprintf(stderr, "usage: rawbulk fill|drain|fill3|drain3|fill1|drain1|drain1r DIR N [BATCH]\n");
     return 2;
   }
   uint64_t n = strtoull(argv[3], NULL, 10);
@@ -263,8 +285,11 @@ int main(int argc, char **argv) {
     if (!drained_all(got, n)) return 1;
   } else if (strcmp(argv[1], "fill3") == 0 || strcmp(argv[1], "fill1") == 0) {
     layout_fill(env, n, argv[1][4] == '1');
-  } else if (strcmp(argv[1], "drain3") == 0 || strcmp(argv[1], "drain1") == 0) {
-    if (!drained_all(layout_drain(env, argc == 5 ? batch : 4000, argv[1][5] == '1'), n))
+  } else if (strcmp(argv[1], "drain3") == 0 || strcmp(argv[1], "drain1") == 0 ||
+             strcmp(argv[1], "drain1r") == 0) {
+    if (!drained_all(layout_drain(env, argc == 5 ? batch : 4000, argv[1][5] == '1',
+                                  argv[1][6] == 'r'),
+                     n))
       return 1;
   } else {
     fprintf(stderr, "rawbulk: unknown mode %s\n", argv[1]);
