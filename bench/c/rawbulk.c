@@ -29,6 +29,9 @@
  *                                 first looks for a range over the head, the lock puts one
  *                                 range (first key -> last key, lease) for the batch, the
  *                                 commit deletes it with the records (fill1's store)
+ *   rawbulk drain3r DIR N [BATCH] the same ranges in mq's layout (fill3's store): the order
+ *                                 keys stay in "order" while Locked (readers seek past the
+ *                                 range) and the commit deletes them with the records
  *
  * Built like the floor: gcc -O2 -static rawbulk.c -llmdb -lpthread.
  */
@@ -127,7 +130,8 @@ static void seek_next(MDB_cursor *c, const unsigned char *want, size_t n, int fi
   if (k.mv_size != n || memcmp(k.mv_data, want, n)) die("not the next key", 0);
 }
 
-/* drain3 (one_tree 0), drain1 (1) and drain1r (ranges 1); returns how many were drained. */
+/* drain3 (one_tree 0), drain1 (1), and with ranges 1 drain3r and drain1r; returns how many
+ * were drained. */
 static uint64_t layout_drain(MDB_env* env, uint64_t batch, int one_tree, int ranges) {
   MDB_txn *txn;
   int rc;
@@ -180,7 +184,7 @@ static uint64_t layout_drain(MDB_env* env, uint64_t batch, int one_tree, int ran
     }
     for (uint64_t i = 0; i < j; i++) {
       MDB_val ok = {13, keys + 13 * i};
-      if (!one_tree) {
+      if (!one_tree && !ranges) {
         seek_next(walk, keys + 13 * i, 13, i == 0);
         if ((rc = mdb_cursor_del(walk, 0))) die("cursor_del", rc);
       }
@@ -201,6 +205,13 @@ static uint64_t layout_drain(MDB_env* env, uint64_t batch, int one_tree, int ran
     if ((rc = mdb_env_set_flags(env, MDB_NOMETASYNC, 0))) die("set_flags", rc);
     if ((rc = mdb_txn_begin(env, NULL, 0, &txn))) die("txn_begin", rc);
     if ((rc = mdb_cursor_open(txn, msgs, &cm))) die("cursor_open", rc);
+    if (!one_tree && ranges) { /* drain3r: the order keys leave with their records */
+      if ((rc = mdb_cursor_open(txn, order, &walk))) die("cursor_open", rc);
+      for (uint64_t i = 0; i < j; i++) {
+        seek_next(walk, keys + 13 * i, 13, i == 0);
+        if ((rc = mdb_cursor_del(walk, 0))) die("cursor_del", rc);
+      }
+    }
     for (uint64_t i = 0; i < j; i++) {
       unsigned char mk[12];
       memcpy(mk, keys + 13 * i, 4);
@@ -222,7 +233,8 @@ static uint64_t layout_drain(MDB_env* env, uint64_t batch, int one_tree, int ran
 
 int main(int argc, char **argv) {
   if (argc < 4 || argc > 5) {
-    fprintf(stderr, "usage: rawbulk fill|drain|fill3|drain3|fill1|drain1|drain1r DIR N [BATCH]\n");
+    fprintf(stderr,
+            "usage: rawbulk fill|drain|fill3|drain3|drain3r|fill1|drain1|drain1r DIR N [BATCH]\n");
     return 2;
   }
   uint64_t n = strtoull(argv[3], NULL, 10);
@@ -286,7 +298,7 @@ int main(int argc, char **argv) {
   } else if (strcmp(argv[1], "fill3") == 0 || strcmp(argv[1], "fill1") == 0) {
     layout_fill(env, n, argv[1][4] == '1');
   } else if (strcmp(argv[1], "drain3") == 0 || strcmp(argv[1], "drain1") == 0 ||
-             strcmp(argv[1], "drain1r") == 0) {
+             strcmp(argv[1], "drain1r") == 0 || strcmp(argv[1], "drain3r") == 0) {
     if (!drained_all(layout_drain(env, argc == 5 ? batch : 4000, argv[1][5] == '1',
                                   argv[1][6] == 'r'),
                      n))
