@@ -158,12 +158,15 @@ static uint64_t layout_drain(MDB_env* env, uint64_t batch, int one_tree, int ran
     /* A drain alone: the last batch's records were deleted, so the head is the first. */
     rc = mdb_cursor_get(walk, &k, &v, MDB_FIRST);
     if (ranges && rc == 0) {
-      /* A reader's look for a range over the head (there is none: the drain is alone). */
+      /* A reader's look for a range over the head: one that starts at it, or the one before
+       * it if that ends at or after it (there is none: the drain is alone). */
       MDB_val rk = k, rv;
       int r2 = mdb_cursor_get(cl, &rk, &rv, MDB_SET_RANGE);
-      if (r2 == 0 && rk.mv_size == k.mv_size && !memcmp(rk.mv_data, k.mv_data, k.mv_size))
-        die("a range over the head", 0);
       if (r2 && r2 != MDB_NOTFOUND) die("range seek", r2);
+      if (r2 == 0 && !memcmp(rk.mv_data, k.mv_data, 13)) die("a range over the head", 0);
+      r2 = mdb_cursor_get(cl, &rk, &rv, r2 == 0 ? MDB_PREV : MDB_LAST);
+      if (r2 && r2 != MDB_NOTFOUND) die("range seek", r2);
+      if (r2 == 0 && memcmp(rv.mv_data, k.mv_data, 13) >= 0) die("a range over the head", 0);
     }
     for (; rc == 0 && j < batch; rc = mdb_cursor_get(walk, &k, &v, MDB_NEXT), j++) {
       memcpy(keys + 13 * j, k.mv_data, 13);
