@@ -42,6 +42,10 @@ trap 'kill $SERVE_PID $HERE_PID $THERE_PID 2>/dev/null; rm -rf "$T"' EXIT
 
 now() { date +%s.%N; }
 rate() { awk -v n="$1" -v a="$2" -v b="$3" 'BEGIN { printf "%.0f", n / (b - a) }'; }
+us_each() { awk -v n="$N" -v s="$1" 'BEGIN { printf "%.0f", s * 1e6 / n }'; }  # SECONDS of N
+
+# The floors of (f) and (g), built first: a missing compiler or libcurl header fails here.
+gcc -O2 -o "$T/http_floor" "$SRC/bench/c/http_floor.c" -lcurl
 
 # The documents: N messages of 1 KiB, recoverable, exported as SRMP.
 export MQ_STORE=$T/src
@@ -148,11 +152,10 @@ rd=$(rate "$N" "$d0" "$d1")
 re=$(rate "$N" "$e0" "$e1")
 
 # (f), (g): the floors, with the first of the same documents.
-gcc -O2 -o "$T/http_floor" "$SRC/bench/c/http_floor.c" -lcurl
 read -r _ tf cf < <("$T/http_floor" "$T/d/request" "$N" ${CONNECTIONS:-16})
 read -r _ tg cg < <("$T/http_floor" --libcurl "$T/d/request" "$N" ${CONNECTIONS:-16})
-rf=$(awk -v n="$N" -v t="$tf" 'BEGIN { printf "%.0f", n / t }')
-rg=$(awk -v n="$N" -v t="$tg" 'BEGIN { printf "%.0f", n / t }')
+rf=$(rate "$N" 0 "$tf")
+rg=$(rate "$N" 0 "$tg")
 
 printf '  %-58s %10s msg/s\n' "(a) curl --parallel ${PARALLEL:-16} -> serve (kept-alive)" "$ra"
 printf '  %-58s %10s msg/s\n' "(b) shell loop of curl, one per message ($LOOP_N)" "$rb"
@@ -160,9 +163,9 @@ printf '  %-58s %10s msg/s\n' "(c) mq-admin forward over a pipe (store to store)
 printf '  %-58s %10s msg/s\n' "(d) mq-admin forward over HTTP, plain (${CONNECTIONS:-16} connections)" "$rd"
 printf '  %-58s %10s msg/s\n' "(e) mq-admin forward over HTTP, transactional stream" "$re"
 printf '  %-58s %10s msg/s  (%s us CPU a message)\n' "(f) floor: C sender -> C receiver, no libraries" "$rf" \
-  "$(awk -v n="$N" -v c="$cf" 'BEGIN { printf "%.0f", c * 1e6 / n }')"
+  "$(us_each "$cf")"
 printf '  %-58s %10s msg/s  (%s us CPU a message)\n' "(g) floor with libcurl sending (as forward does)" "$rg" \
-  "$(awk -v n="$N" -v c="$cg" 'BEGIN { printf "%.0f", c * 1e6 / n }')"
+  "$(us_each "$cg")"
 awk -v a="$ra" -v b="$rb" -v c="$rc" -v d="$rd" -v e="$re" -v f="$rf" -v g="$rg" 'BEGIN {
   printf "  ratio (a)/(c)  %.2fx   target >= 0.5x: %s\n", a / c, ((a / c >= 0.5) ? "ok" : "MISS")
   printf "  ratio (a)/(b)  %.1fx   target >= 20x:  %s\n", a / b, ((a / b >= 20) ? "ok" : "MISS")

@@ -44,11 +44,18 @@ static void die(const char* what) {
 
 static const char kAnswer[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
 
+/* A connection of the receiver: its request so far. */
 struct conn {
   int fd;
-  size_t have;     /* server: bytes of the current request read; client: of the answer */
-  size_t need;     /* server: the request's whole length once its head is in */
-  char buf[65536]; /* server: the request so far */
+  size_t have; /* bytes of the current request read */
+  size_t need; /* the request's whole length, once its head is in */
+  char buf[65536];
+};
+
+/* A connection of the plain sender: how much of the answers it has read. */
+struct peer {
+  int fd;
+  size_t have;
 };
 
 /* The server: one request at a time per connection, answered when it is whole; ends when
@@ -119,7 +126,7 @@ static double now(void) {
 static void post_plain(const struct sockaddr_in* a, const char* req, size_t len, long total,
                        int conns) {
   int ep = epoll_create1(0);
-  struct conn* cs = calloc((size_t)conns, sizeof *cs);
+  struct peer* cs = calloc((size_t)conns, sizeof *cs);
   long sent = 0, done = 0;
   for (int i = 0; i < conns; i++) {
     int s = socket(AF_INET, SOCK_STREAM, 0);
@@ -139,7 +146,7 @@ static void post_plain(const struct sockaddr_in* a, const char* req, size_t len,
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) die("epoll_wait");
     for (int i = 0; i < n; i++) {
-      struct conn* c = evs[i].data.ptr;
+      struct peer* c = evs[i].data.ptr;
       ssize_t r = read(c->fd, sink, sizeof sink);
       if (r <= 0) die("read answer");
       c->have += (size_t)r;
