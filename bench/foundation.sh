@@ -8,10 +8,9 @@
 #       (floor -p) vs sqlite3 DELETE .. RETURNING
 #   (b) bulk send of 1,000,000 100-byte lines: mq-send -l vs raw LMDB loop vs sqlite3 .import
 #   (c) drain of those 1,000,000 messages: mq-receive --all vs raw LMDB loop vs sqlite3, and
-#       vs the same LMDB work as mq's (rawbulk drain3: what the store layout allows) and in a
-#       layout with one B-tree delete a message (drain1: what that layout would allow; drain1r:
-#       the same with a batch's Locked marks as one range, as readers of that layout need;
-#       drain3r: such ranges in today's layout)
+#       vs the same LMDB work as mq's (rawbulk drain1r, store format 4: the record keyed by its
+#       order key, one B-tree delete a message, a batch's Locked marks one range) and as
+#       format 3's (drain3: records, order and Locked marks in three trees)
 #   (d) head of a queue at depth 1,000 vs 10,000,000: time, peak RSS, page faults and peak heap
 #       of mq-receive/mq-peek
 #   (e) the source: the largest files; with --build-time, a full build of the tools and tests
@@ -383,13 +382,13 @@ for ((round = 1; round <= ROUNDS; round++)); do
   timed c-raw4k -- "$BIN/rawbulk" drain "$BC/raw10k" "$BULK" 4000 || true
   sync
   rm -rf "$BC/raw" "$BC/raw10k"
-  # mq's layout and the one-tree layout, with marks a message or a range a batch
-  # (c-layout, c-layout3r, c-layout1, c-layout1r)
-  for l in 3 3r 1 1r; do
+  # mq's layout (format 4: one tree, a batch's Locked marks one range) and format 3's
+  # (c-layout, c-layout3)
+  for l in 1r 3; do
     mkdir -p "$BC/layout"
     "$BIN/rawbulk" "fill${l%r}" "$BC/layout" "$BULK"
     sync
-    timed "c-layout${l%3}" -- "$BIN/rawbulk" "drain$l" "$BC/layout" "$BULK" 4000 || true
+    timed "c-layout${l#1r}" -- "$BIN/rawbulk" "drain$l" "$BC/layout" "$BULK" 4000 || true
     rm -rf "$BC/layout"
   done
   sync
@@ -435,18 +434,14 @@ bc_row c-raw "raw LMDB loop (C; first+read+delete, 1,000/commit)"
 bc_row c-mq "mq-receive --all (4,000 a batch, 2 commits each)"
 bc_row c-sqlite "sqlite3 DELETE .. LIMIT 1000 RETURNING, 1 txn each"
 bc_row c-raw4k "raw LMDB loop, 4,000 per commit (info)"
-bc_row c-layout "mq's LMDB work alone, in C (info: rawbulk drain3)"
-bc_row c-layout3r "the same, a batch's marks one range (info: drain3r)"
-bc_row c-layout1 "one tree: the record keyed by order key (info: drain1)"
-bc_row c-layout1r "one tree, a batch's marks one range (info: drain1r)"
+bc_row c-layout "mq's LMDB work alone, in C (info: rawbulk drain1r)"
+bc_row c-layout3 "the same in format 3's layout (info: drain3)"
 r=$(ratio_rate c-mq c-raw)
 printf '  %-52s %8s  target >= 0.6x: %s\n' "ratio mq/raw" "${r}x" "$(verdict "$r" '>=' 0.6)"
 printf '  %-52s %8s\n' "ratio mq/raw (4,000 per commit, as mq)" "$(ratio_rate c-mq c-raw4k)x"
 printf '  %-52s %8s\n' "ratio mq's LMDB work/raw (what the layout allows)" "$(ratio_rate c-layout c-raw)x"
 printf '  %-52s %8s\n' "ratio mq/mq's LMDB work (what mq's own code costs)" "$(ratio_rate c-mq c-layout)x"
-printf '  %-52s %8s\n' "ratio drain1/raw (what one tree a message allows)" "$(ratio_rate c-layout1 c-raw)x"
-printf '  %-52s %8s\n' "ratio drain3r/raw (marks as ranges, today's layout)" "$(ratio_rate c-layout3r c-raw)x"
-printf '  %-52s %8s\n' "ratio drain1r/raw (one tree and marks as ranges)" "$(ratio_rate c-layout1r c-raw)x"
+printf '  %-52s %8s\n' "ratio format 3's LMDB work/raw (three trees)" "$(ratio_rate c-layout3 c-raw)x"
 r=$(ratio_rate c-mq c-sqlite)
 printf '  %-52s %8s  target >= 2x:   %s\n' "ratio mq/sqlite3" "${r}x" "$(verdict "$r" '>=' 2)"
 echo

@@ -29,6 +29,7 @@ Result<std::unique_ptr<Store>> OpenAlone(const Context& ctx, const std::string& 
   OpenOptions o;
   o.dir = ctx.store.dir;
   o.exclusive_wait_ms = *ms < 0 ? INT64_MAX / 2 : *ms;
+  o.older_format_ok = true;  // upgrade's purpose; compact copies whatever format it finds
   return Store::Open(o);
 }
 

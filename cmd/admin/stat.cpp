@@ -124,11 +124,8 @@ Command SetupStat(CLI::App& app, Context&) {
               if (args->queue.empty()) {
                 auto z = (*store)->FileSizes();
                 if (z.ok())
-                  out.Append(fmt::format("store {}: data.mdb {} bytes, {} in use, format {}{}\n",
-                                         (*store)->dir(), z->file, z->used, (*store)->format(),
-                                         (*store)->format() < kFormatVersion
-                                             ? " (mq-admin upgrade brings it to this mq's)"
-                                             : ""));
+                  out.Append(fmt::format("store {}: data.mdb {} bytes, {} in use, format {}\n",
+                                         (*store)->dir(), z->file, z->used, (*store)->format()));
                 // What accept keeps for the senders of links into this store.
                 auto ss = (*store)->AcceptedStreams();
                 if (ss.ok() && ss->streams)

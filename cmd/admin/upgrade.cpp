@@ -4,13 +4,31 @@
 // a message sent from then on says where it is and needs no index entry
 // (lib/store/message_table.hpp). An mq that knows only format 1 refuses the store afterwards,
 // so upgrade, like compact, takes the store alone: no older mq may still have it open.
+// Format 4 keys each record by its place in the delivery order (lib/store/schema.hpp): the
+// upgrade moves every record, in one transaction; an mq of format 4 opens an older store
+// only for this.
+#include <string>
+#include <vector>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "admin.hpp"
 #include "base/units.hpp"
 #include "progress.hpp"
 
 namespace mq::admin {
+namespace {
+
+// What the upgrade changed: " (5 queues, 1,000 messages moved)", or nothing.
+std::string Counts(const Store::UpgradeReport& r) {
+  std::vector<std::string> parts;
+  if (r.queues) parts.push_back(fmt::format("{} queues", r.queues));
+  if (r.messages) parts.push_back(fmt::format("{} messages moved", r.messages));
+  return parts.empty() ? std::string() : fmt::format(" ({})", fmt::join(parts, ", "));
+}
+
+}  // namespace
 
 Command SetupUpgrade(CLI::App& app, Context& ctx) {
   auto* sub =
@@ -28,9 +46,7 @@ Command SetupUpgrade(CLI::App& app, Context& ctx) {
                               ? fmt::format("already format {}: nothing to do", r->after)
                               : fmt::format("upgraded: format {} -> {}{}; an mq older than "
                                             "this one no longer opens it",
-                                            r->before, r->after,
-                                            r->queues ? fmt::format(" ({} queues)", r->queues)
-                                                      : std::string()));
+                                            r->before, r->after, Counts(*r)));
             return 0;
           }};
 }

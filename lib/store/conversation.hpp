@@ -15,7 +15,7 @@
 //              receive is the first entry of the queue: one seek.
 //   msg_types  name -> message type record (validation)
 //
-// In `order`, a conversation message of a queue sits in its own band of the priority byte:
+// In `messages`, a conversation message of a queue sits in its own band of the priority byte:
 // 8 + (7 - priority) while it is ready, 16 + (7 - priority) once retained (status 0). Peeks,
 // cursors and watches see every message; a plain MSMQ receive stops at the band (it never
 // takes a conversation message out of sequence or past its group's lock).
@@ -105,7 +105,7 @@ std::string ConvMsgKey(uint32_t qid, const Guid& group, uint8_t priority, uint64
 inline constexpr size_t kConvMsgKeySize = 4 + 16 + 1 + 8 + 16 + 1 + 8;
 std::string GroupSelKey(uint32_t qid, uint8_t priority, uint64_t head_lookup, const Guid& group);
 inline constexpr size_t kGroupSelKeySize = 4 + 1 + 8 + 16;
-// The priority byte of a message's `order` key (see above).
+// The band byte of a message's order key (see above).
 uint8_t OrderBand(uint8_t priority, bool conversation, bool retained);
 
 }  // namespace mq

@@ -102,12 +102,11 @@ Status Store::Impl::TouchGroup(lmdb::Txn& txn, const QueueInfo& q, const Guid& g
   return txn.Put(groups, GroupKey(q.id, group), EncodeGroup(*g));
 }
 
-// A conversation message enters queue `q` (a send, an import, a requeue): its `order`
-// entry in the conversation band, and its group index entry, or its retained entry.
+// A conversation message enters queue `q` (a send, an import, a requeue; its record is in
+// the conversation band already): its group index entry, or its retained entry.
 Status Store::Impl::ConvOnAdd(lmdb::Txn& txn, QueueInfo& q, const Message& m) {
   auto c = ConvOf(txn, q, m);
   if (!c.ok()) return c.status();
-  MQ_RETURN_IF_ERROR(msgs.PutReady(txn, OrderKeyFor(q, m)));
   if (m.status == 0) {
     std::string loc;
     PutU64BE(loc, m.lookup_id);
@@ -157,8 +156,8 @@ Status Store::Impl::ConvOnRestore(lmdb::Txn& txn, QueueInfo& q, const Message& m
                     [](GroupRecord& g) { g.locked -= std::min<uint64_t>(g.locked, 1); });
 }
 
-// RETENTION ON: a received message stays, status 0, in the retained band of `order`, never
-// to be received again (CLI.md): a conversation's until the conversation ends, a plain one
+// RETENTION ON: a received message stays, status 0, in the retained band, never to be
+// received again (CLI.md): a conversation's until the conversation ends, a plain one
 // until a purge or the queue's deletion.
 Status Store::Impl::Retain(lmdb::Txn& txn, QueueInfo& q, Found& f, bool from_locked) {
   Message& m = f.msg;
@@ -170,10 +169,13 @@ Status Store::Impl::Retain(lmdb::Txn& txn, QueueInfo& q, Found& f, bool from_loc
     c = std::move(*cr);
   }
   std::string old_key = OrderKeyFor(q, m);
-  auto r = from_locked ? msgs.Unlock(txn, q, old_key) : msgs.DelReady(txn, old_key);
-  if (!r.ok()) return r.status();
-  // Counted out of Locked even if its entry had gone already (Unlock counts what it removes).
-  if (from_locked && !*r) q.locked -= std::min<uint64_t>(q.locked, 1);
+  Result<bool> r = false;
+  if (from_locked) {
+    r = msgs.Unlock(txn, q, old_key);
+    if (!r.ok()) return r.status();
+    // Counted out of Locked even if its mark had gone already (Unlock counts what it removes).
+    if (!*r) q.locked -= std::min<uint64_t>(q.locked, 1);
+  }
   if (conv) {
     r = txn.Del(conv_msgs, ConvMsgKeyOf(q, *c, m));
     if (!r.ok()) return r.status();
@@ -181,8 +183,8 @@ Status Store::Impl::Retain(lmdb::Txn& txn, QueueInfo& q, Found& f, bool from_loc
   m.status = 0;
   // Received: a retained row no longer expires.
   MQ_RETURN_IF_ERROR(msgs.DropDeadline(txn, q, m));
-  MQ_RETURN_IF_ERROR(Rewrite(txn, q, m, f.size, &f.size));
-  MQ_RETURN_IF_ERROR(msgs.PutReady(txn, OrderKeyFor(q, m)));
+  // Into the retained band.
+  MQ_RETURN_IF_ERROR(msgs.Rekey(txn, q, old_key, m, f.size, &f.size));
   q.retained++;
   if (!conv) return {};
   std::string loc;

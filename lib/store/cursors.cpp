@@ -430,7 +430,7 @@ Status Store::WatchLocked(const QueueRef& ref, const WatchOptions& wo, const Rea
         sel.include_locked = wo.include_locked;
         std::vector<Impl::Found> head;
         MQ_RETURN_IF_ERROR(impl_->msgs.Collect(*txn, *q, sel, {}, 1, head));
-        // Retained messages (status 0, the last band of `order`) are not arrivals.
+        // Retained messages (status 0, the last ready band) are not arrivals.
         if (head.empty() || head[0].msg.status == 0)
           return Status::MessageNotFound("no message", ref.Full());
         event = std::move(head[0].msg);

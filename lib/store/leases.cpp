@@ -1,7 +1,7 @@
-// leases.cpp: transactional receive. A lease marks messages Locked (out of
-// `order`, into `locked`) under a lease record; a process lease is held through the flock on
+// leases.cpp: transactional receive. A lease marks messages Locked (a range of `locked`
+// over their records) under a lease record; a process lease is held through the flock on
 // its lock file (filelock.hpp), an expiring one by its token. Commit removes the messages,
-// rollback returns them to the same order keys; a dead holder's lease is rolled back by the
+// rollback makes them ready where they are; a dead holder's lease is rolled back by the
 // next writer that looks at the queue.
 #include "store/store_impl.hpp"
 
@@ -53,26 +53,26 @@ std::string Store::Impl::LeaseLockPath(uint32_t qid, uint64_t lease_id) {
 Status Store::Impl::CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
                                 const LeaseRecord& rec, const Lease* held, bool ends) {
   bool known = held && held->held_.size() == rec.keys.size();
-  bool cleared = false;
-  if (known) {
-    auto all = ClearIfAllLocked(txn, q, lease_id, rec, *held);
-    if (!all.ok()) return all.status();
-    cleared = *all;
+  // The whole lease: its ranges go first, one delete each (a drain's batch is one range),
+  // and each message is then removed as Locked. Part of it (FinishEach): each message's
+  // range splits around it, and the rest stays Locked for the rollback that follows.
+  std::vector<char> holds;
+  if (ends) {
+    auto h = msgs.Release(txn, q, lease_id, rec.keys, false);
+    if (!h.ok()) return h.status();
+    holds = std::move(*h);
   }
   int64_t now = NowMs();
   for (size_t i = 0; i < rec.keys.size(); ++i) {
     const std::string& key = rec.keys[i];
-    if (!cleared) {
-      // RemoveMessage then deletes it from there, through the same sequential cursor.
-      if (msgs.Holder(txn, key, true) != lease_id) continue;
-    }
+    if (ends ? !holds[i] : msgs.Holder(txn, key) != lease_id) continue;
+    Held how = ends ? Held::kLockedCleared : Held::kLocked;
     bool mine = known && held->held_[i].msg.lookup_id == GetU64BE(key, 5);
     if (mine) {
       const Found& h = held->held_[i];
       MQ_RETURN_IF_ERROR(Received(txn, q, h.msg, now));
       if (!q.retention) {
-        MQ_RETURN_IF_ERROR(
-            RemoveMessage(txn, q, h.msg, h.size, cleared ? Held::kLockedCleared : Held::kLocked));
+        MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, h.msg, h.size, how));
         continue;
       }
     }
@@ -83,13 +83,13 @@ Status Store::Impl::CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
       f.msg = held->held_[i].msg;
       f.size = held->held_[i].size;
     } else {
-      MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(key, 5), f));
+      MQ_RETURN_IF_ERROR(msgs.LoadAt(txn, q, key, f));
       MQ_RETURN_IF_ERROR(Received(txn, q, f.msg, now));
     }
     if (q.retention)
       MQ_RETURN_IF_ERROR(Retain(txn, q, f, true));
     else
-      MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, f.msg, f.size, Held::kLocked));
+      MQ_RETURN_IF_ERROR(RemoveMessage(txn, q, f.msg, f.size, how));
   }
   if (ends) {
     auto r = txn.Del(leases, LeaseKey(q.id, lease_id));
@@ -98,40 +98,15 @@ Status Store::Impl::CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
   return PutQueue(txn, q);
 }
 
-// Whether `locked` holds exactly the keys of this lease, all plain messages as `held` has
-// them (a lone drain); if so, it is now empty. One drop empties `locked` (LMDB frees its pages
-// whole), where a delete per key would move a key between pages at nearly every delete (LMDB
-// rebalances a page below a quarter full by borrowing from its neighbour, and a batch deletes in
-// order).
-Result<bool> Store::Impl::ClearIfAllLocked(lmdb::Txn& txn, const QueueInfo& q,
-                                           uint64_t lease_id, const LeaseRecord& rec,
-                                           const Lease& held) {
-  constexpr size_t kWorthIt = 64;
-  // With RETENTION ON the messages stay (Retain): not a removal.
-  if (q.retention || rec.keys.size() < kWorthIt || msgs.LockedCount(txn) != rec.keys.size())
-    return false;
-  // Every Locked message is held by a lease whose record exists (they are written and removed
-  // together): when this lease is the store's only one, its keys are the whole of `locked`
-  // without a look at each.
-  bool alone = txn.Count(leases) == 1;
-  for (size_t i = 0; i < rec.keys.size(); ++i) {
-    const Message& m = held.held_[i].msg;
-    if (IsConvMessage(q, m) || m.lookup_id != GetU64BE(rec.keys[i], 5)) return false;
-    if (!alone && msgs.Holder(txn, rec.keys[i], true) != lease_id) return false;
-  }
-  MQ_RETURN_IF_ERROR(msgs.ClearLocked(txn));
-  return true;
-}
-
 // Every Locked message is held by a lease whose record exists: a lease is written and removed
-// with its messages' marks, and a lone drain's commit relies on it (ClearIfAllLocked). A mark
-// without its lease would keep its message out of the queue.
+// with its messages' ranges. A range without its lease would keep its messages out of the
+// queue.
 void Store::Impl::CheckLeases(lmdb::Txn& t, const std::function<void(std::string)>& problem) {
   msgs.ForEachLocked(t, [&](std::string_view okey, uint64_t lease) {
     uint32_t qid = okey.size() == 13 ? GetU32BE(okey, 0) : 0;
     if (!t.Get(leases, LeaseKey(qid, lease)))
-      problem(fmt::format("locked: message {} of queue id {} is held by lease {}, which does "
-                          "not exist",
+      problem(fmt::format("locked: messages from {} of queue id {} are held by lease {}, which "
+                          "does not exist",
                           okey.size() == 13 ? OrderKeyLookup(okey) : 0, qid, lease));
   });
 }
@@ -150,15 +125,16 @@ Status Store::Impl::RollbackLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_i
   int64_t base_ms = q.retry_delay ? q.retry_delay : delay.default_ms;
   thread_local std::mt19937_64 rng{std::random_device{}()};
   std::uniform_real_distribution<double> jitter(0.0, 1.0);
-  for (const std::string& key : rec.keys) {
-    if (msgs.Holder(txn, key) != lease_id) continue;
-    auto r = msgs.Unlock(txn, q, key);
-    if (!r.ok()) return r.status();
+  // Its ranges go first, one delete each: its messages are ready again where they are.
+  auto holds = msgs.Release(txn, q, lease_id, rec.keys, true);
+  if (!holds.ok()) return holds.status();
+  for (size_t i = 0; i < rec.keys.size(); ++i) {
+    const std::string& key = rec.keys[i];
+    if (!(*holds)[i]) continue;
     Found f;
-    MQ_RETURN_IF_ERROR(LoadMessage(txn, q, GetU64BE(key, 5), f));
+    MQ_RETURN_IF_ERROR(msgs.LoadAt(txn, q, key, f));
     Message& m = f.msg;
     if (!count_abort) {
-      MQ_RETURN_IF_ERROR(msgs.PutReady(txn, key));
       if (IsConvMessage(q, m)) MQ_RETURN_IF_ERROR(ConvOnRestore(txn, q, m));
       continue;
     }
@@ -180,8 +156,7 @@ Status Store::Impl::RollbackLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_i
       continue;
     }
     m.visible_time = 0;
-    MQ_RETURN_IF_ERROR(Rewrite(txn, q, m, f.size, &f.size));
-    MQ_RETURN_IF_ERROR(msgs.PutReady(txn, key));  // the same key: the same place
+    MQ_RETURN_IF_ERROR(Rewrite(txn, q, m, f.size, &f.size));  // ready where it was
     if (IsConvMessage(q, m)) MQ_RETURN_IF_ERROR(ConvOnRestore(txn, q, m));
     to_notify.insert(q.id);
     if (!poison) continue;
@@ -339,14 +314,15 @@ Result<uint64_t> Store::Impl::BeginLease(QueueInfo& q, const LockOptions& lo, in
   return lease_id;
 }
 
-// Marks the message `f` of `q` Locked under `lease_id`: out of `order`, into `locked` under the
-// same key. With `count_delivery` its delivery count rises (a transactional receive); a plain
-// receive leaves the record alone, as its messages are either removed once taken or returned
-// as if never received. The caller puts `f` into the lease (its size is the record's now).
+// Marks the message `f` of `q` Locked under `lease_id`: a range of `locked` over its record
+// (with `lock` false, the caller's range over several). With `count_delivery` its delivery
+// count rises (a transactional receive); a plain receive leaves the record alone, as its
+// messages are either removed once taken or returned as if never received. The caller puts
+// `f` into the lease (its size is the record's now).
 Status Store::Impl::MarkLocked(lmdb::Txn& txn, QueueInfo& q, Found& f, uint64_t lease_id,
-                               bool count_delivery, LeaseRecord& rec) {
+                               bool count_delivery, LeaseRecord& rec, bool lock) {
   std::string key = OrderKeyFor(q, f.msg);
-  MQ_RETURN_IF_ERROR(msgs.Lock(txn, q, key, lease_id));
+  if (lock) MQ_RETURN_IF_ERROR(msgs.Lock(txn, q, key, lease_id));
   if (count_delivery) {
     f.msg.delivery_count++;
     MQ_RETURN_IF_ERROR(Rewrite(txn, q, f.msg, f.size, &f.size));
@@ -404,8 +380,15 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockPlainOnce(const QueueRef& ref,
         auto lease_id = BeginLease(*q, lo, now, *lease, rec);
         if (!lease_id.ok()) return lease_id.status();
         walked = batch.back().walk_key;
-        for (auto& f : batch)
-          MQ_RETURN_IF_ERROR(MarkLocked(txn, *q, f, *lease_id, count_delivery, rec));
+        // Each run of messages that follow each other in their band is one range (a drain's
+        // batch, one range).
+        for (size_t i = 0, run = 0; i < batch.size(); ++i) {
+          MQ_RETURN_IF_ERROR(MarkLocked(txn, *q, batch[i], *lease_id, count_delivery, rec, false));
+          if (i + 1 < batch.size() && batch[i + 1].follows) continue;
+          MQ_RETURN_IF_ERROR(
+              msgs.LockRange(txn, *q, rec.keys[run], rec.keys[i], i + 1 - run, *lease_id));
+          run = i + 1;
+        }
         // The lease takes the batch as it is, and the next Collect decodes into the messages
         // of the last lease ended.
         lease->held_.swap(batch);

@@ -588,6 +588,15 @@ uint64_t Txn::Count(Dbi dbi) const {
 
 Status Txn::Clear(Dbi dbi) { return Check(mdb_drop(txn_, dbi, 0), "clear"); }
 
+Status Txn::Drop(Dbi dbi) {
+  // The handle is closed with the database: forget its sequential cursor.
+  if (dbi < seq_.size() && seq_[dbi]) {
+    mdb_cursor_close(seq_[dbi]);
+    seq_[dbi] = nullptr;
+  }
+  return Check(mdb_drop(txn_, dbi, 1), "drop");
+}
+
 Cursor::Cursor(Txn& txn, Dbi dbi) : txn_(&txn) {
   if (mdb_cursor_open(txn.txn_, dbi, &cur_) != MDB_SUCCESS) {
     cur_ = nullptr;

@@ -160,6 +160,8 @@ class Txn {
   uint64_t Count(Dbi dbi) const;
   // Empties a database without dropping it.
   Status Clear(Dbi dbi);
+  // Deletes a database and closes its handle (a store upgrade's leftovers).
+  Status Drop(Dbi dbi);
 
   MDB_txn* raw() const { return txn_; }
 

@@ -170,6 +170,13 @@ Result<Store::UpgradeReport> Store::Upgrade() {
     }
     // Format 2 -> 3: nothing to rewrite. The whole records already there still decode; the
     // records written from now on are lean.
+    // Format 3 -> 4: every record to its order key, `order` gone, the Locked marks ranges.
+    report.messages = 0;
+    if (impl_->format < 4) {
+      auto moved = impl_->msgs.Upgrade4(txn);
+      if (!moved.ok()) return moved.status();
+      report.messages = *moved;
+    }
     std::string v;
     PutU32BE(v, kFormatVersion);
     MQ_RETURN_IF_ERROR(impl_->PutMeta(txn, "format", v));

@@ -1,4 +1,4 @@
-// message_table.cpp: the message table (message_table.hpp): a message's record and its six
+// message_table.cpp: the message table (message_table.hpp): a message's record and its
 // indexes, and the walks over them for peek, receive, expiry and check.
 #include "store/message_table.hpp"
 
@@ -20,11 +20,23 @@ bool Has(lmdb::Txn& txn, lmdb::Dbi dbi, std::string_view key) {
   return txn.Get(dbi, key).has_value();
 }
 
+// Puts `c` on the first key after `last` (forwards) or before `first` (backwards): past a
+// range of Locked records.
+bool SkipPast(lmdb::Cursor& c, const std::string& last) {
+  if (!c.SeekGe(last)) return false;
+  return c.key() == last ? c.Next() : true;
+}
+
 }  // namespace
 
-Status MessageTable::Open(lmdb::Txn& txn, bool create) {
+Status MessageTable::Open(lmdb::Txn& txn, bool create, uint32_t format) {
+  order_ = 0;
+  if (format < 4) {
+    auto dbi = txn.OpenDb("order", create);
+    if (!dbi.ok()) return dbi.status();
+    order_ = *dbi;
+  }
   for (auto [name, slot] : {std::pair<const char*, lmdb::Dbi*>{"messages", &messages_},
-                            {"order", &order_},
                             {"by_id", &by_id_},
                             {"by_corr", &by_corr_},
                             {"delays", &delays_},
@@ -40,7 +52,7 @@ Status MessageTable::Open(lmdb::Txn& txn, bool create) {
 void MessageTable::ForEachDb(
     const std::function<void(const char* name, lmdb::Dbi dbi)>& fn) const {
   fn("messages", messages_);
-  fn("order", order_);
+  if (order_) fn("order", order_);
   fn("by_id", by_id_);
   fn("by_corr", by_corr_);
   fn("delays", delays_);
@@ -79,16 +91,44 @@ Status MessageTable::Decode(std::string_view rec, uint32_t qid, uint64_t lookup,
   return {};
 }
 
+std::optional<std::string> MessageTable::Locate(lmdb::Txn& txn, uint32_t qid,
+                                                uint64_t lookup) const {
+  // A seek in each band that holds messages of the queue, in band order: one that finds a
+  // later band goes on there, so the empty bands cost nothing.
+  lmdb::Cursor c(txn, messages_);
+  std::string k = BandKey(qid, 0, lookup);
+  for (unsigned band = 0; band <= kDelayedBand;) {
+    k[4] = static_cast<char>(band);
+    if (!c.SeekGe(k)) return std::nullopt;
+    std::string_view at = c.key();
+    if (at.size() != 13 || GetU32BE(at, 0) != qid) return std::nullopt;
+    auto found = static_cast<uint8_t>(at[4]);
+    if (found == band && GetU64BE(at, 5) == lookup) return std::string(at);
+    band = found == band ? band + 1 : found;
+  }
+  return std::nullopt;
+}
+
 Status MessageTable::Load(lmdb::Txn& txn, const QueueInfo& q, uint64_t lookup,
                           FoundMessage& f) const {
-  auto rec = txn.GetSeq(messages_, MsgKey(q.id, lookup));
-  if (!rec)
+  auto okey = Locate(txn, q.id, lookup);
+  if (!okey)
     return Status::Corrupted(fmt::format("index names lookup id {} but the message is missing",
                                          lookup),
                              q.name);
+  return LoadAt(txn, q, *okey, f);
+}
+
+Status MessageTable::LoadAt(lmdb::Txn& txn, const QueueInfo& q, std::string_view okey,
+                            FoundMessage& f) const {
+  auto rec = okey.size() == 13 ? txn.GetSeq(messages_, okey) : std::nullopt;
+  if (!rec)
+    return Status::Corrupted(fmt::format("index names lookup id {} but the message is missing",
+                                         okey.size() == 13 ? OrderKeyLookup(okey) : 0),
+                             q.name);
   f.msg.queue = q.name;
   f.size = rec->size();
-  Status s = Decode(*rec, q.id, lookup, f.msg);
+  Status s = Decode(*rec, q.id, OrderKeyLookup(okey), f.msg);
   if (!s.ok()) return s.WithSubject(q.name);
   return {};
 }
@@ -108,7 +148,9 @@ std::optional<std::pair<uint32_t, uint64_t>> MessageTable::NativeWhere(lmdb::Txn
   uint64_t lookup = GetU32BE(id, 16);
   // The record at that lookup id is this message only if it carries the id: a message whose
   // counter missed its lookup id has a by_id entry, and another message may sit there.
-  auto rec = txn.Get(messages_, MsgKey(qid, lookup));
+  auto okey = Locate(txn, qid, lookup);
+  if (!okey) return std::nullopt;
+  auto rec = txn.Get(messages_, *okey);
   if (!rec) return std::nullopt;
   uint32_t implied = 0;
   std::string_view has = RecordId(*rec, &implied);
@@ -119,46 +161,100 @@ std::optional<std::pair<uint32_t, uint64_t>> MessageTable::NativeWhere(lmdb::Txn
 }
 
 bool MessageTable::Exists(lmdb::Txn& txn, uint32_t qid, uint64_t lookup) const {
-  return Has(txn, messages_, MsgKey(qid, lookup));
+  return Locate(txn, qid, lookup).has_value();
 }
 
 std::optional<uint64_t> MessageTable::RecordSize(lmdb::Txn& txn, uint32_t qid,
                                                  uint64_t lookup) const {
-  auto rec = txn.Get(messages_, MsgKey(qid, lookup));
+  auto okey = Locate(txn, qid, lookup);
+  auto rec = okey ? txn.Get(messages_, *okey) : std::nullopt;
   if (!rec) return std::nullopt;
   return rec->size();
+}
+
+Status MessageTable::Arrivals(
+    lmdb::Txn& txn, uint32_t qid, uint64_t from,
+    const std::function<Result<bool>(std::string_view okey, std::string_view rec)>& fn) const {
+  // One cursor on each band that holds messages of the queue (a queue has a few: its
+  // priorities, conversations, retained, delayed), merged by lookup id.
+  std::vector<std::unique_ptr<lmdb::Cursor>> bands;
+  std::string k = BandKey(qid, 0, 0);
+  for (unsigned band = 0; band <= 255;) {
+    k[4] = static_cast<char>(band);
+    StoreU64BE(k.data() + 5, 0);
+    auto c = std::make_unique<lmdb::Cursor>(txn, messages_);
+    if (!c->SeekGe(k) || c->key().size() != 13 || GetU32BE(c->key(), 0) != qid) break;
+    band = static_cast<uint8_t>(c->key()[4]);
+    k[4] = static_cast<char>(band);
+    StoreU64BE(k.data() + 5, from);
+    if (c->SeekGe(k) && HasPrefix(c->key(), std::string_view(k).substr(0, 5)))
+      bands.push_back(std::move(c));
+    ++band;
+  }
+  for (;;) {
+    lmdb::Cursor* pick = nullptr;
+    for (auto& c : bands)
+      if (c && (!pick || GetU64BE(c->key(), 5) < GetU64BE(pick->key(), 5))) pick = c.get();
+    if (!pick) return {};
+    auto more = fn(pick->key(), pick->value());
+    if (!more.ok()) return more.status();
+    if (!*more) return {};
+    std::string band(pick->key().substr(0, 5));
+    if (!pick->Next() || !HasPrefix(pick->key(), band))
+      for (auto& c : bands)
+        if (c.get() == pick) c.reset();
+  }
 }
 
 Status MessageTable::Batch(lmdb::Txn& txn, const QueueInfo& q, uint64_t from_lookup, size_t max,
                            std::vector<FoundMessage>& out) const {
   out.clear();
-  std::string prefix = QueueIdKey(q.id);
-  lmdb::Cursor c(txn, messages_);
-  for (bool on = c.SeekGe(MsgKey(q.id, from_lookup));
-       on && HasPrefix(c.key(), prefix) && out.size() < max; on = c.Next()) {
-    FoundMessage& f = out.emplace_back();
-    f.msg.queue = q.name;
-    f.size = c.value().size();
-    MQ_RETURN_IF_ERROR(Decode(c.value(), q.id, GetU64BE(c.key(), 4), f.msg));
-  }
-  return {};
+  if (max == 0) return {};
+  return Arrivals(txn, q.id, from_lookup,
+                  [&](std::string_view okey, std::string_view rec) -> Result<bool> {
+                    FoundMessage& f = out.emplace_back();
+                    f.msg.queue = q.name;
+                    f.size = rec.size();
+                    MQ_RETURN_IF_ERROR(Decode(rec, q.id, OrderKeyLookup(okey), f.msg));
+                    return out.size() < max;
+                  });
 }
 
 Result<std::optional<int64_t>> MessageTable::OldestArrival(lmdb::Txn& txn, uint32_t qid) const {
-  // The oldest message has the smallest lookup id: one seek.
-  lmdb::Cursor c(txn, messages_);
-  std::string prefix = QueueIdKey(qid);
-  if (!c.SeekGe(prefix) || !HasPrefix(c.key(), prefix)) return std::optional<int64_t>();
-  Message m;
-  MQ_RETURN_IF_ERROR(Decode(c.value(), qid, GetU64BE(c.key(), 4), m));
-  return std::optional<int64_t>(m.arrived_time);
+  // The oldest message has the smallest lookup id: the least of the bands' first.
+  std::optional<int64_t> oldest;
+  MQ_RETURN_IF_ERROR(
+      Arrivals(txn, qid, 0, [&](std::string_view okey, std::string_view rec) -> Result<bool> {
+        Message m;
+        MQ_RETURN_IF_ERROR(Decode(rec, qid, OrderKeyLookup(okey), m));
+        oldest = m.arrived_time;
+        return false;
+      }));
+  return oldest;
 }
 
 Status MessageTable::Rewrite(lmdb::Txn& txn, QueueInfo& q, const Message& m, uint64_t old_size,
                              uint64_t* new_size) {
+  auto okey = Locate(txn, q.id, m.lookup_id);
+  if (!okey)
+    return Status::Corrupted(fmt::format("message {} to rewrite is missing", m.lookup_id), q.name);
   std::string rec;
   Encode(q.id, m, rec);
-  MQ_RETURN_IF_ERROR(txn.Put(messages_, MsgKey(q.id, m.lookup_id), rec));
+  MQ_RETURN_IF_ERROR(txn.Put(messages_, *okey, rec));
+  q.bytes = q.bytes - std::min(q.bytes, old_size) + rec.size();
+  if (new_size) *new_size = rec.size();
+  return {};
+}
+
+Status MessageTable::Rekey(lmdb::Txn& txn, QueueInfo& q, std::string_view old_okey,
+                           const Message& m, uint64_t old_size, uint64_t* new_size) {
+  auto r = txn.Del(messages_, old_okey);
+  if (!r.ok()) return r.status();
+  if (!*r)
+    return Status::Corrupted(fmt::format("message {} to move is missing", m.lookup_id), q.name);
+  std::string rec;
+  Encode(q.id, m, rec);
+  MQ_RETURN_IF_ERROR(txn.Put(messages_, OrderKeyOf(q, m), rec));
   q.bytes = q.bytes - std::min(q.bytes, old_size) + rec.size();
   if (new_size) *new_size = rec.size();
   return {};
@@ -190,8 +286,18 @@ Status MessageTable::Insert(lmdb::Txn& txn, QueueInfo& q, const Message& m, std:
     if (!fresh.ok()) return fresh.status();
     if (!*fresh) return taken();
   }
-  MQ_RETURN_IF_ERROR(txn.PutSeq(messages_, loc, rec));
-  if (delayed) MQ_RETURN_IF_ERROR(Delay(txn, q, m));
+  if (delayed) {
+    MQ_RETURN_IF_ERROR(txn.Put(messages_, BandKey(q.id, kDelayedBand, m.lookup_id), rec));
+    MQ_RETURN_IF_ERROR(txn.Put(delays_, DelayKey(q.id, m.visible_time, m.lookup_id), {}));
+    q.delayed++;
+  } else {
+    std::string okey = OrderKeyOf(q, m);
+    // A lookup id used before (a move that keeps it) may fall between the records of a
+    // Locked range: the range splits around it, as the new message is ready.
+    if (m.lookup_id < q.next_lookup)
+      if (auto r = Covering(txn, okey)) MQ_RETURN_IF_ERROR(Split(txn, *r, okey));
+    MQ_RETURN_IF_ERROR(txn.PutSeq(messages_, okey, rec));
+  }
   if (!m.correlation_id.empty())
     MQ_RETURN_IF_ERROR(
         txn.Put(by_corr_, CorrKey(m.correlation_id, q.id, m.priority, m.lookup_id), {}));
@@ -204,26 +310,27 @@ Status MessageTable::Insert(lmdb::Txn& txn, QueueInfo& q, const Message& m, std:
 
 Result<bool> MessageTable::Remove(lmdb::Txn& txn, QueueInfo& q, const Message& m, uint64_t size,
                                   Held held) {
-  bool is_locked = held != Held::kAnywhere;
-  // DelSeq: a batch from the head removes its messages in increasing key order in each index.
-  auto r = txn.DelSeq(messages_, MsgKey(q.id, m.lookup_id));
-  if (!r.ok()) return r.status();
-  r = is_locked ? Result<bool>(false) : txn.DelSeq(order_, OrderKeyOf(q, m));
+  // DelSeq: a batch from the head removes its messages in increasing key order.
+  std::string okey = OrderKeyOf(q, m);
+  auto r = txn.DelSeq(messages_, okey);
   if (!r.ok()) return r.status();
   bool was_locked = false;
-  if (!*r && m.visible_time && !is_locked) {
-    r = Undelay(txn, q, m);
+  if (!*r && held == Held::kAnywhere) {
+    // Not at its order key: delayed.
+    r = txn.Del(messages_, BandKey(q.id, kDelayedBand, m.lookup_id));
     if (!r.ok()) return r.status();
-  }
-  if (!*r && held == Held::kLockedCleared) {
+    if (*r) {
+      r = Undelay(txn, q, m);
+      if (!r.ok()) return r.status();
+    }
+  } else if (held == Held::kLockedCleared) {
     q.locked -= std::min<uint64_t>(q.locked, 1);
     was_locked = true;
-  } else if (!*r) {
-    // Locked: the lease that holds it skips it when it ends.
-    r = txn.DelSeq(locked_, OrderKeyOf(q, m));
-    if (!r.ok()) return r.status();
-    if (*r) q.locked -= std::min<uint64_t>(q.locked, 1);
-    was_locked = *r;
+  } else if (*r) {
+    // Locked, perhaps: the lease that holds it skips it when it ends.
+    auto u = Unlock(txn, q, okey);
+    if (!u.ok()) return u.status();
+    was_locked = *u;
   }
   if (!m.id.empty() && !IsNative(q.id, m.id, m.lookup_id)) {
     r = txn.DelSeq(by_id_, IdKey(q, m.id));
@@ -242,58 +349,139 @@ Result<bool> MessageTable::Remove(lmdb::Txn& txn, QueueInfo& q, const Message& m
   return was_locked;
 }
 
+std::optional<MessageTable::Range> MessageTable::Covering(lmdb::Txn& txn,
+                                                          std::string_view okey) const {
+  // The range that starts at `okey`, else the one before it if it reaches `okey`.
+  auto range = [&](std::string_view v) -> std::optional<Range> {
+    if (v.size() != 21) return std::nullopt;
+    return Range{std::string(), std::string(v.substr(0, 13)), GetU64BE(v, 13)};
+  };
+  if (auto v = txn.GetSeq(locked_, okey)) {
+    auto r = range(*v);
+    if (r) r->first = okey;
+    return r;
+  }
+  lmdb::Cursor c(txn, locked_);
+  if (!c.SeekLt(okey) || c.key().size() != 13 || c.key().substr(0, 5) != okey.substr(0, 5))
+    return std::nullopt;
+  auto r = range(c.value());
+  if (r) r->first = c.key();
+  if (!r || r->last < okey) return std::nullopt;
+  return r;
+}
+
 bool MessageTable::IsReady(lmdb::Txn& txn, std::string_view okey) const {
-  return Has(txn, order_, okey);
+  return okey.size() == 13 && static_cast<uint8_t>(okey[4]) < kDelayedBand &&
+         Has(txn, messages_, okey) && !Covering(txn, okey);
 }
 
 bool MessageTable::IsLocked(lmdb::Txn& txn, std::string_view okey) const {
-  return Has(txn, locked_, okey);
+  return okey.size() == 13 && Has(txn, messages_, okey) && Covering(txn, okey).has_value();
 }
 
 bool MessageTable::Visible(lmdb::Txn& txn, const QueueInfo& q, const Message& m,
                            bool include_locked) const {
   std::string key = OrderKeyOf(q, m);
-  return IsReady(txn, key) || (include_locked && IsLocked(txn, key));
+  if (!Has(txn, messages_, key)) return false;
+  return include_locked || !Covering(txn, key);
 }
 
-Status MessageTable::PutReady(lmdb::Txn& txn, std::string_view okey, bool seq) {
-  return seq ? txn.PutSeq(order_, okey, {}) : txn.Put(order_, okey, {});
+namespace {
+
+// The value of a range of `locked`: its last key and its lease.
+std::string RangeValue(std::string_view last, uint64_t lease_id) {
+  std::string v(last);
+  PutU64BE(v, lease_id);
+  return v;
 }
 
-Result<bool> MessageTable::DelReady(lmdb::Txn& txn, std::string_view okey) {
-  return txn.Del(order_, okey);
-}
+}  // namespace
 
-Status MessageTable::Lock(lmdb::Txn& txn, QueueInfo& q, const std::string& okey,
-                          uint64_t lease_id) {
-  auto r = txn.DelSeq(order_, okey);
-  if (!r.ok()) return r.status();
-  char holder[8];
-  StoreU64BE(holder, lease_id);
-  // A batch Locks keys in increasing order, usually above every key Locked before.
-  MQ_RETURN_IF_ERROR(txn.PutAppend(locked_, okey, std::string_view(holder, 8)));
-  q.locked++;
+Status MessageTable::LockRange(lmdb::Txn& txn, QueueInfo& q, std::string_view first,
+                               std::string_view last, uint64_t n, uint64_t lease_id) {
+  // The records stay where they are. A drain Locks ranges in increasing order, usually above
+  // every one Locked before.
+  MQ_RETURN_IF_ERROR(txn.PutAppend(locked_, first, RangeValue(last, lease_id)));
+  q.locked += n;
   return {};
+}
+
+Status MessageTable::Split(lmdb::Txn& txn, const Range& r, std::string_view okey) {
+  auto gone = txn.Del(locked_, r.first);
+  if (!gone.ok()) return gone.status();
+  lmdb::Cursor c(txn, messages_);
+  if (okey > r.first) {
+    if (!c.SeekLt(okey) || c.key() < r.first)
+      return Status::Corrupted("a Locked range lost its first message");
+    std::string prev(c.key());
+    MQ_RETURN_IF_ERROR(txn.Put(locked_, r.first, RangeValue(prev, r.lease)));
+  }
+  if (okey < r.last) {
+    bool on = c.SeekGe(okey);
+    if (on && c.key() == okey) on = c.Next();
+    if (!on || c.key() > r.last) return Status::Corrupted("a Locked range lost its last message");
+    std::string next(c.key());
+    MQ_RETURN_IF_ERROR(txn.Put(locked_, next, RangeValue(r.last, r.lease)));
+  }
+  return {};
+}
+
+Result<std::vector<char>> MessageTable::Release(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
+                                                const std::vector<std::string>& keys, bool count) {
+  std::vector<char> held(keys.size(), 0);
+  // The lease's ranges deleted so far, by first key: a drain's batch is one.
+  std::map<std::string, std::string, std::less<>> gone;
+  uint64_t n = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const std::string& key = keys[i];
+    auto it = gone.upper_bound(key);
+    bool in = it != gone.begin() && key <= std::prev(it)->second;
+    if (!in) {
+      auto r = Covering(txn, key);
+      if (r && r->lease == lease_id) {
+        auto d = txn.DelSeq(locked_, r->first);
+        if (!d.ok()) return d.status();
+        gone.emplace(r->first, r->last);
+        in = true;
+      }
+    }
+    if (in) {
+      held[i] = 1;
+      ++n;
+    }
+  }
+  if (count) q.locked -= std::min(q.locked, n);
+  return held;
 }
 
 std::optional<uint64_t> MessageTable::Holder(lmdb::Txn& txn, std::string_view okey,
                                              bool seq) const {
-  auto v = seq ? txn.GetSeq(locked_, okey) : txn.Get(locked_, okey);
-  if (!v || v->size() != 8) return std::nullopt;
-  return GetU64BE(*v, 0);
+  if (seq) {
+    auto v = txn.GetSeq(locked_, okey);
+    if (v && v->size() == 21) return GetU64BE(*v, 13);
+  }
+  auto r = Covering(txn, okey);
+  if (!r) return std::nullopt;
+  return r->lease;
 }
 
 Result<bool> MessageTable::Unlock(lmdb::Txn& txn, QueueInfo& q, std::string_view okey) {
-  auto r = txn.Del(locked_, okey);
-  if (r.ok() && *r) q.locked -= std::min<uint64_t>(q.locked, 1);
-  return r;
+  auto r = Covering(txn, okey);
+  if (!r) return false;
+  MQ_RETURN_IF_ERROR(Split(txn, *r, okey));
+  q.locked -= std::min<uint64_t>(q.locked, 1);
+  return true;
 }
 
-uint64_t MessageTable::LockedCount(lmdb::Txn& txn) const { return txn.Count(locked_); }
-
-Status MessageTable::ClearLocked(lmdb::Txn& txn) { return txn.Clear(locked_); }
-
 Status MessageTable::Delay(lmdb::Txn& txn, QueueInfo& q, const Message& m) {
+  std::string okey = OrderKeyOf(q, m);
+  auto rec = txn.Get(messages_, okey);
+  if (!rec)
+    return Status::Corrupted(fmt::format("message {} to delay is missing", m.lookup_id), q.name);
+  std::string copy(*rec);
+  auto r = txn.Del(messages_, okey);
+  if (!r.ok()) return r.status();
+  MQ_RETURN_IF_ERROR(txn.Put(messages_, BandKey(q.id, kDelayedBand, m.lookup_id), copy));
   MQ_RETURN_IF_ERROR(txn.Put(delays_, DelayKey(q.id, m.visible_time, m.lookup_id), {}));
   q.delayed++;
   return {};
@@ -402,33 +590,30 @@ bool MessageTable::HasId(lmdb::Txn& txn, std::string_view id_key) const {
 }
 
 std::optional<std::string> MessageTable::FirstPlainReady(lmdb::Txn& txn, uint32_t qid) const {
-  // The plain head: the first `order` entry below the conversation bands.
+  // The plain head: the first record below the conversation bands under no range.
   std::string prefix = QueueIdKey(qid);
-  lmdb::Cursor c(txn, order_);
-  if (c.SeekGe(prefix) && HasPrefix(c.key(), prefix) && c.key().size() == 13 &&
-      static_cast<uint8_t>(c.key()[4]) < 8)
-    return std::string(c.key());
+  lmdb::Cursor c(txn, messages_);
+  for (bool on = c.SeekGe(prefix); on && HasPrefix(c.key(), prefix) && c.key().size() == 13 &&
+                                   static_cast<uint8_t>(c.key()[4]) < 8;) {
+    auto r = Covering(txn, c.key());
+    if (!r) return std::string(c.key());
+    on = SkipPast(c, r->last);
+  }
   return std::nullopt;
 }
 
 Status MessageTable::ForEachArrival(
     lmdb::Txn& txn, const QueueInfo& q, uint64_t after,
     const std::function<Result<bool>(Message& m, bool ready, bool locked)>& fn) const {
-  lmdb::Cursor c(txn, messages_);
-  std::string prefix = QueueIdKey(q.id);
-  for (bool on = c.SeekGe(MsgKey(q.id, after + 1)); on && HasPrefix(c.key(), prefix);
-       on = c.Next()) {
-    Message m;
-    m.queue = q.name;
-    MQ_RETURN_IF_ERROR(Decode(c.value(), q.id, GetU64BE(c.key(), 4), m));
-    std::string okey = OrderKeyOf(q, m);
-    bool ready = IsReady(txn, okey);
-    bool locked = !ready && IsLocked(txn, okey);
-    auto more = fn(m, ready, locked);
-    if (!more.ok()) return more.status();
-    if (!*more) return {};
-  }
-  return {};
+  return Arrivals(txn, q.id, after + 1,
+                  [&](std::string_view okey, std::string_view rec) -> Result<bool> {
+                    Message m;
+                    m.queue = q.name;
+                    MQ_RETURN_IF_ERROR(Decode(rec, q.id, OrderKeyLookup(okey), m));
+                    bool delayed = static_cast<uint8_t>(okey[4]) == kDelayedBand;
+                    bool locked = !delayed && Covering(txn, okey).has_value();
+                    return fn(m, !delayed && !locked, locked);
+                  });
 }
 
 // Collects up to `max_count` messages (and about `max_bytes`) chosen by `sel`, resuming
@@ -487,20 +672,20 @@ Status MessageTable::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection
   }
 
   if (sel.anchor == Anchor::kArrival) {
-    std::string prefix = QueueIdKey(q.id);
-    lmdb::Cursor c(txn, messages_);
-    bool on = resume.empty() ? c.SeekGe(prefix) : c.SeekGe(resume);
-    if (on && !resume.empty() && c.key() == resume) on = c.Next();
-    for (; on && HasPrefix(c.key(), prefix) && !full(); on = c.Next()) {
-      FoundMessage f;
-      f.walk_key = std::string(c.key());
-      f.msg.queue = q.name;
-      f.size = c.value().size();
-      MQ_RETURN_IF_ERROR(Decode(c.value(), q.id, GetU64BE(c.key(), 4), f.msg));
-      bytes += f.size;
-      next() = std::move(f);
-    }
-    return {};
+    // Resumed after the lookup id in `resume` (a MsgKey: the walk is by lookup id).
+    uint64_t from = resume.size() == 12 ? GetU64BE(resume, 4) + 1 : 0;
+    if (full()) return {};
+    return Arrivals(txn, q.id, from,
+                    [&](std::string_view okey, std::string_view rec) -> Result<bool> {
+                      FoundMessage f;
+                      f.walk_key = MsgKey(q.id, OrderKeyLookup(okey));
+                      f.msg.queue = q.name;
+                      f.size = rec.size();
+                      MQ_RETURN_IF_ERROR(Decode(rec, q.id, OrderKeyLookup(okey), f.msg));
+                      bytes += f.size;
+                      next() = std::move(f);
+                      return !full();
+                    });
   }
 
   if (sel.anchor == Anchor::kCorrelation) {
@@ -522,17 +707,17 @@ Status MessageTable::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection
     return {};
   }
 
-  // The head order (CLI.md: priority, then arrival) over the bands of `order` (schema.hpp):
+  // The head order (CLI.md: priority, then arrival) over the bands of `messages` (schema.hpp):
   // plain messages (bands 0-7) and ready conversation messages (8-15) as one, by priority
   // and then lookup id; retained messages (16-23) after them all. Each stream below is one
-  // band range of `order` (or, with include_locked, of `locked`, where Locked messages keep
-  // their keys), already in that order; the walk merges them, taking the least head (going
-  // backwards, the greatest). A plain receive walks the plain bands alone.
+  // band range, already in that order; the walk merges them, taking the least head (going
+  // backwards, the greatest), and passes each range of Locked records with one seek (unless
+  // `include_locked`). A plain receive walks the plain bands alone.
   std::string prefix = QueueIdKey(q.id);
   bool backward = sel.anchor == Anchor::kLast || sel.anchor == Anchor::kBefore;
   enum class From { kBegin, kEnd, kKey };
   From from = From::kBegin;
-  std::string start;  // kKey: a key of `order` or `locked`, whether or not it is there now
+  std::string start;  // kKey: an order key, whether or not a record is there now
   bool inclusive = true;
   if (!resume.empty()) {
     from = From::kKey;
@@ -549,8 +734,9 @@ Status MessageTable::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection
       case Anchor::kAfter:
       case Anchor::kBefore: {
         FoundMessage anchor;
-        if (!txn.Get(messages_, MsgKey(q.id, sel.lookup_id))) return {};
-        MQ_RETURN_IF_ERROR(Load(txn, q, sel.lookup_id, anchor));
+        auto at = Locate(txn, q.id, sel.lookup_id);
+        if (!at) return {};
+        MQ_RETURN_IF_ERROR(LoadAt(txn, q, *at, anchor));
         from = From::kKey;
         start = OrderKeyOf(q, anchor.msg);
         inclusive = sel.anchor == Anchor::kAt;
@@ -570,8 +756,9 @@ Status MessageTable::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection
     std::optional<lmdb::Cursor> c;
     uint8_t lo = 0, hi = 0;  // its bands: [lo, hi)
     bool on = false;
+    bool stepped = false;  // on the record after the one taken last, nothing passed between
   };
-  std::array<Stream, 5> streams;
+  std::array<Stream, 3> streams;
   size_t n_streams = 0;
   auto add = [&](lmdb::Dbi dbi, uint8_t lo, uint8_t hi) {
     Stream& s = streams[n_streams++];
@@ -579,14 +766,10 @@ Status MessageTable::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection
     s.lo = lo;
     s.hi = hi;
   };
-  add(order_, 0, 8);
+  add(messages_, 0, 8);
   if (!sel.plain_only) {
-    add(order_, 8, 16);
-    add(order_, 16, 24);
-    if (sel.include_locked) {
-      add(locked_, 0, 8);
-      add(locked_, 8, 16);
-    }
+    add(messages_, 8, 16);
+    add(messages_, 16, 24);
   }
   auto band_key = [&](uint8_t band) {
     std::string k = prefix;
@@ -628,6 +811,9 @@ Status MessageTable::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection
     }
     s.on = on && in_stream(s);
   }
+  // Ranges to pass (none for most walks: then no look for one at each record).
+  bool ranges = !sel.include_locked && txn.Count(locked_) > 0;
+  const Stream* took = nullptr;  // the stream of the message taken last
   for (;;) {
     Stream* pick = nullptr;
     for (size_t i = 0; i < n_streams; ++i) {
@@ -639,18 +825,35 @@ Status MessageTable::Collect(lmdb::Txn& txn, const QueueInfo& q, const Selection
     }
     if (!pick || full()) break;
     lmdb::Cursor& c = *pick->c;
-    if (c.key().size() != 13) return Status::Corrupted("bad order index key", q.name);
+    if (c.key().size() != 13) return Status::Corrupted("bad message key", q.name);
+    if (ranges) {
+      if (auto r = Covering(txn, c.key())) {
+        bool on = backward ? c.SeekLt(r->first) : SkipPast(c, r->last);
+        pick->on = on && in_stream(*pick);
+        pick->stepped = false;
+        continue;
+      }
+    }
     // Decoded in its place in `out` (a Message is some twenty strings: moving one in costs
     // as much as a look-up), and dropped again if it expired.
     FoundMessage& f = next();
+    f.follows = !backward && pick == took && pick->stepped && used > 1 &&
+                HasPrefix(c.key(), std::string_view(out[used - 2].walk_key).substr(0, 5));
     f.walk_key.assign(c.key());
-    MQ_RETURN_IF_ERROR(Load(txn, q, GetU64BE(c.key(), 5), f));
-    if (ExpiredAt(q, f.msg, now))
+    f.msg.queue = q.name;
+    f.size = c.value().size();
+    if (Status s = Decode(c.value(), q.id, GetU64BE(c.key(), 5), f.msg); !s.ok())
+      return s.WithSubject(q.name);
+    bool expired = ExpiredAt(q, f.msg, now);
+    if (expired)
       --used;
     else
       bytes += f.size;
     bool on = backward ? c.Prev() : c.Next();
     pick->on = on && in_stream(*pick);
+    // An expired record stays where it is: the next one does not follow the last taken.
+    pick->stepped = !expired;
+    if (!expired) took = pick;
   }
   return {};
 }
@@ -660,9 +863,9 @@ void MessageTable::ForEachRecord(
   lmdb::Cursor c(txn, messages_);
   Message m;
   for (bool on = c.First(); on; on = c.Next()) {
-    if (c.key().size() != 12) continue;
+    if (c.key().size() != 13) continue;
     uint32_t qid = GetU32BE(c.key(), 0);
-    if (Decode(c.value(), qid, GetU64BE(c.key(), 4), m).ok()) fn(qid, m);
+    if (Decode(c.value(), qid, GetU64BE(c.key(), 5), m).ok()) fn(qid, m);
   }
 }
 
@@ -670,165 +873,7 @@ void MessageTable::ForEachLocked(
     lmdb::Txn& txn, const std::function<void(std::string_view okey, uint64_t lease)>& fn) const {
   lmdb::Cursor c(txn, locked_);
   for (bool on = c.First(); on; on = c.Next())
-    fn(c.key(), c.value().size() == 8 ? GetU64BE(c.value(), 0) : 0);
-}
-
-void MessageTable::Check(lmdb::Txn& txn, const std::map<uint32_t, QueueInfo>& by_qid,
-                         const std::map<std::string, const QueueInfo*>& id_sources,
-                         const std::function<void(std::string)>& problem) const {
-  struct Tally {
-    uint64_t count = 0, bytes = 0, max_lookup = 0, delayed = 0, locked = 0;
-  };
-  std::map<uint32_t, Tally> tally;
-  uint64_t messages = 0, with_corr = 0, with_deadline = 0, natives = 0;
-  {
-    lmdb::Cursor c(txn, messages_);
-    for (bool on = c.First(); on; on = c.Next()) {
-      ++messages;
-      if (c.key().size() != 12) {
-        problem("messages: bad key size");
-        continue;
-      }
-      uint32_t qid = GetU32BE(c.key(), 0);
-      uint64_t lookup = GetU64BE(c.key(), 4);
-      auto qit = by_qid.find(qid);
-      std::string qname = qit == by_qid.end() ? fmt::format("#{}", qid) : qit->second.name;
-      std::string where = fmt::format("queue {} lookup id {}", qname, lookup);
-      if (qit == by_qid.end()) problem(where + ": message of an unknown queue");
-      Message m;
-      Status s = Decode(c.value(), qid, lookup, m);
-      if (!s.ok()) {
-        problem(fmt::format("{}: {}", where, s.text()));
-        continue;
-      }
-      Tally& ty = tally[qid];
-      ty.count++;
-      ty.bytes += c.value().size();
-      ty.max_lookup = std::max(ty.max_lookup, lookup);
-      if (m.priority > 7) problem(where + ": priority out of range");
-      std::string okey = qit == by_qid.end() ? OrderKey(qid, m.priority, lookup)
-                                             : OrderKeyOf(qit->second, m);
-      bool in_order = txn.Get(order_, okey).has_value();
-      bool delayed = m.visible_time && txn.Get(delays_, DelayKey(qid, m.visible_time, lookup));
-      bool is_locked = txn.Get(locked_, okey).has_value();
-      if (delayed) ty.delayed++;
-      if (is_locked) ty.locked++;
-      int states = in_order + delayed + is_locked;
-      if (states == 0) problem(where + ": missing from the delivery order index");
-      if (states > 1) problem(where + ": in more than one of order, delays and locked");
-      QueueInfo owner;
-      owner.name = qname;
-      owner.id = qid;
-      auto loc = txn.Get(by_id_, IdKey(owner, m.id));
-      if (m.id.size() != kIdSize) {
-        problem(where + ": bad message id");
-      } else if (IsNative(qid, m.id, lookup)) {
-        ++natives;
-        if (loc) problem(where + ": its id says where it is, but the id index has an entry too");
-      } else if (!loc || *loc != MsgKey(qid, lookup)) {
-        problem(where + ": message id index does not point to it");
-      }
-      if (m.id.size() == kIdSize) {
-        auto src = id_sources.find(m.id.substr(0, 16));
-        if (src != id_sources.end() && GetU32BE(m.id, 16) > src->second->id_counter)
-          problem(fmt::format("{}: message id {} is beyond queue {}'s id counter {}", where,
-                              FormatMessageId(m.id), src->second->name,
-                              src->second->id_counter));
-      }
-      if (int64_t at = ExpiryOf(m); at && IsLive(owner) && m.status != 0) {
-        ++with_deadline;
-        if (!txn.Get(deadlines_, DeadlineKey(qid, at, lookup)))
-          problem(where + ": missing from the deadline index");
-      }
-      if (!m.correlation_id.empty()) {
-        ++with_corr;
-        if (!txn.Get(by_corr_, CorrKey(m.correlation_id, qid, m.priority, lookup)))
-          problem(where + ": missing from the correlation index");
-      }
-    }
-  }
-  for (auto& [qid, q] : by_qid) {
-    Tally ty = tally[qid];
-    if (ty.count != q.count)
-      problem(fmt::format("queue {}: counter says {} messages, found {}", q.name, q.count,
-                          ty.count));
-    if (ty.bytes != q.bytes)
-      problem(fmt::format("queue {}: counter says {} bytes, found {}", q.name, q.bytes, ty.bytes));
-    if (ty.locked != q.locked)
-      problem(fmt::format("queue {}: counter says {} locked, found {}", q.name, q.locked,
-                          ty.locked));
-    if (ty.delayed != q.delayed)
-      problem(fmt::format("queue {}: counter says {} delayed, found {}", q.name, q.delayed,
-                          ty.delayed));
-    if (ty.max_lookup >= q.next_lookup)
-      problem(fmt::format("queue {}: next lookup id {} is not above {}", q.name, q.next_lookup,
-                          ty.max_lookup));
-  }
-  // Every index entry points to a message that agrees with it.
-  {
-    lmdb::Cursor c(txn, order_);
-    uint64_t n = 0;
-    for (bool on = c.First(); on; on = c.Next()) {
-      ++n;
-      if (c.key().size() != 13) {
-        problem("order: bad key size");
-        continue;
-      }
-      uint32_t oqid = GetU32BE(c.key(), 0);
-      auto rec = txn.Get(messages_, MsgKey(oqid, GetU64BE(c.key(), 5)));
-      Message m;
-      bool decoded = rec && Decode(*rec, oqid, GetU64BE(c.key(), 5), m).ok();
-      m.lookup_id = GetU64BE(c.key(), 5);
-      auto oq = by_qid.find(oqid);
-      uint8_t band = !decoded || oq == by_qid.end()
-                         ? static_cast<uint8_t>(7 - m.priority)
-                         : static_cast<uint8_t>(OrderKeyOf(oq->second, m)[4]);
-      if (!decoded || band != static_cast<uint8_t>(c.key()[4]))
-        problem(fmt::format("order: entry for queue #{} lookup id {} has no matching message",
-                            GetU32BE(c.key(), 0), GetU64BE(c.key(), 5)));
-    }
-    uint64_t delayed = txn.Count(delays_);
-    uint64_t locked = txn.Count(locked_);
-    if (n + delayed + locked != messages)
-      problem(fmt::format("order has {}, delays {} and locked {} entries for {} messages", n,
-                          delayed, locked, messages));
-  }
-  {
-    lmdb::Cursor c(txn, by_id_);
-    uint64_t n = 0;
-    for (bool on = c.First(); on; on = c.Next()) {
-      ++n;
-      if (c.value().size() != 12 || !txn.Get(messages_, c.value()))
-        problem(fmt::format("by_id: {} points to no message",
-                            FormatMessageId(c.key().substr(0, kIdSize))));
-    }
-    if (n + natives != messages)
-      problem(fmt::format("by_id has {} entries for {} messages ({} with native ids)", n, messages,
-                          natives));
-  }
-  {
-    lmdb::Cursor c(txn, by_corr_);
-    uint64_t n = 0;
-    for (bool on = c.First(); on; on = c.Next()) {
-      ++n;
-      if (c.key().size() != 33) {
-        problem("by_corr: bad key size");
-        continue;
-      }
-      auto rec = txn.Get(messages_, MsgKey(GetU32BE(c.key(), 20), GetU64BE(c.key(), 25)));
-      Message m;
-      if (!rec || !Decode(*rec, GetU32BE(c.key(), 20), GetU64BE(c.key(), 25), m).ok() ||
-          m.correlation_id != c.key().substr(0, 20))
-        problem(fmt::format("by_corr: entry for lookup id {} has no matching message",
-                            GetU64BE(c.key(), 25)));
-    }
-    if (n != with_corr)
-      problem(fmt::format("by_corr has {} entries for {} messages with a correlation id", n,
-                          with_corr));
-  }
-  if (uint64_t n = txn.Count(deadlines_); n != with_deadline)
-    problem(fmt::format("deadlines has {} entries for {} messages with a deadline", n,
-                        with_deadline));
+    fn(c.key(), c.value().size() == 21 ? GetU64BE(c.value(), 13) : 0);
 }
 
 }  // namespace mq

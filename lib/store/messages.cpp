@@ -24,12 +24,12 @@ Status Store::Impl::RemoveMessage(lmdb::Txn& txn, QueueInfo& q, const Message& m
   return {};
 }
 
-// Stores `m` as a new message of `q`: its record and indexes (the message table), its place
-// in the delivery order (or the conversation's), and the counters. The lookup id is
-// `lookup` if not 0 (a move that keeps it), else the queue's next; a `promoted` message goes
-// to the delivery order even though it keeps its visible time. With `quota` not 0, a message
-// that would take the queue's bytes above it is refused (MQ_ERROR_INSUFFICIENT_RESOURCES)
-// before anything changes. The caller saves `q`.
+// Stores `m` as a new message of `q`: its record and indexes (the message table, which puts it
+// in its place in the delivery order), the conversation's indexes, and the counters. The lookup id
+// is `lookup` if not 0 (a move that keeps it), else the queue's next; a `promoted` message goes to
+// the delivery order even though it keeps its visible time. With `quota` not 0, a message that
+// would take the queue's bytes above it is refused (MQ_ERROR_INSUFFICIENT_RESOURCES) before
+// anything changes. The caller saves `q`.
 Status Store::Impl::InsertMessage(lmdb::Txn& txn, QueueInfo& q, Message& m, uint64_t quota,
                                   uint64_t lookup, bool promoted) {
   m.lookup_id = lookup ? lookup : q.next_lookup;
@@ -49,9 +49,8 @@ Status Store::Impl::InsertMessage(lmdb::Txn& txn, QueueInfo& q, Message& m, uint
   if (!delayed) {
     if (IsConvMessage(q, m))
       MQ_RETURN_IF_ERROR(ConvOnAdd(txn, q, m));
-    else
-      MQ_RETURN_IF_ERROR(msgs.PutReady(txn, OrderKeyFor(q, m), true));
-    if (!IsConvMessage(q, m) && m.status == 0) q.retained++;  // kept by RETENTION ON
+    else if (m.status == 0)
+      q.retained++;  // kept by RETENTION ON
     to_notify.insert(q.id);
   }
   if (!promoted) q.sent_total++;

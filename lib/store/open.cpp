@@ -269,7 +269,8 @@ Status Store::Impl::OpenDbs(lmdb::Txn& txn, bool create) {
     if (!dbi.ok()) return dbi.status();
     this->*d.dbi = *dbi;
   }
-  return msgs.Open(txn, create);
+  // A store being made is of this mq's format.
+  return msgs.Open(txn, create, format ? format : kFormatVersion);
 }
 
 Status MakeDir(const std::string& dir, mode_t mode) {
@@ -746,7 +747,19 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
   // A store with a size limit below the starting map: map only that much (and at least what
   // is used), so that Grow and LMDB refuse to go past it.
   MQ_RETURN_IF_ERROR(impl->ApplyMaxMapSize());
-  if (!read_only.empty()) return std::unique_ptr<Store>(new Store(std::move(impl)));
+  // A store of an older format is refused once it has its marker (an mq that made it before
+  // markers existed leaves none), so that mq-admin upgrade can take it alone.
+  Status older;
+  if (impl->format < kFormatVersion && !options.older_format_ok)
+    older = Status::Error(fmt::format("store format {} is older than this mq's ({}): run "
+                                      "mq-admin upgrade (when no other process has the store "
+                                      "open)",
+                                      impl->format, kFormatVersion),
+                          dir);
+  if (!read_only.empty()) {
+    MQ_RETURN_IF_ERROR(older);
+    return std::unique_ptr<Store>(new Store(std::move(impl)));
+  }
   // Only now that the directory has proved to be an mq store: its lock and doorbell dirs,
   // and its marker.
   MQ_RETURN_IF_ERROR(MakeDir(paths.locks_dir(), dir_mode));
@@ -757,6 +770,7 @@ Result<std::unique_ptr<Store>> Store::Open(const OpenOptions& options) {
     MQ_RETURN_IF_ERROR(TakeStoreLock(paths.marker(), -1, lock));
     impl->store_lock.fd = std::exchange(lock.fd, -1);
   }
+  MQ_RETURN_IF_ERROR(older);
   return std::unique_ptr<Store>(new Store(std::move(impl)));
 }
 

@@ -12,23 +12,29 @@
 //   meta       store-wide records, by key (the meta keys below)           [open.cpp and others]
 //   queues     name -> queue record (queue.hpp)                                   [queues.cpp]
 //   queue_ids  queue id (u32) -> name                                             [queues.cpp]
-//   messages   queue id (u32), lookup id (u64) -> message record (message.hpp; format 3:
-//              lean, message_table.hpp)                                    [message table]
-//   order      queue id (u32), band (u8: 7 - priority, conversation and retained bands:
-//              conversation.hpp), lookup id (u64) -> "": delivery order; the head of a queue
-//              is one seek                                                     [message table]
-//   by_id      message id (20 bytes) [+ journal queue id] -> queue id, lookup id [message table]
+//   messages   (format 4) the record (message.hpp; lean: message_table.hpp) by its order key:
+//              queue id (u32), band (u8), lookup id (u64). The bands: 7 - priority for plain
+//              messages (0-7), the conversation bands (8-15) and retained ones (16-23)
+//              (conversation.hpp OrderBand), and kDelayedBand for messages not yet visible.
+//              Key order is delivery order: the head of a queue is one seek, and a drain
+//              deletes one entry a message. (Formats 1-3 kept the record under queue id,
+//              lookup id, and the delivery order in a database `order` of its own; mq-admin
+//              upgrade moves them.)                                            [message table]
+//   by_id      message id (20) [+ journal queue id] -> queue id, lookup id (12 bytes); a
+//              native id (message_table.hpp) has no entry                    [message table]
 //   by_corr    correlation id (20), queue id, 7 - priority, lookup id -> ""      [message table]
 //   delays     queue id, visible time (u64 ms), lookup id -> "": messages sent with --delay or
-//              --at. They are in `messages` but not in `order` until a reader (or sweep) finds
-//              them due and promotes them: a new lookup id (the arrival in the queue proper)
-//              and an `order` entry, in one write transaction.                 [message table]
+//              --at, whose records are in kDelayedBand until a reader (or sweep) finds them
+//              due and promotes them: a new lookup id (the arrival in the queue proper) in
+//              their ready band, in one write transaction.                     [message table]
 //   deadlines  queue id, expiry (u64 ms), lookup id -> "": when each message of a live queue
 //              expires (message.hpp ExpiryOf: ttrq until it reaches the queue, then ttbr).
 //              Readers and sweep walk it from its start, so finding what expired is a seek.
 //                                                                              [message table]
-//   locked     order key -> lease id: Locked messages, out of `order` while a transactional
-//              receive holds them; a rollback puts the same order key back (same place)
+//   locked     first order key -> last order key (13), lease id (u64): the Locked messages,
+//              a range of records of one queue and band that a transactional receive holds
+//              (a range of one for a single message). Readers seek past a range; the records
+//              stay where they are, so a rollback leaves them in the same place.
 //                                                                              [message table]
 //   cursors    queue id, cursor name -> state byte (0 never moved, 1 positioned), order key
 //                                                                                [cursors.cpp]
@@ -106,6 +112,10 @@ inline std::string MsgKey(uint32_t qid, uint64_t lookup) {
   StoreU64BE(k.data() + 4, lookup);
   return k;
 }
+
+// The band of the messages not yet visible (--delay, --at, a rollback's retry delay), above
+// every band of the delivery order.
+inline constexpr uint8_t kDelayedBand = 32;
 
 // An order key: queue id, band, lookup id.
 inline std::string BandKey(uint32_t qid, uint8_t band, uint64_t lookup) {

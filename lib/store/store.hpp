@@ -67,11 +67,12 @@
 namespace mq {
 
 // The store format this mq writes. 1: every message id has a by_id entry. 2: native ids
-// (message_table.hpp). 3 (mq-admin upgrade, or a store made by this mq): lean records, which
-// leave out what the store can say (message_table.hpp); records written before stay as
-// they are. An mq that knows format N opens every store of format <= N, and refuses a newer
-// one.
-inline constexpr uint32_t kFormatVersion = 3;
+// (message_table.hpp). 3: lean records, which leave out what the store can say
+// (message_table.hpp); records written before stay as they are. 4 (mq-admin upgrade, or a
+// store made by this mq): one tree, each record keyed by its place in the delivery order
+// (schema.hpp). This mq opens a store of an older format only to upgrade it
+// (OpenOptions::older_format_ok), and refuses a newer one.
+inline constexpr uint32_t kFormatVersion = 4;
 
 struct OpenOptions {
   std::string dir;      // empty: the default location (CLI.md), created on first use
@@ -89,6 +90,9 @@ struct OpenOptions {
   // of refused, and Store::read_only() says why. Any write then fails with
   // MQ_ERROR_ACCESS_DENIED.
   bool read_only_ok = false;
+  // Open a store of a format older than this mq's (kFormatVersion), which is otherwise
+  // refused: only to upgrade or compact it.
+  bool older_format_ok = false;
 };
 
 // Incoming link streams (Store::AcceptedStreams).
@@ -323,6 +327,9 @@ struct FoundMessage {
   std::string walk_key;  // resume after it
   Message msg;
   uint64_t size = 0;  // of its record
+  // A head walk's message that is the next record after the one before it in the walk, in
+  // the same band (nothing between them): a lock makes them one range.
+  bool follows = false;
 };
 
 // The messages of a lease, in their order: a read-only view of what the lease holds.
@@ -745,13 +752,14 @@ class Store {
   Result<CompactReport> Compact();
   // Brings the store to this mq's format (kFormatVersion), in one write transaction: from
   // format 1, the store gets its id prefix and each queue the native id source; from format
-  // 2, new records are lean (message_table.hpp). The messages stay as they are. Only for a
-  // store opened alone (an older mq still running would not see the change). Returns the
-  // format before and after.
+  // 2, new records are lean (message_table.hpp); from format 3, each record moves to its
+  // order key (MessageTable::Upgrade4). Only for a store opened alone (an older mq still
+  // running would not see the change). Returns the format before and after.
   struct UpgradeReport {
     uint32_t before = 0;
     uint32_t after = 0;
-    uint64_t queues = 0;  // queues given a native id source
+    uint64_t queues = 0;    // queues given a native id source
+    uint64_t messages = 0;  // records moved to their order keys
   };
   Result<UpgradeReport> Upgrade();
   // The store's format version.

@@ -230,8 +230,6 @@ struct Store::Impl {
   Status CommitLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id, const LeaseRecord& rec,
                      const Lease* held = nullptr, bool ends = true);
   Status CloseLease(Lease& lease, Status s);
-  Result<bool> ClearIfAllLocked(lmdb::Txn& txn, const QueueInfo& q, uint64_t lease_id,
-                                const LeaseRecord& rec, const Lease& held);
   // `failure` is recorded in each message (count_abort); none: "rolled back".
   Status RollbackLease(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id, const LeaseRecord& rec,
                        RetryDelay delay, int64_t now, FinishReport* report, bool count_abort = true,
@@ -254,7 +252,7 @@ struct Store::Impl {
   Result<uint64_t> BeginLease(QueueInfo& q, const LockOptions& lo, int64_t now, Lease& lease,
                               LeaseRecord& rec);
   Status MarkLocked(lmdb::Txn& txn, QueueInfo& q, Found& f, uint64_t lease_id, bool count_delivery,
-                    LeaseRecord& rec);
+                    LeaseRecord& rec, bool lock = true);
   Result<std::unique_ptr<Lease>> LockPlainOnce(const QueueRef& ref, const Selection& sel,
                                                const LockOptions& lo, bool count_delivery,
                                                std::string& resume, int64_t& deadline);

@@ -610,8 +610,11 @@ Status Store::FinishForwarded(const std::vector<Lease*>& leases,
         return Status::TransactionUsage("the lease is gone (expired or returned)", lease.queue_);
       if (rec.keys.size() != lease.held_.size())
         return Status::Corrupted("the lease does not match its record", lease.queue_);
+      // Every message of the lease ends here: its ranges go at once.
+      auto holds = impl_->msgs.Release(txn, oq, lease.lease_id_, rec.keys, true);
+      if (!holds.ok()) return holds.status();
       for (size_t i = 0; i < rec.keys.size(); ++i) {
-        if (impl_->msgs.Holder(txn, rec.keys[i]) != lease.lease_id_) continue;
+        if (!(*holds)[i]) continue;
         Store::Impl::Found f;
         f.msg = lease.held_[i].msg;
         f.size = lease.held_[i].size;

@@ -46,13 +46,13 @@ grep -q somevalue "$T/out" || fail "the foreign record is gone"
 
 # A store of a newer format: refused with advice to upgrade, every tool, nothing changed.
 expect_rc 0 mq-send --create q kept
-printf 'format\n\\00\\00\\00\\04\n' | mdb_load -T -s meta "$STORE" || fail "cannot forge the format record"
+printf 'format\n\\00\\00\\00\\05\n' | mdb_load -T -s meta "$STORE" || fail "cannot forge the format record"
 for cmd in "mq-peek q" "mq-receive q" "mq-send q x" "mq-admin list" "mq-admin check" "mq-admin init"; do
   expect_rc 10 $cmd
-  expect_err_match 'store: .*format 4 .*upgrade'
+  expect_err_match 'store: .*format 5 .*upgrade'
 done
 # Put the format back: the message is still there, the store is whole.
-printf 'format\n\\00\\00\\00\\03\n' | mdb_load -T -s meta "$STORE"
+printf 'format\n\\00\\00\\00\\04\n' | mdb_load -T -s meta "$STORE"
 expect_rc 0 mq-peek --all -l q
 expect_out $'kept\n'
 expect_rc 0 mq-admin check

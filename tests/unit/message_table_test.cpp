@@ -1,7 +1,8 @@
 // message_table_test.cpp: the message table (lib/store/message_table.hpp) under random
 // sequences of operations through the public store: sends (priorities, correlation ids,
 // delays, deadlines, conversations), plain and transactional receives, commits and
-// rollbacks (with a retry delay), moves to a subqueue, purges and expiry. After every step
+// rollbacks (with a retry delay, whole or message by message), moves to a subqueue, purges
+// and expiry; and the Locked ranges a lease makes, split and passed. After every step
 // the store's check (mq-admin check: every record against its indexes, every index entry
 // against its record, the queue's counters) must find nothing, and the queue's count must
 // be what the operations left.
@@ -107,9 +108,17 @@ void RunRandom(uint32_t seed, int steps) {
       size_t i = static_cast<size_t>(pick(static_cast<int>(leases.size())));
       bool commit = pick(2) == 0;
       int64_t delay = pick(3) == 0 ? 1 : 0;
-      REQUIRE(st.Finish(*leases[i], commit, delay, nullptr).ok());
+      if (pick(3) == 0) {
+        // Some committed, the others rolled back: the lease's ranges split.
+        std::vector<bool> each;
+        for (size_t k = 0; k < leases[i]->messages().size(); ++k) each.push_back(pick(2) == 0);
+        REQUIRE(st.FinishEach(*leases[i], each, delay, nullptr).ok());
+        what = "commit of some";
+      } else {
+        REQUIRE(st.Finish(*leases[i], commit, delay, nullptr).ok());
+        what = commit ? "commit" : "rollback";
+      }
       leases.erase(leases.begin() + static_cast<long>(i));
-      what = commit ? "commit" : "rollback";
     } else if (op < 92) {
       Sink sink;
       Selection sel;
@@ -168,4 +177,97 @@ TEST_CASE("message table: random operations keep every index right (seed 2)") {
 
 TEST_CASE("message table: random operations keep every index right (seed 3)") {
   RunRandom(3, 400);
+}
+
+namespace {
+
+std::string Bodies(const test::Collect& c) {
+  std::string out;
+  for (const auto& m : c.got) out += m.body + " ";
+  return out;
+}
+
+std::string PeekAll(Store& st, bool locked = false) {
+  test::Collect c;
+  Selection sel;
+  sel.limit = 0;
+  sel.include_locked = locked;
+  Status s = st.Peek(Ref("q"), sel, {}, c);
+  REQUIRE((s.ok() || s.code() == Code::kMessageNotFound));
+  return Bodies(c);
+}
+
+std::unique_ptr<Lease> LockN(Store& st, uint64_t n) {
+  Selection sel;
+  sel.limit = n;
+  auto l = st.Lock(Ref("q"), sel, {}, {}, nullptr);
+  REQUIRE(l.ok());
+  return std::move(*l);
+}
+
+}  // namespace
+
+TEST_CASE("message table: a lease's run of messages is one Locked range that readers pass") {
+  test::TempStore t;
+  Store& st = *t.store;
+  REQUIRE(st.CreateQueue(Ref("q"), {}).ok());
+  Many src;
+  for (int i = 1; i <= 10; ++i) {
+    Message m;
+    m.body = "m" + std::to_string(i);
+    src.v.push_back(std::move(m));
+  }
+  REQUIRE(st.Append(Ref("q"), {}, src, nullptr).ok());
+  auto a = LockN(st, 4);
+  auto b = LockN(st, 3);
+  // Two ranges (m1-m4, m5-m7): the head is past both.
+  CHECK(PeekAll(st) == "m8 m9 m10 ");
+  CHECK(PeekAll(st, true) == "m1 m2 m3 m4 m5 m6 m7 m8 m9 m10 ");
+  RequireClean(st, "two leases");
+  // Part of a range committed, part rolled back: the range splits around each.
+  REQUIRE(st.FinishEach(*a, {true, false, true, false}, 0, nullptr).ok());
+  CHECK(PeekAll(st) == "m2 m4 m8 m9 m10 ");
+  RequireClean(st, "FinishEach");
+  auto c = LockN(st, 2);  // m2 and m4: m3 was removed between them, so they are one range
+  CHECK(PeekAll(st) == "m8 m9 m10 ");
+  RequireClean(st, "a range over a gap");
+  REQUIRE(st.Finish(*b, false, 0, nullptr).ok());
+  CHECK(PeekAll(st) == "m5 m6 m7 m8 m9 m10 ");
+  REQUIRE(st.Finish(*c, true, 0, nullptr).ok());
+  CHECK(PeekAll(st, true) == "m5 m6 m7 m8 m9 m10 ");
+  RequireClean(st, "the last finish");
+}
+
+TEST_CASE("message table: a message moved back into a Locked range's gap is ready") {
+  test::TempStore t;
+  Store& st = *t.store;
+  QueueSettings s;
+  REQUIRE(st.CreateQueue(Ref("q"), s).ok());
+  Many src;
+  for (int i = 1; i <= 5; ++i) {
+    Message m;
+    m.body = "m" + std::to_string(i);
+    src.v.push_back(std::move(m));
+  }
+  std::vector<std::string> ids;
+  REQUIRE(st.Append(Ref("q"), {}, src, &ids).ok());
+  // m2 to the poison subqueue (its lookup id kept): m1 and m3 then follow each other.
+  REQUIRE(st.MoveToSubqueue(Ref("q"), 2, Ref("q;poison")).ok());
+  auto l = LockN(st, 3);  // m1, m3, m4: one range over lookup ids 1 to 4
+  CHECK(PeekAll(st) == "m5 ");
+  // Back with its lookup id, between m1 and m3: the range splits around it.
+  auto back = st.Requeue(Ref("q;poison"), ids[1]);
+  REQUIRE(back.ok());
+  CHECK(*back == 1);
+  test::Collect head;
+  Selection sel;
+  sel.limit = 0;
+  REQUIRE(st.Peek(Ref("q"), sel, {}, head).ok());
+  REQUIRE(head.got.size() == 2);
+  CHECK(head.got[0].body == "m2");
+  CHECK(head.got[0].lookup_id == 2);
+  RequireClean(st, "a move into a range");
+  REQUIRE(st.Finish(*l, false, 0, nullptr).ok());
+  CHECK(PeekAll(st) == "m1 m2 m3 m4 m5 ");
+  RequireClean(st, "the rollback");
 }
