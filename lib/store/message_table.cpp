@@ -20,8 +20,7 @@ bool Has(lmdb::Txn& txn, lmdb::Dbi dbi, std::string_view key) {
   return txn.Get(dbi, key).has_value();
 }
 
-// Puts `c` on the first key after `last` (forwards) or before `first` (backwards): past a
-// range of Locked records.
+// Puts `c` on the first key after `last`: past a range of Locked records, forwards.
 bool SkipPast(lmdb::Cursor& c, const std::string& last) {
   if (!c.SeekGe(last)) return false;
   return c.key() == last ? c.Next() : true;
@@ -454,12 +453,7 @@ Result<std::vector<char>> MessageTable::Release(lmdb::Txn& txn, QueueInfo& q, ui
   return held;
 }
 
-std::optional<uint64_t> MessageTable::Holder(lmdb::Txn& txn, std::string_view okey,
-                                             bool seq) const {
-  if (seq) {
-    auto v = txn.GetSeq(locked_, okey);
-    if (v && v->size() == 21) return GetU64BE(*v, 13);
-  }
+std::optional<uint64_t> MessageTable::Holder(lmdb::Txn& txn, std::string_view okey) const {
   auto r = Covering(txn, okey);
   if (!r) return std::nullopt;
   return r->lease;

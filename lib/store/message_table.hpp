@@ -188,8 +188,8 @@ class MessageTable {
   // counts them itself (Held::kLockedCleared).
   Result<std::vector<char>> Release(lmdb::Txn& txn, QueueInfo& q, uint64_t lease_id,
                                     const std::vector<std::string>& keys, bool count);
-  // The lease that holds a Locked message (through the sequential cursor when `seq`).
-  std::optional<uint64_t> Holder(lmdb::Txn& txn, std::string_view okey, bool seq = false) const;
+  // The lease that holds a Locked message: that of the range over it.
+  std::optional<uint64_t> Holder(lmdb::Txn& txn, std::string_view okey) const;
   // Locked -> ready, where it was (or removed next by the caller): its range splits around
   // it; counter locked. False if it was not Locked.
   Result<bool> Unlock(lmdb::Txn& txn, QueueInfo& q, std::string_view okey);
