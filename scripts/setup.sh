@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config      # toolchain
+  lld                                    # the static tools' start-up order (cmd/startup-order.txt)
   clang                                  # the fuzz targets (libFuzzer: scripts/fuzz.sh)
   liblmdb-dev libcli11-dev libfmt-dev nlohmann-json3-dev uuid-dev libxml2-dev libmicrohttpd-dev libcurl4-openssl-dev zlib1g-dev libzstd-dev libisal-dev catch2   # libraries
   lmdb-utils mandoc jq util-linux zsh fish procps strace curl   # tests: mdb tools, man lint, setpriv, fault injection, HTTP posts (serve)

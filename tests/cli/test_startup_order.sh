@@ -1,0 +1,60 @@
+#!/bin/bash
+# The static tools' start-up order (issue 25, start-up): mq-send, mq-receive, mq-peek and
+# mq-watch are linked by ld.lld with cmd/startup-order.txt as their --symbol-ordering-file, so
+# that the code a single send or receive runs lies in one run at the head of the text, not in
+# every 64 KiB of it (each page fault of a spread-out start costs some 14 us on a virtual
+# machine; bench/foundation.sh (a) measures the whole). Checked in the built tools: linked by
+# LLD, the functions of a send's and a receive's start within the first 512 KiB of the text
+# (the list's functions take some 400 KiB), and a list that still names functions the tools
+# have (scripts/startup-order.sh rewrites it).
+. "$(dirname "$0")/lib.sh"
+
+cache=$MQ_BIN/CMakeCache.txt
+[ -f "$cache" ] || skip "no CMakeCache.txt in $MQ_BIN"
+grep -q '^MQ_SANITIZE:BOOL=ON$' "$cache" && skip "a sanitized build links the tools dynamically, in no order"
+grep -q '^MQ_FUZZ:BOOL=ON$' "$cache" && skip "a fuzz build links the tools dynamically, in no order"
+grep -q '^MQ_STARTUP_ORDER:BOOL=OFF$' "$cache" && skip "configured with -DMQ_STARTUP_ORDER=OFF"
+command -v readelf >/dev/null || skip "no readelf"
+grep -q '^MQ_HAVE_LLD:INTERNAL=1$' "$cache" ||
+  fail "the build found no ld.lld, so the tools start in no order (scripts/setup.sh installs lld)"
+
+list=$MQ_SRC/cmd/startup-order.txt
+[ -s "$list" ] || fail "$list is missing"
+
+# What every one of them runs on its way to the store, and what a send or a receive adds.
+# Demangled names, matched up to their parameters.
+common=(_start __libc_start_main_impl main malloc 'mq::Store::Open(' 'CLI::detail::split_up(' mdb_txn_begin
+  mdb_txn_commit mdb_cursor_get)
+for tool in mq-send mq-receive mq-peek mq-watch; do
+  bin=$MQ_BIN/$tool
+  readelf -p .comment "$bin" | grep -q 'Linker:.*LLD' || fail "$tool was not linked by ld.lld"
+  text=$(readelf -SW "$bin" | awk '{ for (i = 1; i < NF; i++) if ($i == ".text") { print $(i + 2); exit } }')
+  [ -n "$text" ] || fail "$tool has no .text section"
+  nm -C "$bin" >"$T/$tool.nm"
+  want=("${common[@]}")
+  case $tool in
+    mq-send) want+=('mq::Store::Append(') ;;
+    mq-receive) want+=(mdb_cursor_del) ;;
+  esac
+  for sym in "${want[@]}"; do
+    addr=$(awk -v s="$sym" '($2 == "T" || $2 == "t") {
+        name = substr($0, index($0, " " $2 " ") + 3)
+        if (name == s || (s ~ /\($/ && index(name, s) == 1)) { print $1; exit } }' "$T/$tool.nm")
+    [ -n "$addr" ] || { fail "$tool has no function $sym"; continue; }
+    off=$((0x$addr - 0x$text))
+    [ "$off" -ge 0 ] && [ "$off" -lt $((512 * 1024)) ] ||
+      fail "$tool: $sym lies $((off / 1024)) KiB into the text, not in the start-up run at its head"
+  done
+  nm "$bin" | awk '{ print $NF }' >>"$T/symbols"
+done
+
+# A list gone stale (renamed functions) orders nothing: most of its names must still exist.
+sort -u "$T/symbols" -o "$T/symbols"
+grep -v '^#' "$list" | sort -u >"$T/listed"
+total=$(wc -l <"$T/listed")
+gone=$(comm -23 "$T/listed" "$T/symbols" | wc -l)
+[ "$total" -ge 200 ] || fail "$list names only $total functions"
+[ $((gone * 10)) -le "$total" ] ||
+  fail "$gone of the $total functions in $list are in no tool: run scripts/startup-order.sh"
+
+finish
