@@ -33,45 +33,57 @@ S=$TMP/store
 "$BIN/mq-admin" -s "$S" create q >/dev/null
 "$BIN/mq-send" -s "$S" q warm >/dev/null
 
-# profile NAME TOOL ARGS...: the names of the functions one run of TOOL executes (callgrind's
-# "fn=(N) NAME" and "cfn=(N) NAME" lines name each function once).
+# profile NAME TOOL ARGS...: $TMP/NAME, the names of the functions one run of TOOL executes
+# (callgrind's "fn=(N) NAME" and "cfn=(N) NAME" lines name each function once).
 profile() {
   local name=$1
   shift
   valgrind --tool=callgrind --demangle=no --callgrind-out-file="$TMP/$name.cg" "$@" \
     >/dev/null 2>"$TMP/$name.err" || { cat "$TMP/$name.err" >&2; exit 1; }
-  sed -n -E 's/^c?fn=\([0-9]+\) (.*)$/\1/p' "$TMP/$name.cg" | sed -E "s/'[0-9]+$//"
+  sed -n -E 's/^c?fn=\([0-9]+\) (.*)$/\1/p' "$TMP/$name.cg" | sed -E "s/'[0-9]+$//" |
+    grep -v -E '^(0x[0-9a-f]+|\(below main\))$' | awk '!seen[$0]++' >"$TMP/$name"
 }
-{
-  # The process's own start, which callgrind names "(below main)".
-  printf '%s\n' _start __libc_start_main_impl __libc_start_call_main
-  profile send "$BIN/mq-send" -s "$S" q "a message body"
-  profile send-l "$BIN/mq-send" -s "$S" -l q < <(printf 'one\ntwo\n')
-  profile receive "$BIN/mq-receive" -s "$S" q
-  profile peek "$BIN/mq-peek" -s "$S" q
-  profile receive-all "$BIN/mq-receive" -s "$S" --all -l q
-} | grep -v -E '^(0x[0-9a-f]+|\(below main\))$' | awk '!seen[$0]++' >"$TMP/names"
+profile send "$BIN/mq-send" -s "$S" q "a message body"
+profile send-l "$BIN/mq-send" -s "$S" -l q < <(printf 'one\ntwo\n')
+profile receive "$BIN/mq-receive" -s "$S" q
+profile peek "$BIN/mq-peek" -s "$S" q
+profile receive-all "$BIN/mq-receive" -s "$S" --all -l q
+cat "$TMP/send" "$TMP/send-l" "$TMP/receive" "$TMP/peek" "$TMP/receive-all" | awk '!seen[$0]++' >"$TMP/names"
 
 # glibc picks a string function's variant for the CPU at start-up, by its IFUNC resolver
 # (valgrind's emulated CPU has no AVX-512, so it runs other variants than the machine does):
 # the resolvers, then for each family that ran its variants for today's CPUs, EVEX and AVX-512
 # first, then AVX2. Older CPUs' variants stay where the linker puts them.
-nm "$BIN/mq-send" | awk '{ print $2, $3 }' | sort -u -k 2 >"$TMP/symbols"
+for t in mq-send mq-receive mq-peek mq-watch; do nm "$BIN/$t"; done | awk 'NF == 3 { print $2, $3 }' |
+  sort -u -k 2,2 >"$TMP/symbols"
 sed -n -E 's/^__(mem|str|stp|wcs|wmem)([a-z]*)_(sse2|ssse3|sse42|sse4_1|sse4_2|avx|avx2|evex|avx512).*/\1\2/p' \
   "$TMP/names" | sed -e 's/^memcpy$/memmove/' -e 's/^mempcpy$/memmove/' | sort -u >"$TMP/families"
 {
   # Every resolver runs at start-up (a static program applies all its IRELATIVE relocations).
   awk '$1 == "i" { print $2 }' "$TMP/symbols"
   for kind in 'evex|avx512' 'avx2'; do
-    while read -r fam; do awk '{ print $2 }' "$TMP/symbols" | grep -E "^__${fam}_.*(${kind})" || true; done <"$TMP/families"
+    while read -r fam; do awk '{ print $2 }' "$TMP/symbols" | grep -E "^__${fam}_.*(${kind})" | grep -v _rtm || true; done <"$TMP/families"
   done
 } >"$TMP/variants"
 
+# The order: the process's start (callgrind names it "(below main)", and does not see what a
+# static program does with the vDSO), the resolvers and string variants, then what all three
+# tools run, then what only some run, send's first: each tool's start in as few pages as can be.
 {
-  echo "# The functions that a single mq-send, mq-receive and mq-peek run, send's first:"
+  printf '%s\n' _start __libc_start_main_impl __libc_start_call_main _dl_non_dynamic_init \
+    _dl_new_object _dl_add_to_namespace_list _dl_setup_hash _dl_lookup_symbol_x do_lookup_x \
+    _dl_vdso_vsym _dl_important_hwcaps _dl_init_paths
+  cat "$TMP/variants"
+  awk 'FILENAME != last { last = FILENAME; n++ } { c[$0]++ } n == 1 { order[++k] = $0 }
+       END { for (i = 1; i <= k; i++) if (c[order[i]] == 3) print order[i] }' \
+    "$TMP/send" "$TMP/receive" "$TMP/peek"
+  cat "$TMP/names"
+} | awk '!seen[$0]++' >"$TMP/ordered"
+
+{
+  echo "# The functions that a single mq-send, mq-receive and mq-peek run, their shared start first:"
   echo "# ld.lld's --symbol-ordering-file for the static tools (CMakeLists.txt). Written by"
   echo "# scripts/startup-order.sh ($(gcc -dumpfullversion) $(dpkg-query -W -f '${Version}' libc6-dev 2>/dev/null || true)); a stale list only costs speed."
-  cat "$TMP/names"
-  awk 'NR == FNR { seen[$0] = 1; next } !seen[$0]++' "$TMP/names" "$TMP/variants"
+  cat "$TMP/ordered"
 } >"$OUT"
 echo "startup-order.sh: $(grep -vc '^#' "$OUT") functions in $OUT"
