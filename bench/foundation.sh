@@ -199,6 +199,13 @@ else
 fi
 build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$MQ_BIN/CMakeCache.txt" 2>/dev/null || true)
 mq_from="$mq_from, CMAKE_BUILD_TYPE ${build_type:-unset (CMakeLists default)}"
+# Linked by ld.lld in cmd/startup-order.txt's order, or not (CMakeLists.txt: without lld the
+# static tools start slower, which (a) and (a2) show).
+if readelf -p .comment "$SEND" 2>/dev/null | grep -q 'Linker:.*LLD'; then
+  mq_link="ld.lld, start-up order of cmd/startup-order.txt"
+else
+  mq_link="default linker order (no ld.lld: see README.md, Build)"
+fi
 lmdb_version=$(dpkg-query -W -f '${Version}' liblmdb-dev 2>/dev/null || echo '?')
 sqlite_version=$(sqlite3 --version | awk '{ print $1 }')
 
@@ -207,6 +214,7 @@ echo "  date      $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 echo "  machine   $(nproc) CPUs${cpu:+ ($cpu)}, ${mem:-? GiB} RAM, Linux $(uname -r)"
 echo "  bench dir $TMP: ${fs}"
 echo "  mq        $mq_version ($mq_from, $MQ_BIN)"
+echo "  linked    $mq_link"
 echo "  others    sqlite3 $sqlite_version, liblmdb $lmdb_version, $(gcc --version | head -n 1)"
 load_start=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0)
 echo "  load      $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?') at the start (other work on the machine skews fsync times)"
