@@ -22,7 +22,7 @@ SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BIN=${1:-$SRC/build}
 OUT=$SRC/cmd/startup-order.txt
 command -v valgrind >/dev/null || { echo "startup-order.sh: needs valgrind (apt-get install valgrind)" >&2; exit 1; }
-for t in mq-send mq-receive mq-peek mq-admin; do
+for t in mq-send mq-receive mq-peek mq-watch mq-admin; do
   [ -x "$BIN/$t" ] || { echo "startup-order.sh: $BIN/$t is missing: build the tools first" >&2; exit 1; }
 done
 
