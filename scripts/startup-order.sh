@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # startup-order.sh: write cmd/startup-order.txt, the functions that a single mq-send, mq-receive
-# and mq-peek run, for the linker to lay them out together at the head of the tools' text.
+# and mq-peek run and the data they touch, for the linker to lay them out together at the head
+# of the tools' text and data sections.
 #
 #   scripts/startup-order.sh [BUILD_DIR]     (default: build; the tools must be built there)
 #
@@ -15,7 +16,8 @@
 # functions missing from it are laid out after it as before. Rerun it when the start-up path
 # changes much (tests/cli/test_startup_order.sh checks that the tools' start still lies at the
 # head of their text). Needs valgrind (callgrind lists every function a run executes, by its
-# symbol name) and the Debian toolchain the tools were built with.
+# symbol name; lackey every address it reads or writes) and the Debian toolchain the tools were
+# built with.
 set -euo pipefail
 
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -50,6 +52,24 @@ profile peek "$BIN/mq-peek" -s "$S" q
 profile receive-all "$BIN/mq-receive" -s "$S" --all -l q
 cat "$TMP/send" "$TMP/send-l" "$TMP/receive" "$TMP/peek" "$TMP/receive-all" | awk '!seen[$0]++' >"$TMP/names"
 
+# The data a run touches: glibc's, libstdc++'s and CLI11's start-up variables lie all over
+# .data, .bss and .data.rel.ro (some 90 KiB), one fault a page. Listed, the linker puts them at
+# the head of their sections. valgrind's lackey traces every load and store; hotdata.awk maps
+# them to the tool's data symbols (nm -S -n), in the order of their first touch.
+data() {
+  local name=$1 tool=$2
+  shift 2
+  valgrind --tool=lackey --trace-mem=yes --log-file="$TMP/$name.lk" "$BIN/$tool" "$@" \
+    >/dev/null 2>"$TMP/$name.err" || { cat "$TMP/$name.err" >&2; exit 1; }
+  nm -S -n "$BIN/$tool" >"$TMP/$name.nm"
+  awk -f "$SRC/scripts/hotdata.awk" "$TMP/$name.nm" "$TMP/$name.lk" >"$TMP/$name.data"
+  rm -f "$TMP/$name.lk"
+}
+data send mq-send -s "$S" q "a message body"
+data receive mq-receive -s "$S" q
+"$BIN/mq-send" -s "$S" q warm >/dev/null
+data peek mq-peek -s "$S" q
+
 # glibc picks a string function's variant for the CPU at start-up, by its IFUNC resolver
 # (valgrind's emulated CPU has no AVX-512, so it runs other variants than the machine does):
 # the resolvers, then for each family that ran its variants for today's CPUs, EVEX and AVX-512
@@ -78,12 +98,14 @@ sed -n -E 's/^__(mem|str|stp|wcs|wmem)([a-z]*)_(sse2|ssse3|sse42|sse4_1|sse4_2|a
        END { for (i = 1; i <= k; i++) if (c[order[i]] == 3) print order[i] }' \
     "$TMP/send" "$TMP/receive" "$TMP/peek"
   cat "$TMP/names"
+  cat "$TMP/send.data" "$TMP/receive.data" "$TMP/peek.data"
 } | awk '!seen[$0]++' >"$TMP/ordered"
 
 {
-  echo "# The functions that a single mq-send, mq-receive and mq-peek run, their shared start first:"
+  echo "# The functions that a single mq-send, mq-receive and mq-peek run, their shared start first,"
+  echo "# then the data they touch:"
   echo "# ld.lld's --symbol-ordering-file for the static tools (CMakeLists.txt). Written by"
   echo "# scripts/startup-order.sh ($(gcc -dumpfullversion) $(dpkg-query -W -f '${Version}' libc6-dev 2>/dev/null || true)); a stale list only costs speed."
   cat "$TMP/ordered"
 } >"$OUT"
-echo "startup-order.sh: $(grep -vc '^#' "$OUT") functions in $OUT"
+echo "startup-order.sh: $(grep -vc '^#' "$OUT") functions and data in $OUT"

@@ -5,8 +5,9 @@
 # every 64 KiB of it (each page fault of a spread-out start costs some 14 us on a virtual
 # machine; bench/foundation.sh (a) measures the whole). Checked in the built tools: linked by
 # LLD, the functions of a send's and a receive's start within the first 512 KiB of the text
-# (the list's functions take some 400 KiB), and a list that still names functions the tools
-# have (scripts/startup-order.sh rewrites it).
+# (the list's functions take some 400 KiB), glibc's start-up data within the first 16 KiB of
+# .bss, and a list that still names functions the tools have (scripts/startup-order.sh
+# rewrites it).
 . "$(dirname "$0")/lib.sh"
 
 cache=$MQ_BIN/CMakeCache.txt
@@ -44,6 +45,17 @@ for tool in mq-send mq-receive mq-peek mq-watch; do
     off=$((0x$addr - 0x$text))
     [ "$off" -ge 0 ] && [ "$off" -lt $((512 * 1024)) ] ||
       fail "$tool: $sym lies $((off / 1024)) KiB into the text, not in the start-up run at its head"
+  done
+  # glibc's start-up data, which the default order leaves at the far end of .bss (past 16 KiB
+  # of pthread keys, for one), lies at its head with the rest of what a run touches.
+  bss=$(readelf -SW "$bin" | awk '{ for (i = 1; i < NF; i++) if ($i == ".bss") { print $(i + 2); exit } }')
+  [ -n "$bss" ] || { fail "$tool has no .bss section"; continue; }
+  for sym in _dl_x86_cpu_features _dl_phdr __libc_argv; do
+    addr=$(awk -v s="$sym" '$3 == s && ($2 == "b" || $2 == "B") { print $1; exit }' "$T/$tool.nm")
+    [ -n "$addr" ] || { fail "$tool has no data symbol $sym"; continue; }
+    off=$((0x$addr - 0x$bss))
+    [ "$off" -ge 0 ] && [ "$off" -lt $((16 * 1024)) ] ||
+      fail "$tool: $sym lies $((off / 1024)) KiB into .bss, not with the start-up data at its head"
   done
   nm "$bin" | awk '{ print $NF }' >>"$T/symbols"
 done
