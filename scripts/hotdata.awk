@@ -1,6 +1,6 @@
 # hotdata.awk NMFILE TRACE: the data symbols of NMFILE (nm -S -n) that TRACE (valgrind lackey
 # --trace-mem=yes) loads or stores, in the order of their first touch.
-function hex(s,   i, n, c) {
+function hex(s,   i, n) {
   n = 0
   s = tolower(s)
   for (i = 1; i <= length(s); i++) n = n * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
