@@ -357,8 +357,11 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockPlainOnce(const QueueRef& ref,
         paused = q->receive_paused;
         if (paused) return {};  // commits what Maintain did
         std::string from = n ? std::string() : resume;
-        // Kept from one batch to the next: a drain's batches reuse its memory.
+        // Kept from one batch to the next: a drain's batches reuse its memory. The last
+        // ended lease's messages (Lease::~Lease) are decoded into again, so that a drain
+        // faults in one batch's memory, not two that take turns.
         static thread_local std::vector<Found> batch;
+        if (spare_held.size() > batch.size()) batch.swap(spare_held);
         uint64_t limit = sel.limit ? sel.limit : UINT64_MAX;
         // No more than the rate limit's tokens; with none, one look says whether the limit
         // or an empty queue is the reason.
@@ -389,10 +392,8 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockPlainOnce(const QueueRef& ref,
               msgs.LockRange(txn, *q, rec.keys[run], rec.keys[i], i + 1 - run, *lease_id));
           run = i + 1;
         }
-        // The lease takes the batch as it is, and the next Collect decodes into the messages
-        // of the last lease ended.
+        // The lease takes the batch as it is.
         lease->held_.swap(batch);
-        batch.swap(spare_held);
         MQ_RETURN_IF_ERROR(txn.Put(leases, LeaseKey(q->id, *lease_id), EncodeLease(rec)));
         MQ_RETURN_IF_ERROR(PutQueue(txn, *q));
         found = true;
