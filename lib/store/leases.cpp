@@ -357,11 +357,9 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockPlainOnce(const QueueRef& ref,
         paused = q->receive_paused;
         if (paused) return {};  // commits what Maintain did
         std::string from = n ? std::string() : resume;
-        // Kept from one batch to the next: a drain's batches reuse its memory. The last
-        // ended lease's messages (Lease::~Lease) are decoded into again, so that a drain
-        // faults in one batch's memory, not two that take turns.
-        static thread_local std::vector<Found> batch;
-        if (spare_held.size() > batch.size()) batch.swap(spare_held);
+        // The last ended lease's messages (Lease::~Lease), decoded into again: a drain's
+        // batches reuse one batch's memory.
+        std::vector<Found>& batch = spare_held;
         uint64_t limit = sel.limit ? sel.limit : UINT64_MAX;
         // No more than the rate limit's tokens; with none, one look says whether the limit
         // or an empty queue is the reason.
@@ -392,7 +390,7 @@ Result<std::unique_ptr<Lease>> Store::Impl::LockPlainOnce(const QueueRef& ref,
               msgs.LockRange(txn, *q, rec.keys[run], rec.keys[i], i + 1 - run, *lease_id));
           run = i + 1;
         }
-        // The lease takes the batch as it is.
+        // The lease takes the batch as it is, and gives it back when it ends.
         lease->held_.swap(batch);
         MQ_RETURN_IF_ERROR(txn.Put(leases, LeaseKey(q->id, *lease_id), EncodeLease(rec)));
         MQ_RETURN_IF_ERROR(PutQueue(txn, *q));

@@ -24,12 +24,17 @@ list=$MQ_SRC/cmd/startup-order.txt
 
 # What every one of them runs on its way to the store, and what a send or a receive adds.
 # Demangled names, matched up to their parameters.
+# section_start BIN NAME: the address (hex) of section NAME in BIN, empty if it has none.
+section_start() {
+  readelf -SW "$1" | awk -v n="$2" '{ for (i = 1; i < NF; i++) if ($i == n) { print $(i + 2); exit } }'
+}
+
 common=(_start __libc_start_main_impl main malloc 'mq::Store::Open(' 'CLI::detail::split_up(' mdb_txn_begin
   mdb_txn_commit mdb_cursor_get)
 for tool in mq-send mq-receive mq-peek mq-watch; do
   bin=$MQ_BIN/$tool
   readelf -p .comment "$bin" | grep -q 'Linker:.*LLD' || fail "$tool was not linked by ld.lld"
-  text=$(readelf -SW "$bin" | awk '{ for (i = 1; i < NF; i++) if ($i == ".text") { print $(i + 2); exit } }')
+  text=$(section_start "$bin" .text)
   [ -n "$text" ] || { fail "$tool has no .text section"; continue; }
   nm -C "$bin" >"$T/$tool.nm"
   want=("${common[@]}")
@@ -48,7 +53,7 @@ for tool in mq-send mq-receive mq-peek mq-watch; do
   done
   # glibc's start-up data, which the default order leaves at the far end of .bss (past 16 KiB
   # of pthread keys, for one), lies at its head with the rest of what a run touches.
-  bss=$(readelf -SW "$bin" | awk '{ for (i = 1; i < NF; i++) if ($i == ".bss") { print $(i + 2); exit } }')
+  bss=$(section_start "$bin" .bss)
   [ -n "$bss" ] || { fail "$tool has no .bss section"; continue; }
   for sym in _dl_x86_cpu_features _dl_phdr __libc_argv; do
     addr=$(awk -v s="$sym" '$3 == s && ($2 == "b" || $2 == "B") { print $1; exit }' "$T/$tool.nm")
