@@ -62,6 +62,23 @@ int Fail(const Status& status) {
   return ExitCode(status);
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define MQ_LEAK_CHECKED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MQ_LEAK_CHECKED 1
+#endif
+#endif
+
+int ExitNow(int rc) {
+#ifdef MQ_LEAK_CHECKED
+  return rc;
+#else
+  std::fflush(nullptr);
+  ::_exit(rc);
+#endif
+}
+
 namespace {
 
 void OnStopSignal(int) { Stop().Request(); }

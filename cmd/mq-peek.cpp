@@ -62,9 +62,9 @@ int Run(int argc, char** argv) {
   if (!store.ok()) return cli::Fail(store.status());
   Status s = co ? (*store)->CursorPeek(*ref, *co, *ro, **sink)
                 : (*store)->Peek(*ref, *sel, *ro, **sink);
-  if (s.code() == Code::kBrokenPipe) return 0;  // the reader has seen enough
-  if (!s.ok()) return cli::Fail(s.WithSubject(ref->Full()));
-  return 0;
+  if (s.code() == Code::kBrokenPipe) return cli::ExitNow(0);  // the reader has seen enough
+  if (!s.ok()) return cli::ExitNow(cli::Fail(s.WithSubject(ref->Full())));
+  return cli::ExitNow(0);
 }
 
 }  // namespace

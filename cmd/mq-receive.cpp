@@ -375,18 +375,19 @@ int Run(int argc, char** argv) {
     LockOptions lo;
     lo.lease_ms = lease_ms;
     auto l = (*store)->Lock(*ref, *sel, *ro, lo, sink->get());
-    if (!l.ok()) return cli::FailAfterInto(l.status().WithSubject(ref->Full()), **sink);
+    if (!l.ok())
+      return cli::ExitNow(cli::FailAfterInto(l.status().WithSubject(ref->Full()), **sink));
     if (!(*sink)->CarriesLeaseToken()) {
       std::string line = (*l)->token() + "\n";
       ssize_t ignored = ::write(2, line.data(), line.size());
       (void)ignored;
     }
-    return 0;
+    return cli::ExitNow(0);
   }
   Status s = co ? (*store)->CursorReceive(*ref, *co, *ro, **sink)
                 : (*store)->Receive(*ref, *sel, *ro, **sink);
-  if (!s.ok()) return cli::FailAfterInto(s.WithSubject(ref->Full()), **sink);
-  return 0;
+  if (!s.ok()) return cli::ExitNow(cli::FailAfterInto(s.WithSubject(ref->Full()), **sink));
+  return cli::ExitNow(0);
 }
 
 }  // namespace

@@ -284,8 +284,8 @@ int Run(int argc, char** argv) {
     sender.Add(body);
     s = sender.Commit();
   }
-  if (!s.ok()) return cli::Fail(s.WithSubject(subject));
-  return 0;
+  if (!s.ok()) return cli::ExitNow(cli::Fail(s.WithSubject(subject)));
+  return cli::ExitNow(0);
 }
 
 }  // namespace
