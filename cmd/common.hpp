@@ -39,7 +39,7 @@ int Fail(const Status& status);
 // exit status `rc`: stdio is flushed and the process leaves at once, without closing the
 // store or freeing its objects one by one. The kernel unmaps, closes and frees all of it at
 // exit anyway, in one go, as after a kill (which every store user survives, lmdb.cpp); the
-// piecemeal way cost a single send or receive 0.1-0.2 ms (bench/foundation.sh (a), (a2)).
+// piecemeal way cost a single send or receive 0.1-0.15 ms (bench/foundation.sh (a), (a2)).
 // Built with AddressSanitizer it returns `rc`, so that LeakSanitizer still sees the heap.
 int ExitNow(int rc);
 // From now on, Fail() says nothing of "no message" (MQ_ERROR_MESSAGE_NOT_FOUND, and a wait
