@@ -22,13 +22,13 @@ grep -q '^MQ_HAVE_LLD:INTERNAL=1$' "$cache" ||
 list=$MQ_SRC/cmd/startup-order.txt
 [ -s "$list" ] || fail "$list is missing"
 
-# What every one of them runs on its way to the store, and what a send or a receive adds.
-# Demangled names, matched up to their parameters.
 # section_start BIN NAME: the address (hex) of section NAME in BIN, empty if it has none.
 section_start() {
   readelf -SW "$1" | awk -v n="$2" '{ for (i = 1; i < NF; i++) if ($i == n) { print $(i + 2); exit } }'
 }
 
+# What every one of them runs on its way to the store, and what a send or a receive adds.
+# Demangled names, matched up to their parameters.
 common=(_start __libc_start_main_impl main malloc 'mq::Store::Open(' 'CLI::detail::split_up(' mdb_txn_begin
   mdb_txn_commit mdb_cursor_get)
 for tool in mq-send mq-receive mq-peek mq-watch; do
